@@ -1,0 +1,167 @@
+/*
+ * Encrypted image formats (QEMU's crypto/block.h shape): the header and key
+ * slots of a LUKS image, and the encryption of its payload sectors. The
+ * format code does no I/O of its own: it reads and writes the header
+ * through callbacks, so the block layer decides where the bytes live (one
+ * file, or a detached header file).
+ *
+ * Formats sit behind a driver table (crypto/blockpriv.h): LUKS1 now, LUKS2
+ * later; callers never know which one runs.
+ */
+#ifndef QCRYPTO_BLOCK_H
+#define QCRYPTO_BLOCK_H
+
+#include "crypto/cipher.h"
+#include "crypto/hash.h"
+#include "crypto/ivgen.h"
+
+typedef struct QCryptoBlock QCryptoBlock;
+
+typedef enum {
+    QCRYPTO_BLOCK_FORMAT_LUKS,
+    QCRYPTO_BLOCK_FORMAT__MAX,
+} QCryptoBlockFormat;
+
+/* Read / write buflen bytes at offset of the header's file. */
+typedef int (*QCryptoBlockReadFunc)(QCryptoBlock *block, uint64_t offset,
+                                    uint8_t *buf, size_t buflen,
+                                    void *opaque, Error **errp);
+typedef int (*QCryptoBlockWriteFunc)(QCryptoBlock *block, uint64_t offset,
+                                     const uint8_t *buf, size_t buflen,
+                                     void *opaque, Error **errp);
+/* On create: make room for a header of headerlen bytes (e.g. truncate). */
+typedef int (*QCryptoBlockInitFunc)(QCryptoBlock *block, uint64_t headerlen,
+                                    void *opaque, Error **errp);
+
+/* The passphrase: any bytes (key files are binary), not NUL-terminated. */
+typedef struct QCryptoBlockSecret {
+    const uint8_t *data;
+    size_t len;
+} QCryptoBlockSecret;
+
+typedef struct QCryptoBlockOpenOptions {
+    QCryptoBlockFormat format;
+    /* Unused with QCRYPTO_BLOCK_OPEN_NO_IO. */
+    QCryptoBlockSecret secret;
+} QCryptoBlockOpenOptions;
+
+typedef struct QCryptoBlockCreateOptions {
+    QCryptoBlockFormat format;
+    QCryptoBlockSecret secret;
+    QCryptoCipherAlgo cipher_alg;       /* default aes-256 */
+    QCryptoCipherMode cipher_mode;      /* default xts */
+    QCryptoIVGenAlgo ivgen_alg;         /* default plain64 */
+    bool has_ivgen_hash_alg;
+    QCryptoHashAlgo ivgen_hash_alg;     /* for essiv, default sha256 */
+    QCryptoHashAlgo hash_alg;           /* default sha256 */
+    bool has_iter_time;
+    uint64_t iter_time;                 /* ms, default 2000 */
+    /*
+     * 0: QEMU's layout (key material right after the header, payload right
+     * after the last slot). Otherwise the payload offset is aligned to this
+     * many 512-byte sectors, as cryptsetup's --align-payload (its default is
+     * 2048 = 1 MiB).
+     */
+    uint64_t align_payload;
+    /* The header lives in its own file; the payload starts at offset 0. */
+    bool detached_header;
+} QCryptoBlockCreateOptions;
+
+/* Fill opts with the defaults above (everything not set by the caller). */
+void qcrypto_block_create_options_init(QCryptoBlockCreateOptions *opts);
+
+typedef struct QCryptoBlockInfoLUKSSlot {
+    bool active;
+    uint64_t iters;         /* valid when active */
+    uint64_t stripes;
+    uint64_t key_offset;    /* bytes */
+} QCryptoBlockInfoLUKSSlot;
+
+typedef struct QCryptoBlockInfo {
+    QCryptoBlockFormat format;
+    int version;                        /* LUKS version: 1 */
+    QCryptoCipherAlgo cipher_alg;
+    QCryptoCipherMode cipher_mode;
+    QCryptoIVGenAlgo ivgen_alg;
+    bool has_ivgen_hash_alg;
+    QCryptoHashAlgo ivgen_hash_alg;
+    QCryptoHashAlgo hash_alg;
+    bool detached_header;
+    uint64_t payload_offset;            /* bytes */
+    uint64_t master_key_iters;
+    char *uuid;
+    size_t nslots;
+    QCryptoBlockInfoLUKSSlot *slots;
+} QCryptoBlockInfo;
+
+void qcrypto_block_info_free(QCryptoBlockInfo *info);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(QCryptoBlockInfo, qcrypto_block_info_free)
+
+typedef enum {
+    QCRYPTO_BLOCK_AMEND_STATE_ACTIVE,
+    QCRYPTO_BLOCK_AMEND_STATE_INACTIVE,
+} QCryptoBlockAmendState;
+
+/* qemu-img amend -o state=...,keyslot=...,old-secret=...,new-secret=... */
+typedef struct QCryptoBlockAmendOptions {
+    QCryptoBlockAmendState state;
+    bool has_keyslot;
+    int keyslot;
+    /* active: unlocks the master key; inactive: selects the slots to erase */
+    bool has_old_secret;
+    QCryptoBlockSecret old_secret;
+    bool has_new_secret;                /* active only */
+    QCryptoBlockSecret new_secret;
+    bool has_iter_time;
+    uint64_t iter_time;
+} QCryptoBlockAmendOptions;
+
+/* Open flags */
+#define QCRYPTO_BLOCK_OPEN_NO_IO (1 << 0)   /* header only: no secret needed */
+
+/* Whether buf (the start of a file) holds a header of this format. */
+bool qcrypto_block_has_format(QCryptoBlockFormat format,
+                              const uint8_t *buf, size_t len);
+
+QCryptoBlock *qcrypto_block_open(const QCryptoBlockOpenOptions *options,
+                                 QCryptoBlockReadFunc readfunc,
+                                 void *opaque, unsigned int flags,
+                                 Error **errp);
+
+QCryptoBlock *qcrypto_block_create(const QCryptoBlockCreateOptions *options,
+                                   QCryptoBlockInitFunc initfunc,
+                                   QCryptoBlockWriteFunc writefunc,
+                                   void *opaque, Error **errp);
+
+/* Header bytes (payload offset) an image created with options would have. */
+int qcrypto_block_calculate_payload_offset(
+    const QCryptoBlockCreateOptions *options, uint64_t *payload_offset,
+    Error **errp);
+
+int qcrypto_block_amend_options(QCryptoBlock *block,
+                                QCryptoBlockReadFunc readfunc,
+                                QCryptoBlockWriteFunc writefunc,
+                                void *opaque,
+                                const QCryptoBlockAmendOptions *options,
+                                bool force, Error **errp);
+
+/*
+ * Decrypt / encrypt len bytes in place. offset is relative to the start of
+ * the payload; offset and len are multiples of the sector size. Whole runs
+ * of sectors go to the cipher in one qcrypto_cipher_*_sectors() call.
+ */
+int qcrypto_block_decrypt(QCryptoBlock *block, uint64_t offset,
+                          uint8_t *buf, size_t len, Error **errp);
+int qcrypto_block_encrypt(QCryptoBlock *block, uint64_t offset,
+                          uint8_t *buf, size_t len, Error **errp);
+
+QCryptoBlockInfo *qcrypto_block_get_info(QCryptoBlock *block, Error **errp);
+
+uint64_t qcrypto_block_get_payload_offset(QCryptoBlock *block);
+uint64_t qcrypto_block_get_sector_size(QCryptoBlock *block);
+
+/* Frees the block, wiping the master key and ciphers. NULL is allowed. */
+void qcrypto_block_free(QCryptoBlock *block);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(QCryptoBlock, qcrypto_block_free)
+
+#endif

@@ -1,0 +1,30 @@
+/* PBKDF2 (RFC 8018 section 5.2) with HMAC over any QCryptoHashAlgo. */
+#ifndef QCRYPTO_PBKDF_H
+#define QCRYPTO_PBKDF_H
+
+#include "crypto/hash.h"
+
+bool qcrypto_pbkdf2_supports(QCryptoHashAlgo hash);
+
+/* Derive nout bytes into out. iterations must be >= 1. */
+int qcrypto_pbkdf2(QCryptoHashAlgo hash,
+                   const uint8_t *key, size_t nkey,
+                   const uint8_t *salt, size_t nsalt,
+                   uint64_t iterations,
+                   uint8_t *out, size_t nout,
+                   Error **errp);
+
+/*
+ * Iterations per second of this thread's CPU time for hash, deriving nout
+ * bytes (what LUKS then scales by iter-time). Measured on the thread CPU
+ * clock, with the work per sample grown until the clock's resolution is
+ * negligible, so a busy machine does not make it fail or go wildly wrong.
+ * Returns 0 and sets errp only on a real failure.
+ */
+uint64_t qcrypto_pbkdf2_count_iters(QCryptoHashAlgo hash,
+                                    const uint8_t *key, size_t nkey,
+                                    const uint8_t *salt, size_t nsalt,
+                                    size_t nout,
+                                    Error **errp);
+
+#endif

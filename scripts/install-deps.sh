@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Install whatever of the build and test dependencies is missing (Debian 12).
+# Idempotent, and quiet when everything is already there.
+set -euo pipefail
+
+packages=(
+    # build
+    meson ninja-build pkg-config gcc make
+    libglib2.0-dev nettle-dev
+    # LUKS2 metadata and argon2 key slots
+    libjson-glib-dev libargon2-dev
+    # interop tests: the real qemu-img and cryptsetup
+    qemu-utils cryptsetup-bin
+    # the demo's sample file system and the shared test images
+    dosfstools mtools xz-utils
+)
+
+missing=()
+for p in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed'; then
+        missing+=("$p")
+    fi
+done
+
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then
+        SUDO=sudo
+    else
+        echo "install-deps: missing packages (${missing[*]}) and not root" >&2
+        exit 1
+    fi
+else
+    SUDO=
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
