@@ -133,6 +133,10 @@ GHashTable *img_parse_create_opts(char **opt_strs)
     for (char **o = opt_strs; o && *o; o++) {
         Error *err = NULL;
 
+        if (g_str_equal(*o, "help") || g_str_equal(*o, "?")) {
+            g_hash_table_insert(opts, g_strdup("help"), g_strdup("on"));
+            continue;
+        }
         if (qemu_opts_parse_into(opts, *o, NULL, &err) < 0) {
             img_error_free(NULL, err);
             return NULL;
