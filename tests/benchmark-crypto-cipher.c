@@ -282,10 +282,6 @@ static void check_options(GArray *algs, GArray *modes, GPtrArray *backends)
         }
     }
 
-    if (opts.chunks->len == 0) {
-        g_array_append_vals(opts.chunks, default_chunks,
-                            G_N_ELEMENTS(default_chunks));
-    }
     /*
      * Sizes in whole 16-byte blocks: every block length we have (8, 16)
      * divides them, and XTS ciphertext stealing is not what we measure.
@@ -293,6 +289,20 @@ static void check_options(GArray *algs, GArray *modes, GPtrArray *backends)
     if (opts.sector_size % 16) {
         bad_option("--sector-size %" G_GUINT64_FORMAT " is not a multiple "
                    "of 16", opts.sector_size);
+    }
+    if (opts.chunks->len == 0) {
+        /* The defaults that hold whole sectors: --sector-size 4096 alone
+         * measures 4096, 16384 and 65536. */
+        for (size_t i = 0; i < G_N_ELEMENTS(default_chunks); i++) {
+            if (!opts.sector_size ||
+                default_chunks[i] % opts.sector_size == 0) {
+                g_array_append_val(opts.chunks, default_chunks[i]);
+            }
+        }
+        if (opts.chunks->len == 0) {
+            bad_option("--sector-size %" G_GUINT64_FORMAT " fits none of "
+                       "the default chunks: give --chunk", opts.sector_size);
+        }
     }
     for (guint i = 0; i < opts.chunks->len; i++) {
         size_t chunk = g_array_index(opts.chunks, size_t, i);
