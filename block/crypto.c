@@ -519,7 +519,8 @@ static int luks_measure(GHashTable *opts, uint64_t size, uint64_t *required,
         qcrypto_block_calculate_payload_offset(&copts, &header, errp) < 0) {
         goto out;
     }
-    *required = *fully_allocated = header + ROUND_UP(size, BDRV_SECTOR_SIZE);
+    /* As qemu-img: the header plus the size as given (not rounded). */
+    *required = *fully_allocated = header + size;
     ret = 0;
 
 out:

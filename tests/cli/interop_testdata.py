@@ -63,8 +63,9 @@ class TestData(TestCase):
                 os.unlink(raw)
 
     def test_compat_images(self):
+        # (compatimage's other passphrases in the README are slots that
+        # cryptsetup's own tests add first: only slot 0 is there)
         for name, key in [("compatimage.img.xz", "compatkey"),
-                          ("compatimage.img.xz", "93R4P4pIqAH8"),
                           ("compatv10image.img.xz", "compatkey")]:
             with self.subTest(image=name, key=key):
                 img = self.unxz(name)

@@ -104,13 +104,19 @@ class CreateLuks(TestCase):
                          ("aes-128", "cbc", "essiv", "sha256", "sha1"))
 
     def test_align_payload(self):
-        path, _ = self.create("c", "align-payload=2048")
+        # aes-128-cbc: 8 slots of 16 x 4000 bytes fit below 1 MiB
+        path, _ = self.create("c", "align-payload=2048,cipher-alg=aes-128,"
+                              "cipher-mode=cbc")
         data = self.info_json(path)["format-specific"]["data"]
         self.assertEqual(data["payload-offset"], 1 << 20)
         self.assertEqual(os.path.getsize(path), (1 << 20) + (4 << 20))
+        # aes-256-xts: 64-byte keys need 2 MiB, as cryptsetup lays it out
+        path, _ = self.create("d", "align-payload=2048")
+        data = self.info_json(path)["format-specific"]["data"]
+        self.assertEqual(data["payload-offset"], 2 << 20)
 
     def test_preallocation(self):
-        path, _ = self.create("d", "preallocation=falloc")
+        path, _ = self.create("e", "preallocation=falloc")
         self.assertGreaterEqual(os.stat(path).st_blocks * 512, 4 << 20)
 
     def test_qemu_layout_matches_qemu_img(self):
@@ -135,7 +141,7 @@ class CreateLuks(TestCase):
         qil("create", "-q", "-f", "raw", data, "2M")
         opts = (f"driver=luks,key-secret=sec0,file.filename={data},"
                 f"header.filename={hdr}")
-        info = self.info_json("--image-opts", opts)
+        info = self.info_json("--object", SECRET, "--image-opts", opts)
         self.assertEqual(info["virtual-size"], 2 << 20)
         self.assertEqual(info["format-specific"]["data"]["payload-offset"],
                          0)
