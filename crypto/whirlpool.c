@@ -244,8 +244,9 @@ void qcrypto_whirlpool_digest(struct qcrypto_whirlpool_ctx *ctx,
     g_assert(length <= WHIRLPOOL_DIGEST_SIZE);
 
     /*
-     * "Padding and MD-strengthening": append a 1 bit, zeros up to an odd multiple of 256
-     * bits, then the length as a 256-bit big-endian number.
+     * "Padding and MD-strengthening": append a 1 bit, zeros up to an odd
+     * multiple of 256 bits, then the length as a 256-bit big-endian
+     * number.
      */
     ctx->block[i++] = 0x80;
     if (i > WHIRLPOOL_BLOCK_SIZE - 32) {
