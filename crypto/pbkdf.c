@@ -137,30 +137,23 @@ static int thread_cpu_ns(uint64_t *ns, Error **errp)
     return 0;
 }
 
-uint64_t qcrypto_pbkdf2_count_iters(QCryptoHashAlgo hash,
-                                    const uint8_t *key, size_t nkey,
-                                    const uint8_t *salt, size_t nsalt,
-                                    size_t nout,
-                                    Error **errp)
+/* The measuring loop; out (nout bytes) is scratch. 0 on failure. */
+static uint64_t pbkdf2_calibrate(QCryptoHashAlgo hash,
+                                 const uint8_t *key, size_t nkey,
+                                 const uint8_t *salt, size_t nsalt,
+                                 uint8_t *out, size_t nout, Error **errp)
 {
-    g_autofree uint8_t *out = g_malloc(nout);
     uint64_t iters = CALIBRATE_START_ITERS;
     double best_rate = 0;
-    int samples = 0;
-    int ret = -1;
 
-    if (nout == 0) {
-        error_setg(errp, "PBKDF2 calibration needs a non-empty output");
-        return 0;
-    }
-    while (samples < CALIBRATE_SAMPLES) {
+    for (int samples = 0; samples < CALIBRATE_SAMPLES;) {
         uint64_t start, end, elapsed;
 
         if (thread_cpu_ns(&start, errp) < 0 ||
             qcrypto_pbkdf2(hash, key, nkey, salt, nsalt, iters,
                            out, nout, errp) < 0 ||
             thread_cpu_ns(&end, errp) < 0) {
-            goto out;
+            return 0;
         }
         elapsed = end > start ? end - start : 0;
 
@@ -172,19 +165,31 @@ uint64_t qcrypto_pbkdf2_count_iters(QCryptoHashAlgo hash,
                 error_setg(errp, "The thread CPU clock does not advance "
                            "(%" PRIu64 " ns for %" PRIu64 " iterations)",
                            elapsed, iters);
-                goto out;
+                return 0;
             }
             iters *= 16;
         } else {
             iters = (double)iters * CALIBRATE_TARGET_NS / elapsed + 1;
         }
     }
-    ret = 0;
+    return MAX((uint64_t)best_rate, 1);
+}
 
-out:
-    explicit_bzero(out, nout);
-    if (ret < 0) {
+uint64_t qcrypto_pbkdf2_count_iters(QCryptoHashAlgo hash,
+                                    const uint8_t *key, size_t nkey,
+                                    const uint8_t *salt, size_t nsalt,
+                                    size_t nout,
+                                    Error **errp)
+{
+    g_autofree uint8_t *out = NULL;
+    uint64_t rate;
+
+    if (nout == 0) {
+        error_setg(errp, "PBKDF2 calibration needs a non-empty output");
         return 0;
     }
-    return MAX((uint64_t)best_rate, 1);
+    out = g_malloc(nout);
+    rate = pbkdf2_calibrate(hash, key, nkey, salt, nsalt, out, nout, errp);
+    explicit_bzero(out, nout);
+    return rate;
 }
