@@ -95,10 +95,10 @@ int qcrypto_pbkdf2(QCryptoHashAlgo hash,
  * Calibration: how many iterations one second of this thread's CPU time
  * buys, deriving nout bytes.
  *
- * QEMU times a fixed-size first run with getrusage(RUSAGE_THREAD), whose
- * accounting can advance in scheduler ticks, and gives up with "Unable to
- * get accurate CPU usage" when a run reads as zero time. We avoid each way
- * that can go wrong:
+ * QEMU reads the thread's CPU time through getrusage(RUSAGE_THREAD), in
+ * whole milliseconds and advanced by the kernel's accounting, takes a
+ * single sample, and gives up with "Unable to get accurate CPU usage" when
+ * a run reads as no time at all. We avoid each way that can go wrong:
  *  - CLOCK_THREAD_CPUTIME_ID counts only the time this thread ran, so a
  *    busy machine that preempts us stretches the wall time, not the
  *    measurement;
