@@ -114,12 +114,12 @@ int qcrypto_pbkdf2(QCryptoHashAlgo hash,
  * The only failures are real ones: the clock cannot be read, or it stays
  * still over so much work that it cannot be a CPU clock.
  */
-#define CALIBRATE_START_ITERS  1024
+#define CALIBRATE_START_ITERS  1024    /* HMAC pairs in the first sample */
 #define CALIBRATE_MIN_NS       (100 * 1000 * 1000ull)
 #define CALIBRATE_TARGET_NS    (150 * 1000 * 1000ull)
 #define CALIBRATE_SAMPLES      3
 /*
- * 2^22 iterations in under CALIBRATE_MIN_NS / 16 would be over 600 million
+ * 2^22 HMAC pairs in under CALIBRATE_MIN_NS / 16 would be over 600 million
  * a second, 30 times the fastest HMAC pair (SHA-1 with SHA-NI) any CPU
  * does: a clock that reads so little over so much work is broken.
  */
@@ -143,7 +143,10 @@ static uint64_t pbkdf2_calibrate(QCryptoHashAlgo hash,
                                  const uint8_t *salt, size_t nsalt,
                                  uint8_t *out, size_t nout, Error **errp)
 {
-    uint64_t iters = CALIBRATE_START_ITERS;
+    /* Each iteration costs one HMAC pair per digest-sized output block. */
+    size_t hlen = qcrypto_hash_digest_len(hash);
+    uint64_t blocks = (nout + hlen - 1) / hlen;
+    uint64_t iters = MAX(CALIBRATE_START_ITERS / blocks, 1);
     double best_rate = 0;
 
     for (int samples = 0; samples < CALIBRATE_SAMPLES;) {
@@ -161,7 +164,7 @@ static uint64_t pbkdf2_calibrate(QCryptoHashAlgo hash,
             best_rate = MAX(best_rate, iters * 1e9 / elapsed);
             samples++;
         } else if (elapsed < CALIBRATE_MIN_NS / 16) {
-            if (iters >= CALIBRATE_STUCK_ITERS) {
+            if (iters * blocks >= CALIBRATE_STUCK_ITERS) {
                 error_setg(errp, "The thread CPU clock does not advance "
                            "(%" PRIu64 " ns for %" PRIu64 " iterations)",
                            elapsed, iters);
@@ -184,6 +187,11 @@ uint64_t qcrypto_pbkdf2_count_iters(QCryptoHashAlgo hash,
     g_autofree uint8_t *out = NULL;
     uint64_t rate;
 
+    if (!qcrypto_pbkdf2_supports(hash)) {
+        error_setg(errp, "PBKDF2 does not support hash algorithm %d",
+                   (int)hash);
+        return 0;
+    }
     if (nout == 0) {
         error_setg(errp, "PBKDF2 calibration needs a non-empty output");
         return 0;
