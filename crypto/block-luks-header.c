@@ -356,6 +356,35 @@ static int luks_validate_hash_spec(const QCryptoLUKSHeader *hdr,
     return 0;
 }
 
+/*
+ * The IV generator must be buildable for this cipher: ESSIV keys the
+ * cipher family with the whole digest, so e.g. des3_ede with
+ * essiv:sha256 (a 32-byte 3DES key) does not exist. Building one with a
+ * dummy key is the exact test.
+ */
+static int luks_validate_ivgen(const QCryptoLUKSCipherSpec *spec,
+                               uint32_t key_bytes, Error **errp)
+{
+    g_autofree uint8_t *key = NULL;
+    QCryptoIVGen *ivgen;
+    bool essiv = spec->ivgen_alg == QCRYPTO_IVGEN_ALGO_ESSIV;
+
+    if (spec->cipher_mode == QCRYPTO_CIPHER_MODE_ECB) {
+        return 0;
+    }
+    key = g_malloc0(key_bytes);
+    ivgen = qcrypto_ivgen_new(spec->ivgen_alg, spec->cipher_alg,
+                              essiv ? spec->ivgen_hash_alg : 0,
+                              essiv ? key : NULL, essiv ? key_bytes : 0,
+                              errp);
+    if (!ivgen) {
+        error_prepend(errp, "LUKS IV generator: ");
+        return -1;
+    }
+    qcrypto_ivgen_free(ivgen);
+    return 0;
+}
+
 static int luks_validate_cipher(const QCryptoLUKSHeader *hdr,
                                 QCryptoLUKSCipherSpec *spec, Error **errp)
 {
@@ -378,7 +407,7 @@ static int luks_validate_cipher(const QCryptoLUKSHeader *hdr,
                    qcrypto_cipher_mode_name(spec->cipher_mode));
         return -1;
     }
-    return 0;
+    return luks_validate_ivgen(spec, hdr->key_bytes, errp);
 }
 
 static int luks_validate_iterations(uint32_t iterations, const char *what,
@@ -586,6 +615,9 @@ int qcrypto_luks_cipher_spec_format(const QCryptoLUKSCipherSpec *spec,
     } else {
         modestr = g_strdup_printf("%s-%s", mode,
                                   qcrypto_ivgen_algo_name(spec->ivgen_alg));
+    }
+    if (luks_validate_ivgen(spec, keylen, errp) < 0) {
+        return -1;
     }
     /* Longest case: "xts-essiv:ripemd160" fits easily in 31 chars. */
     g_assert(strlen(modestr) < QCRYPTO_LUKS_CIPHER_MODE_LEN);
