@@ -4,7 +4,7 @@
  *
  * A key slot holds the master key, spread by the AF splitter over 4000
  * stripes and encrypted with a key derived from a passphrase by PBKDF2
- * (the spec, section 3 "Operations"). The master key is recognised by its
+ * (the spec's "key slot" operations). The master key is recognised by its
  * PBKDF2 digest in the header. The header parsing and validation live in
  * block-luks-header.c; nothing here runs before the header passed it.
  */
@@ -235,7 +235,11 @@ static int luks_open(QCryptoBlock *block,
                                      &luks->spec, errp) < 0) {
         return -1;
     }
-    block->payload_offset = detached ? 0 :
+    /*
+     * With a detached header the offset counts in the data file: 0 in what
+     * QEMU and we create, cryptsetup's --offset otherwise.
+     */
+    block->payload_offset =
         (uint64_t)luks->header.payload_offset * QCRYPTO_LUKS_SECTOR_SIZE;
 
     if (flags & QCRYPTO_BLOCK_OPEN_NO_IO) {
@@ -432,7 +436,7 @@ static int luks_create(QCryptoBlock *block,
     g_assert(strlen(uuid) < QCRYPTO_LUKS_UUID_LEN);
     memcpy(hdr->uuid, uuid, strlen(uuid));
 
-    /* The master key and its digest (the spec, section 3.1). */
+    /* The master key and its digest (the spec's partition initialisation). */
     mk = luks_keybuf_new(hdr->key_bytes);
     if (qcrypto_random_bytes(mk->data, mk->len, errp) < 0 ||
         qcrypto_random_bytes(hdr->mk_digest_salt, QCRYPTO_LUKS_SALT_LEN,
