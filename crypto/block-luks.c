@@ -257,15 +257,31 @@ static int luks_open(QCryptoBlock *block,
  * PBKDF2 iterations per second on this CPU for one hash block of output.
  * Deriving nout bytes costs one such run per hLen bytes (RFC 8018 section
  * 5.2, the blocks T_1 ... T_l), so one calibration serves the master key
- * digest and the key slots alike: create calibrates once, not twice.
+ * digest and the key slots alike.
+ *
+ * Calibrating takes about a second, so the rate is measured once per
+ * process and hash: it counts thread CPU time, which other load does not
+ * change, and a process that creates many images (or adds many key slots)
+ * need not pay for it each time.
  */
 static uint64_t luks_pbkdf2_rate(QCryptoHashAlgo hash, Error **errp)
 {
     static const uint8_t salt[QCRYPTO_LUKS_SALT_LEN];
+    static uint64_t cache[QCRYPTO_HASH_ALGO__MAX];
+    static GMutex lock;
+    uint64_t rate;
 
-    return qcrypto_pbkdf2_count_iters(hash, (const uint8_t *)"", 0, salt,
-                                      sizeof(salt),
-                                      qcrypto_hash_digest_len(hash), errp);
+    g_mutex_lock(&lock);
+    rate = cache[hash];
+    if (!rate) {
+        rate = qcrypto_pbkdf2_count_iters(hash, (const uint8_t *)"", 0,
+                                          salt, sizeof(salt),
+                                          qcrypto_hash_digest_len(hash),
+                                          errp);
+        cache[hash] = rate;
+    }
+    g_mutex_unlock(&lock);
+    return rate;
 }
 
 /*
