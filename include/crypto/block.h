@@ -43,6 +43,13 @@ typedef struct QCryptoBlockOpenOptions {
     QCryptoBlockFormat format;
     /* Unused with QCRYPTO_BLOCK_OPEN_NO_IO. */
     QCryptoBlockSecret secret;
+    /*
+     * Size in bytes of the file readfunc reads (the header file when it is
+     * detached), or 0 if unknown. When known, key slots and the payload
+     * offset are checked against it: a header that points past the end of
+     * its file is refused at open instead of failing on a later read.
+     */
+    uint64_t size;
 } QCryptoBlockOpenOptions;
 
 typedef struct QCryptoBlockCreateOptions {
@@ -118,6 +125,14 @@ typedef struct QCryptoBlockAmendOptions {
 
 /* Open flags */
 #define QCRYPTO_BLOCK_OPEN_NO_IO (1 << 0)   /* header only: no secret needed */
+/*
+ * The header is in its own file (QEMU 9's "header" child) and the payload
+ * in another, so the header's payload offset counts in the data file: it
+ * is not checked against the key slots. It is 0 in detached headers QEMU
+ * and we create (cryptsetup's --offset may set another). Without this
+ * flag, a header whose payload offset is 0 is refused.
+ */
+#define QCRYPTO_BLOCK_OPEN_DETACHED (1 << 1)
 
 /* Whether buf (the start of a file) holds a header of this format. */
 bool qcrypto_block_has_format(QCryptoBlockFormat format,
