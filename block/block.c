@@ -10,9 +10,7 @@
 static const BlockDriver *const block_drivers[] = {
     &bdrv_file,
     &bdrv_raw,
-#ifdef CONFIG_BLOCK_LUKS
     &bdrv_luks,
-#endif
 };
 
 static const char *const prealloc_mode_names[PREALLOC_MODE__MAX] = {
@@ -58,7 +56,6 @@ bool bdrv_format_is_known(const char *format)
  */
 static const char *bdrv_probe_format(BlockDriverState *file, Error **errp)
 {
-#ifdef CONFIG_BLOCK_LUKS
     uint8_t buf[4096];
     int64_t len = bdrv_getlength_exact(file, errp);
     size_t n;
@@ -73,7 +70,6 @@ static const char *bdrv_probe_format(BlockDriverState *file, Error **errp)
     if (qcrypto_block_has_format(QCRYPTO_BLOCK_FORMAT_LUKS, buf, n)) {
         return "luks";
     }
-#endif
     return "raw";
 }
 
@@ -385,11 +381,9 @@ void bdrv_image_info_free(BlockImageInfo *info)
     }
     g_free(info->filename);
     g_free(info->format);
-#ifdef CONFIG_BLOCK_LUKS
     if (info->luks) {
         qcrypto_block_info_free(info->luks);
     }
-#endif
     g_free(info);
 }
 

@@ -9,7 +9,6 @@
 
 #include "img.h"
 
-#ifdef CONFIG_BLOCK_LUKS
 static void info_add_luks_json(JsonBuilder *b, const QCryptoBlockInfo *l)
 {
     json_builder_set_member_name(b, "format-specific");
@@ -69,7 +68,6 @@ static void info_add_luks_json(JsonBuilder *b, const QCryptoBlockInfo *l)
     json_builder_end_object(b);
 }
 
-#endif
 
 static void info_print_json(const BlockImageInfo *info)
 {
@@ -89,11 +87,9 @@ static void info_print_json(const BlockImageInfo *info)
         json_builder_set_member_name(b, "actual-size");
         json_builder_add_int_value(b, info->actual_size);
     }
-#ifdef CONFIG_BLOCK_LUKS
     if (info->luks) {
         info_add_luks_json(b, info->luks);
     }
-#endif
     if (info->encrypted) {
         json_builder_set_member_name(b, "encrypted");
         json_builder_add_boolean_value(b, TRUE);
@@ -110,7 +106,6 @@ static void info_print_json(const BlockImageInfo *info)
     printf("%s\n", text);
 }
 
-#ifdef CONFIG_BLOCK_LUKS
 static void info_print_luks_human(const QCryptoBlockInfo *l)
 {
     printf("Format specific information:\n");
@@ -147,7 +142,6 @@ static void info_print_luks_human(const QCryptoBlockInfo *l)
     }
 }
 
-#endif
 
 static void info_print_human(const BlockImageInfo *info)
 {
@@ -167,11 +161,9 @@ static void info_print_human(const BlockImageInfo *info)
     if (info->encrypted) {
         printf("encrypted: yes\n");
     }
-#ifdef CONFIG_BLOCK_LUKS
     if (info->luks) {
         info_print_luks_human(info->luks);
     }
-#endif
 }
 
 int img_info(int argc, char **argv)
