@@ -29,7 +29,9 @@
  * vanish, small enough that a chunk stays in the L2 cache between its
  * decryption, encryption and the copy into the page cache.
  */
+#ifndef CONVERT_CHUNK
 #define CONVERT_CHUNK (1024 * 1024)
+#endif
 /* Default zero-run granularity (-S), as qemu-img's 4k. */
 #define CONVERT_SPARSE_DEFAULT 4096
 #define CONVERT_MAX_THREADS 16
