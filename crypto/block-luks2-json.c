@@ -15,21 +15,21 @@
 
 #include "luks2priv.h"
 
-static const char *const luks2_kdf_names[QCRYPTO_LUKS2_KDF__MAX] = {
-    [QCRYPTO_LUKS2_KDF_PBKDF2] = "pbkdf2",
-    [QCRYPTO_LUKS2_KDF_ARGON2I] = "argon2i",
-    [QCRYPTO_LUKS2_KDF_ARGON2ID] = "argon2id",
+static const char *const luks2_kdf_names[QCRYPTO_BLOCK_KDF__MAX] = {
+    [QCRYPTO_BLOCK_KDF_PBKDF2] = "pbkdf2",
+    [QCRYPTO_BLOCK_KDF_ARGON2I] = "argon2i",
+    [QCRYPTO_BLOCK_KDF_ARGON2ID] = "argon2id",
 };
 
-const char *qcrypto_luks2_kdf_name(QCryptoLUKS2KDFType type)
+const char *qcrypto_block_kdf_name(QCryptoBlockKDF type)
 {
-    g_assert(type < QCRYPTO_LUKS2_KDF__MAX);
+    g_assert(type < QCRYPTO_BLOCK_KDF__MAX);
     return luks2_kdf_names[type];
 }
 
-int qcrypto_luks2_kdf_parse(const char *name)
+int qcrypto_block_kdf_parse(const char *name)
 {
-    for (int i = 0; i < QCRYPTO_LUKS2_KDF__MAX; i++) {
+    for (int i = 0; i < QCRYPTO_BLOCK_KDF__MAX; i++) {
         if (g_str_equal(name, luks2_kdf_names[i])) {
             return i;
         }
@@ -406,14 +406,14 @@ static int validate_kdf(QCryptoLUKS2KDF *kdf, JsonObject *obj,
     if (!type) {
         return -1;
     }
-    t = qcrypto_luks2_kdf_parse(type);
+    t = qcrypto_block_kdf_parse(type);
     /*
      * "argon2": how cryptsetup 2.0's development versions named argon2i;
      * cryptsetup's own test suite keeps such a header as its valid base
      * (luks2_valid_hdr).
      */
     if (g_str_equal(type, "argon2")) {
-        t = QCRYPTO_LUKS2_KDF_ARGON2I;
+        t = QCRYPTO_BLOCK_KDF_ARGON2I;
     }
     if (t < 0) {
         error_setg(errp, "LUKS2 %s: unknown KDF '%s'", what, type);
@@ -424,7 +424,7 @@ static int validate_kdf(QCryptoLUKS2KDF *kdf, JsonObject *obj,
                         &kdf->nsalt, errp) < 0) {
         return -1;
     }
-    if (kdf->type == QCRYPTO_LUKS2_KDF_PBKDF2) {
+    if (kdf->type == QCRYPTO_BLOCK_KDF_PBKDF2) {
         if (json_get_hash(obj, what, "hash", &kdf->hash, errp) < 0 ||
             json_get_uint(obj, what, "iterations", 1,
                           QCRYPTO_LUKS2_PBKDF2_ITERS_MAX, &kdf->iterations,
@@ -1095,8 +1095,8 @@ void qcrypto_luks2_metadata_set_keyslot(QCryptoLUKS2Metadata *md,
     json_object_set_object_member(obj, "area", area);
 
     json_object_set_string_member(kdf, "type",
-                                  qcrypto_luks2_kdf_name(ks->kdf.type));
-    if (ks->kdf.type == QCRYPTO_LUKS2_KDF_PBKDF2) {
+                                  qcrypto_block_kdf_name(ks->kdf.type));
+    if (ks->kdf.type == QCRYPTO_BLOCK_KDF_PBKDF2) {
         json_object_set_string_member(kdf, "hash",
                                       qcrypto_hash_algo_name(ks->kdf.hash));
         json_object_set_int_member(kdf, "iterations", ks->kdf.iterations);

@@ -67,7 +67,7 @@ static int luks2_argon2(const QCryptoLUKS2KDF *kdf,
                    kdf->memory, cap);
         return -1;
     }
-    rc = argon2_ctx(&ctx, kdf->type == QCRYPTO_LUKS2_KDF_ARGON2I ?
+    rc = argon2_ctx(&ctx, kdf->type == QCRYPTO_BLOCK_KDF_ARGON2I ?
                     Argon2_i : Argon2_id);
     if (rc != ARGON2_OK) {
         error_setg(errp, "argon2 failed: %s", argon2_error_message(rc));
@@ -80,7 +80,7 @@ int qcrypto_luks2_kdf_derive(const QCryptoLUKS2KDF *kdf,
                              const QCryptoBlockSecret *secret,
                              uint8_t *out, size_t nout, Error **errp)
 {
-    if (kdf->type == QCRYPTO_LUKS2_KDF_PBKDF2) {
+    if (kdf->type == QCRYPTO_BLOCK_KDF_PBKDF2) {
         return qcrypto_pbkdf2(kdf->hash, secret->data, secret->len,
                               kdf->salt, kdf->nsalt, kdf->iterations,
                               out, nout, errp);
@@ -460,7 +460,7 @@ int qcrypto_luks2_kdf_calibrate(const QCryptoLUKS2KDFParams *params,
     if (qcrypto_random_bytes(kdf->salt, kdf->nsalt, errp) < 0) {
         return -1;
     }
-    if (params->type == QCRYPTO_LUKS2_KDF_PBKDF2) {
+    if (params->type == QCRYPTO_BLOCK_KDF_PBKDF2) {
         return luks2_calibrate_pbkdf2(params, nkey, kdf, errp);
     }
     kdf->parallel = params->parallel;

@@ -138,19 +138,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(QCryptoLUKS2Header, qcrypto_luks2_header_free)
 
 /* ---- JSON metadata (block-luks2-json.c) ---- */
 
-typedef enum {
-    QCRYPTO_LUKS2_KDF_PBKDF2,
-    QCRYPTO_LUKS2_KDF_ARGON2I,
-    QCRYPTO_LUKS2_KDF_ARGON2ID,
-    QCRYPTO_LUKS2_KDF__MAX,
-} QCryptoLUKS2KDFType;
-
-/* "pbkdf2", "argon2i", "argon2id"; parse returns -1 if unknown. */
-const char *qcrypto_luks2_kdf_name(QCryptoLUKS2KDFType type);
-int qcrypto_luks2_kdf_parse(const char *name);
-
 typedef struct QCryptoLUKS2KDF {
-    QCryptoLUKS2KDFType type;
+    QCryptoBlockKDF type;
     QCryptoHashAlgo hash;               /* pbkdf2 */
     uint32_t iterations;                /* pbkdf2 */
     uint32_t time;                      /* argon2: passes */
@@ -314,7 +303,7 @@ int qcrypto_luks2_keyslot_open(const QCryptoLUKS2Metadata *md,
 
 /* How a new key slot's KDF is chosen (create, amend). */
 typedef struct QCryptoLUKS2KDFParams {
-    QCryptoLUKS2KDFType type;
+    QCryptoBlockKDF type;
     QCryptoHashAlgo hash;               /* pbkdf2, and the AF hash */
     uint64_t iter_time_ms;              /* calibration target */
     uint32_t max_memory_kib;            /* argon2: upper bound */

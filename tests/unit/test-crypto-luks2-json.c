@@ -53,7 +53,7 @@ static void test_base_valid(void)
     g_assert_cmpuint(ks->area_offset, ==, 32768);
     g_assert_cmpuint(ks->area_size, ==, 258048);
     g_assert_cmpstr(ks->area_encryption, ==, "aes-xts-plain64");
-    g_assert_cmpint(ks->kdf.type, ==, QCRYPTO_LUKS2_KDF_ARGON2ID);
+    g_assert_cmpint(ks->kdf.type, ==, QCRYPTO_BLOCK_KDF_ARGON2ID);
     g_assert_cmpuint(ks->kdf.time, ==, 47);
     g_assert_cmpuint(ks->kdf.memory, ==, 32);
     g_assert_cmpuint(ks->kdf.parallel, ==, 2);
@@ -279,7 +279,7 @@ static void test_not_json(void)
 static void test_argon2_memory_cap(void)
 {
     QCryptoLUKS2KDF kdf = {
-        .type = QCRYPTO_LUKS2_KDF_ARGON2ID, .time = 1, .parallel = 1,
+        .type = QCRYPTO_BLOCK_KDF_ARGON2ID, .time = 1, .parallel = 1,
         .nsalt = 16,
     };
     QCryptoBlockSecret secret = { (const uint8_t *)"x", 1 };

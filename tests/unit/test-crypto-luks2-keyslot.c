@@ -106,7 +106,7 @@ static void test_compatimage2(void)
         image_open(&img, path);
         /* cryptsetup's LUKS2 test image: argon2i, aes-cbc-essiv:sha256 */
         g_assert_cmpint(img.md->keyslots[0]->kdf.type, ==,
-                        QCRYPTO_LUKS2_KDF_ARGON2I);
+                        QCRYPTO_BLOCK_KDF_ARGON2I);
         g_assert_cmpstr(img.md->segments[0]->encryption, ==,
                         "aes-cbc-essiv:sha256");
         image_close(&img);
@@ -146,7 +146,7 @@ static void test_valid_hdr(void)
         for (int i = 0; i < 8; i++) {
             g_assert_nonnull(img.md->keyslots[i]);
             g_assert_cmpint(img.md->keyslots[i]->kdf.type, ==,
-                            QCRYPTO_LUKS2_KDF_ARGON2I);
+                            QCRYPTO_BLOCK_KDF_ARGON2I);
         }
         g_assert_cmpuint(img.md->digests[0]->keyslots, ==, 0xff);
         image_close(&img);
@@ -243,7 +243,7 @@ static void test_cryptsetup_format(gconstpointer data)
     dir = test_scratch_new();
     path = cryptsetup_format(dir, c);
     image_open(&img, path);
-    g_assert_cmpstr(qcrypto_luks2_kdf_name(img.md->keyslots[0]->kdf.type),
+    g_assert_cmpstr(qcrypto_block_kdf_name(img.md->keyslots[0]->kdf.type),
                     ==, c->kdf);
     g_assert_cmpuint(img.md->segments[0]->sector_size, ==,
                      atoi(c->sector_size));
@@ -257,13 +257,13 @@ static void test_cryptsetup_format(gconstpointer data)
 /* ---- key slots added and removed, checked by cryptsetup ---- */
 
 /* Add key slot id with secret pass to img, as an amend would. */
-static void add_keyslot(Image *img, int id, QCryptoLUKS2KDFType kdf,
+static void add_keyslot(Image *img, int id, QCryptoBlockKDF kdf,
                         const GBytes *vk, const char *pass)
 {
     QCryptoLUKS2KDFParams params = {
         .type = kdf, .hash = QCRYPTO_HASH_ALGO_SHA256, .iter_time_ms = 10,
         .max_memory_kib = 64, .parallel = 1,
-        .forced_iterations = kdf == QCRYPTO_LUKS2_KDF_PBKDF2 ? 1000 : 4,
+        .forced_iterations = kdf == QCRYPTO_BLOCK_KDF_PBKDF2 ? 1000 : 4,
     };
     QCryptoBlockSecret secret = { (const uint8_t *)pass, strlen(pass) };
     size_t nkey;
@@ -333,7 +333,7 @@ static bool cryptsetup_test_passphrase(const char *dir, const char *path,
 
 static void test_amend_interop(gconstpointer data)
 {
-    QCryptoLUKS2KDFType kdf = GPOINTER_TO_INT(data);
+    QCryptoBlockKDF kdf = GPOINTER_TO_INT(data);
     g_autofree char *dir = NULL;
     g_autofree char *path = NULL;
     g_autofree char *tokfile = NULL, *newkey = NULL, *oldkey = NULL;
@@ -457,7 +457,7 @@ static void test_area_full(void)
 static void test_calibrate_argon2(void)
 {
     QCryptoLUKS2KDFParams params = {
-        .type = QCRYPTO_LUKS2_KDF_ARGON2ID, .iter_time_ms = 200,
+        .type = QCRYPTO_BLOCK_KDF_ARGON2ID, .iter_time_ms = 200,
         .max_memory_kib = 64 * 1024, .parallel = 1,
     };
     QCryptoLUKS2KDF kdf;
@@ -491,10 +491,10 @@ int main(int argc, char **argv)
         g_test_add_data_func(path, &format_cases[i], test_cryptsetup_format);
     }
     g_test_add_data_func("/crypto/luks2/keyslot/amend-interop/argon2id",
-                         GINT_TO_POINTER(QCRYPTO_LUKS2_KDF_ARGON2ID),
+                         GINT_TO_POINTER(QCRYPTO_BLOCK_KDF_ARGON2ID),
                          test_amend_interop);
     g_test_add_data_func("/crypto/luks2/keyslot/amend-interop/pbkdf2",
-                         GINT_TO_POINTER(QCRYPTO_LUKS2_KDF_PBKDF2),
+                         GINT_TO_POINTER(QCRYPTO_BLOCK_KDF_PBKDF2),
                          test_amend_interop);
     g_test_add_func("/crypto/luks2/keyslot/area-full", test_area_full);
     g_test_add_func("/crypto/luks2/keyslot/calibrate-argon2",
