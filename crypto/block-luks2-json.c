@@ -308,6 +308,41 @@ static int json_get_strv(JsonObject *obj, const char *what, const char *key,
 
 /* ---- validation, one function per rule set ---- */
 
+/*
+ * json-glib parses recursively, without a depth limit: a JSON area of a
+ * few MiB of '[' overflows the stack. cryptsetup's parser (json-c) stops
+ * at 32 levels (JSON_TOKENER_DEFAULT_DEPTH), so nothing it accepts is
+ * deeper; we refuse deeper documents before json-glib sees them.
+ */
+#define LUKS2_JSON_MAX_DEPTH 32
+
+static int validate_json_depth(const char *json, Error **errp)
+{
+    bool in_string = false;
+    int depth = 0;
+
+    for (const char *p = json; *p; p++) {
+        if (in_string) {
+            if (*p == '\\' && p[1]) {
+                p++;
+            } else if (*p == '"') {
+                in_string = false;
+            }
+        } else if (*p == '"') {
+            in_string = true;
+        } else if (*p == '{' || *p == '[') {
+            if (++depth > LUKS2_JSON_MAX_DEPTH) {
+                error_setg(errp, "LUKS2 metadata is nested deeper than %d "
+                           "levels", LUKS2_JSON_MAX_DEPTH);
+                return -1;
+            }
+        } else if (*p == '}' || *p == ']') {
+            depth--;
+        }
+    }
+    return 0;
+}
+
 /* LUKS2 spec 3: the five top-level objects. */
 static int validate_top_level(JsonNode *root, Error **errp)
 {
@@ -974,6 +1009,9 @@ QCryptoLUKS2Metadata *qcrypto_luks2_metadata_parse(const char *json,
     g_autoptr(GError) gerr = NULL;
 
     md->hdr_size = hdr_size;
+    if (validate_json_depth(json, errp) < 0) {
+        return NULL;
+    }
     if (!json_parser_load_from_data(parser, json, -1, &gerr)) {
         error_setg(errp, "LUKS2 metadata is not valid JSON: %s",
                    gerr->message);

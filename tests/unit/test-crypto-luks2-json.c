@@ -275,6 +275,39 @@ static void test_not_json(void)
     }
 }
 
+/*
+ * A few MiB of '[' would overflow json-glib's recursive parser: refused
+ * before it (cryptsetup's json-c stops at 32 levels too). Brackets inside
+ * strings do not count.
+ */
+static void test_deep_nesting(void)
+{
+    GString *deep = g_string_new("{\"tokens\":");
+    g_autoptr(Error) err = NULL;
+    g_autoptr(QCryptoLUKS2Metadata) md = NULL;
+    g_autofree char *in_string = NULL;
+
+    for (int i = 0; i < 4 * 1024 * 1024 - 4096 - 16; i++) {
+        g_string_append_c(deep, '[');
+    }
+    md = qcrypto_luks2_metadata_parse(deep->str, 4 * 1024 * 1024, &err);
+    g_string_free(deep, TRUE);
+    g_assert_null(md);
+    g_assert_nonnull(strstr(error_get_pretty(err), "nested deeper than 32"));
+    error_free_or_abort(&err);
+
+    /* 40 brackets in a token's string: no nesting at all. */
+    in_string = g_strdup_printf(
+        "{\"keyslots\":{},\"tokens\":{\"0\":{\"type\":\"x[[[[[[[[[[[[[[[[[[[["
+        "[[[[[[[[[[[[[[[[[[[[\\\"\",\"keyslots\":[]}},\"segments\":{},"
+        "\"digests\":{},\"config\":{\"json_size\":\"12288\","
+        "\"keyslots_size\":\"4161536\"}}");
+    md = qcrypto_luks2_metadata_parse(in_string, 16384, &err);
+    test_assert_ok(err);
+    g_assert_nonnull(md);
+    g_assert_cmpuint(strlen(md->tokens[0]->type), ==, 42);
+}
+
 /* The argon2 bound against this machine applies when deriving. */
 static void test_argon2_memory_cap(void)
 {
@@ -423,6 +456,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/crypto/luks2/json/base-valid", test_base_valid);
     g_test_add_func("/crypto/luks2/json/not-json", test_not_json);
+    g_test_add_func("/crypto/luks2/json/deep-nesting", test_deep_nesting);
     for (size_t i = 0; i < G_N_ELEMENTS(hostile_cases); i++) {
         g_autofree char *path = g_strdup_printf("/crypto/luks2/json/hostile/%s",
                                                 hostile_cases[i].name);
