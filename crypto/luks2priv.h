@@ -74,7 +74,7 @@
 #define QCRYPTO_LUKS2_ARGON2_PARALLEL_MAX 16
 /* time x memory: 64 GiB of memory passes, about a minute of hashing. */
 #define QCRYPTO_LUKS2_ARGON2_WORK_MAX_KIB (64ull * 1024 * 1024)
-#define QCRYPTO_LUKS2_PBKDF2_ITERS_MAX (1u << 28)
+#define QCRYPTO_LUKS2_PBKDF2_ITERS_MAX (1u << 27)  /* about a minute */
 #define QCRYPTO_LUKS2_AF_STRIPES_MAX 65536          /* cryptsetup writes 4000 */
 
 /* v rounded up to a multiple of align (a power of two). */
