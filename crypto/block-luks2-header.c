@@ -59,6 +59,36 @@ bool qcrypto_luks2_has_format(const uint8_t *buf, size_t len)
         QCRYPTO_LUKS2_VERSION;
 }
 
+bool qcrypto_luks2_probe(QCryptoBlock *block, QCryptoBlockReadFunc readfunc,
+                         void *opaque)
+{
+    uint8_t buf[LUKS2_OFF_VERSION + 2];
+
+    if (readfunc(block, 0, buf, sizeof(buf), opaque, NULL) < 0) {
+        return false;
+    }
+    if (qcrypto_luks2_has_format(buf, sizeof(buf))) {
+        return true;
+    }
+    /* LUKS1 has the same magic: its version says so. */
+    if (memcmp(buf, luks2_magic_primary, QCRYPTO_LUKS2_MAGIC_LEN) == 0 &&
+        (buf[LUKS2_OFF_VERSION] << 8 | buf[LUKS2_OFF_VERSION + 1]) == 1) {
+        return false;
+    }
+    /* A damaged primary: a LUKS2 secondary at one of the sizes. */
+    for (uint64_t off = QCRYPTO_LUKS2_HDR_SIZE_MIN;
+         off <= QCRYPTO_LUKS2_HDR_SIZE_MAX; off *= 2) {
+        if (readfunc(block, off, buf, sizeof(buf), opaque, NULL) == 0 &&
+            memcmp(buf, luks2_magic_secondary,
+                   QCRYPTO_LUKS2_MAGIC_LEN) == 0 &&
+            (buf[LUKS2_OFF_VERSION] << 8 | buf[LUKS2_OFF_VERSION + 1]) ==
+            QCRYPTO_LUKS2_VERSION) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static uint64_t load_be64(const uint8_t *p)
 {
     uint64_t v;

@@ -111,6 +111,14 @@ typedef struct QCryptoLUKS2Header {
 bool qcrypto_luks2_has_format(const uint8_t *buf, size_t len);
 
 /*
+ * Whether the file holds LUKS2 rather than LUKS1 (the same magic): a LUKS2
+ * primary header, or, when the primary is not LUKS1, a LUKS2 secondary
+ * header at one of the allowed sizes (a damaged primary, to recover).
+ */
+bool qcrypto_luks2_probe(QCryptoBlock *block, QCryptoBlockReadFunc readfunc,
+                         void *opaque);
+
+/*
  * Read both header copies, verify them and return the newer valid one.
  * If a copy is damaged or stale, *warning (when not NULL) receives a
  * message for the user (the library does not print); it is NULL otherwise.

@@ -43,6 +43,13 @@ typedef struct QCryptoBlockOpenOptions {
     QCryptoBlockFormat format;
     /* Unused with QCRYPTO_BLOCK_OPEN_NO_IO. */
     QCryptoBlockSecret secret;
+    /*
+     * Size in bytes of the file readfunc reads (the header file when it is
+     * detached), or 0 if unknown. When known, key slots and the payload
+     * offset are checked against it: a header that points past the end of
+     * its file is refused at open instead of failing on a later read.
+     */
+    uint64_t size;
 } QCryptoBlockOpenOptions;
 
 /*
@@ -185,6 +192,13 @@ typedef struct QCryptoBlockAmendOptions {
 
 /* Open flags */
 #define QCRYPTO_BLOCK_OPEN_NO_IO (1 << 0)   /* header only: no secret needed */
+/*
+ * The header is in its own file (QEMU 9's "header" child): the payload
+ * starts at offset 0 of another file, so the header's payload offset is
+ * not checked against its key slots, and is reported as 0. Without this
+ * flag, a header whose payload offset is 0 is refused.
+ */
+#define QCRYPTO_BLOCK_OPEN_DETACHED (1 << 1)
 
 /* Whether buf (the start of a file) holds a header of this format. */
 bool qcrypto_block_has_format(QCryptoBlockFormat format,
@@ -226,6 +240,12 @@ QCryptoBlockInfo *qcrypto_block_get_info(QCryptoBlock *block, Error **errp);
 
 uint64_t qcrypto_block_get_payload_offset(QCryptoBlock *block);
 uint64_t qcrypto_block_get_sector_size(QCryptoBlock *block);
+
+/*
+ * A warning from opening, for the user, or NULL: e.g. a damaged LUKS2
+ * primary header that was recovered from the secondary copy.
+ */
+const char *qcrypto_block_get_warning(QCryptoBlock *block);
 
 /* Frees the block, wiping the master key and ciphers. NULL is allowed. */
 void qcrypto_block_free(QCryptoBlock *block);
