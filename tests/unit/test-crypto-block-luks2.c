@@ -350,6 +350,190 @@ static void test_amend(void)
     new_image_free(&img);
 }
 
+/* A damaged primary: opened from the secondary, and the user told. */
+static void test_recover_primary(gconstpointer data)
+{
+    bool wipe = GPOINTER_TO_INT(data);
+    NewImage img;
+    g_autoptr(Error) err = NULL;
+    g_autoptr(QCryptoBlock) block = NULL;
+    int fd;
+
+    new_image(&img, 0, QCRYPTO_BLOCK_KDF_PBKDF2);
+    fd = test_open(img.path, O_RDWR);
+    if (wipe) {
+        /* Magic and all: only the secondary says this is LUKS2. */
+        g_autofree uint8_t *zero = g_malloc0(16384);
+
+        g_assert_cmpint(pwrite(fd, zero, 16384, 0), ==, 16384);
+    } else {
+        g_assert_cmpint(pwrite(fd, "}", 1, 4100), ==, 1);
+    }
+    close(fd);
+
+    block = open_image(img.path, pass, 0, &fd, &err);
+    test_assert_ok(err);
+    g_assert_nonnull(qcrypto_block_get_warning(block));
+    g_test_message("%s", qcrypto_block_get_warning(block));
+    g_assert_nonnull(strstr(qcrypto_block_get_warning(block),
+                            "primary header is damaged"));
+
+    /* A header rewrite (here: adding a slot) repairs the primary. */
+    {
+        QCryptoBlockAmendOptions add = {
+            .state = QCRYPTO_BLOCK_AMEND_STATE_ACTIVE,
+            .has_new_secret = true, .new_secret = { (const uint8_t *)"r", 1 },
+            .has_kdf = true, .kdf = QCRYPTO_BLOCK_KDF_PBKDF2,
+            .has_iter_time = true, .iter_time = 1,
+        };
+        g_autoptr(QCryptoBlock) again = NULL;
+
+        g_assert_cmpint(qcrypto_block_amend_options(block, test_file_read,
+                                                    test_file_write,
+                                                    GINT_TO_POINTER(fd),
+                                                    &add, false, &err),
+                        ==, 0);
+        test_assert_ok(err);
+        again = open_image(img.path, "r", 0, NULL, &err);
+        test_assert_ok(err);
+        g_assert_null(qcrypto_block_get_warning(again));
+    }
+    close(fd);
+    check_data(img.path, pass, &img);
+    new_image_free(&img);
+}
+
+/*
+ * iv_tweak (LUKS2 spec 3.3) moves every IV: set it to 8 units (one
+ * 4096-byte sector) in the JSON, and the payload we wrote with tweak 0
+ * must now read as if shifted, as the bare cipher computes it.
+ */
+static void test_iv_tweak(void)
+{
+    NewImage img;
+    g_autoptr(Error) err = NULL;
+    g_autoptr(QCryptoLUKS2Header) hdr = NULL;
+    g_autoptr(QCryptoLUKS2Metadata) md = NULL;
+    g_autoptr(QCryptoBlock) block = NULL;
+    g_autofree char *json = NULL;
+    g_autofree uint8_t *buf = NULL, *want = NULL;
+    int fd;
+
+    new_image(&img, 4096, QCRYPTO_BLOCK_KDF_PBKDF2);
+    fd = test_open(img.path, O_RDWR);
+    hdr = qcrypto_luks2_header_read(NULL, test_file_read,
+                                    GINT_TO_POINTER(fd), NULL, &err);
+    test_assert_ok(err);
+    md = qcrypto_luks2_metadata_parse(hdr->json, hdr->bin.hdr_size, &err);
+    test_assert_ok(err);
+    json_object_set_string_member(
+        json_object_get_object_member(
+            json_object_get_object_member(json_node_get_object(md->root),
+                                          "segments"), "0"),
+        "iv_tweak", "8");
+    g_assert_cmpint(qcrypto_luks2_metadata_reload(md, &err), ==, 0);
+    json = qcrypto_luks2_metadata_to_json(md);
+    g_assert_cmpint(qcrypto_luks2_header_write(hdr, json, NULL,
+                                               test_file_write,
+                                               GINT_TO_POINTER(fd), &err),
+                    ==, 0);
+    close(fd);
+
+    /* Encrypt at payload offset 0 now == encrypt at 4096 before. */
+    block = open_image(img.path, pass, 0, NULL, &err);
+    test_assert_ok(err);
+    buf = g_memdup2(img.data + 4096, 4096);
+    g_assert_cmpint(qcrypto_block_encrypt(block, 0, buf, 4096, &err), ==, 0);
+    want = g_malloc(4096);
+    fd = test_open(img.path, O_RDONLY);
+    g_assert_cmpint(pread(fd, want, 4096, img.payload_offset + 4096), ==,
+                    4096);
+    close(fd);
+    g_assert_cmpmem(buf, 4096, want, 4096);
+    new_image_free(&img);
+}
+
+/* Hostile: the file ends before what the header points at. */
+static void test_truncated_image(void)
+{
+    NewImage img;
+    g_autoptr(Error) err = NULL;
+    g_autoptr(QCryptoBlock) block = NULL;
+    QCryptoBlockOpenOptions opts = {
+        .format = QCRYPTO_BLOCK_FORMAT_LUKS,
+        .secret = { (const uint8_t *)pass, strlen(pass) },
+    };
+    int fd;
+
+    new_image(&img, 0, QCRYPTO_BLOCK_KDF_PBKDF2);
+    g_assert_cmpint(truncate(img.path, 40960), ==, 0);
+    fd = test_open(img.path, O_RDONLY);
+    opts.size = 40960;
+    block = qcrypto_block_open(&opts, test_file_read, GINT_TO_POINTER(fd),
+                               0, &err);
+    g_assert_null(block);
+    g_assert_nonnull(strstr(error_get_pretty(err), "beyond the end"));
+    error_free_or_abort(&err);
+    /* Without the size: the key-slot read fails, with a clear error. */
+    opts.size = 0;
+    block = qcrypto_block_open(&opts, test_file_read, GINT_TO_POINTER(fd),
+                               0, &err);
+    g_assert_null(block);
+    g_assert_nonnull(strstr(error_get_pretty(err), "cannot read LUKS2 key "
+                            "slot 0"));
+    close(fd);
+    new_image_free(&img);
+}
+
+/* A detached header: payload offset 0; the header file opens alone. */
+static void test_detached(void)
+{
+    QCryptoBlockCreateOptions opts;
+    g_autoptr(Error) err = NULL;
+    g_autoptr(QCryptoBlock) block = NULL;
+    g_autoptr(QCryptoBlock) opened = NULL;
+    g_autofree char *dir = test_scratch_new();
+    g_autofree char *path = g_build_filename(dir, "hdr.img", NULL);
+    QCryptoBlockOpenOptions oo = {
+        .format = QCRYPTO_BLOCK_FORMAT_LUKS,
+        .secret = { (const uint8_t *)pass, strlen(pass) },
+    };
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+    qcrypto_block_create_options_init(&opts);
+    opts.luks_version = 2;
+    opts.secret = oo.secret;
+    opts.detached_header = true;
+    opts.has_kdf = true;
+    opts.kdf = QCRYPTO_BLOCK_KDF_PBKDF2;
+    opts.has_iter_time = true;
+    opts.iter_time = 1;
+    block = qcrypto_block_create(&opts, file_init, test_file_write,
+                                 GINT_TO_POINTER(fd), &err);
+    test_assert_ok(err);
+    g_assert_cmpuint(qcrypto_block_get_payload_offset(block), ==, 0);
+
+    /* Without the detached flag it is refused, with the reason. */
+    opened = qcrypto_block_open(&oo, test_file_read, GINT_TO_POINTER(fd), 0,
+                                &err);
+    g_assert_null(opened);
+    g_assert_nonnull(strstr(error_get_pretty(err), "detached header"));
+    error_free_or_abort(&err);
+    opened = qcrypto_block_open(&oo, test_file_read, GINT_TO_POINTER(fd),
+                                QCRYPTO_BLOCK_OPEN_DETACHED, &err);
+    test_assert_ok(err);
+    g_assert_cmpuint(qcrypto_block_get_payload_offset(opened), ==, 0);
+    close(fd);
+    if (test_have_cryptsetup()) {
+        const char *argv[] = { "cryptsetup", "luksDump", path, NULL };
+        g_autofree char *out = test_run(argv);
+
+        g_assert_nonnull(out);
+        g_assert_nonnull(strstr(out, "offset: 0 [bytes]"));
+    }
+    test_scratch_free(g_steal_pointer(&dir));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -360,5 +544,12 @@ int main(int argc, char **argv)
     g_test_add_func("/crypto/block-luks2/convert-luks1", test_convert_luks1);
     g_test_add_func("/crypto/block-luks2/info", test_info);
     g_test_add_func("/crypto/block-luks2/amend", test_amend);
+    g_test_add_data_func("/crypto/block-luks2/recover-primary/damaged",
+                         GINT_TO_POINTER(false), test_recover_primary);
+    g_test_add_data_func("/crypto/block-luks2/recover-primary/wiped",
+                         GINT_TO_POINTER(true), test_recover_primary);
+    g_test_add_func("/crypto/block-luks2/iv-tweak", test_iv_tweak);
+    g_test_add_func("/crypto/block-luks2/truncated", test_truncated_image);
+    g_test_add_func("/crypto/block-luks2/detached", test_detached);
     return g_test_run();
 }
