@@ -13,6 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <json-glib/json-glib.h>
+
 #include "crypto/block.h"
 
 /* Fail the test with the message of an unexpected error. */
@@ -215,6 +217,44 @@ static inline int test_open(const char *path, int flags)
 
     g_assert_cmpint(fd, >=, 0);
     return fd;
+}
+
+/* Parse JSON text (the test fails if it is not JSON). */
+static inline JsonNode *test_json_parse(const char *text)
+{
+    g_autoptr(JsonParser) p = json_parser_new();
+    g_autoptr(GError) err = NULL;
+
+    json_parser_load_from_data(p, text, -1, &err);
+    g_assert_no_error(err);
+    return json_parser_steal_root(p);
+}
+
+/*
+ * base with the member at the dotted path (e.g. "config.json_size")
+ * replaced or added (value: JSON text), or removed (value NULL).
+ */
+static inline char *test_json_mutate(const char *base, const char *path,
+                                     const char *value)
+{
+    g_autoptr(JsonNode) root = test_json_parse(base);
+    g_auto(GStrv) parts = g_strsplit(path, ".", -1);
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    JsonObject *obj = json_node_get_object(root);
+    guint n = g_strv_length(parts);
+
+    for (guint i = 0; i + 1 < n; i++) {
+        obj = json_object_get_object_member(obj, parts[i]);
+        g_assert_nonnull(obj);
+    }
+    if (value) {
+        json_object_set_member(obj, parts[n - 1], test_json_parse(value));
+    } else {
+        g_assert_true(json_object_has_member(obj, parts[n - 1]));
+        json_object_remove_member(obj, parts[n - 1]);
+    }
+    json_generator_set_root(gen, root);
+    return json_generator_to_data(gen, NULL);
 }
 
 #endif

@@ -210,43 +210,10 @@ static const HostileCase hostile_cases[] = {
     { "token-no-type", "tokens.0", "{\"keyslots\":[]}", "missing 'type'" },
 };
 
-static JsonNode *parse_json(const char *text)
-{
-    g_autoptr(JsonParser) p = json_parser_new();
-    g_autoptr(GError) err = NULL;
-
-    json_parser_load_from_data(p, text, -1, &err);
-    g_assert_no_error(err);
-    return json_parser_steal_root(p);
-}
-
-/* The base document with one member replaced, added or removed. */
-static char *mutate(const HostileCase *c)
-{
-    g_autoptr(JsonNode) root = parse_json(base_json);
-    g_auto(GStrv) parts = g_strsplit(c->path, ".", -1);
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    JsonObject *obj = json_node_get_object(root);
-    guint n = g_strv_length(parts);
-
-    for (guint i = 0; i + 1 < n; i++) {
-        obj = json_object_get_object_member(obj, parts[i]);
-        g_assert_nonnull(obj);
-    }
-    if (c->value) {
-        json_object_set_member(obj, parts[n - 1], parse_json(c->value));
-    } else {
-        g_assert_true(json_object_has_member(obj, parts[n - 1]));
-        json_object_remove_member(obj, parts[n - 1]);
-    }
-    json_generator_set_root(gen, root);
-    return json_generator_to_data(gen, NULL);
-}
-
 static void test_hostile(gconstpointer data)
 {
     const HostileCase *c = data;
-    g_autofree char *json = mutate(c);
+    g_autofree char *json = test_json_mutate(base_json, c->path, c->value);
     g_autoptr(Error) err = NULL;
     g_autoptr(QCryptoLUKS2Metadata) md =
         qcrypto_luks2_metadata_parse(json, HDR_SIZE, &err);
@@ -334,7 +301,7 @@ static void test_argon2_memory_cap(void)
 /* Unknown members and tokens survive a key slot edit. */
 static void test_edit_preserves_unknown(void)
 {
-    g_autoptr(JsonNode) root = parse_json(base_json);
+    g_autoptr(JsonNode) root = test_json_parse(base_json);
     JsonObject *o = json_node_get_object(root);
     g_autoptr(JsonGenerator) gen = json_generator_new();
     g_autofree char *json = NULL, *out = NULL;
@@ -343,14 +310,14 @@ static void test_edit_preserves_unknown(void)
     QCryptoLUKS2Keyslot ks;
 
     json_object_set_member(json_object_get_object_member(o, "tokens"), "0",
-                           parse_json("{\"type\":\"systemd-tpm2\","
+                           test_json_parse("{\"type\":\"systemd-tpm2\","
                                       "\"keyslots\":[\"0\"],"
                                       "\"tpm2-pcrs\":[7]}"));
     json_object_set_member(json_object_get_object_member(o, "config"),
-                           "future_field", parse_json("{\"x\":\"y\"}"));
+                           "future_field", test_json_parse("{\"x\":\"y\"}"));
     json_object_set_member(json_object_get_object_member(
                                json_object_get_object_member(o, "keyslots"),
-                               "0"), "vendor", parse_json("true"));
+                               "0"), "vendor", test_json_parse("true"));
     json_generator_set_root(gen, root);
     json = json_generator_to_data(gen, NULL);
 
