@@ -534,6 +534,77 @@ static void test_detached(void)
     test_scratch_free(g_steal_pointer(&dir));
 }
 
+/*
+ * An image cryptsetup made and whose slots cryptsetup changed (a slot
+ * added, the first one killed): we open it with the new key, write data,
+ * and cryptsetup's volume key reads it back with the bare cipher.
+ */
+static void test_cryptsetup_image_data(gconstpointer data)
+{
+    const char *sector_size = data;
+    NewImage img = { 0 };
+    g_autofree char *key0 = NULL, *key1 = NULL;
+    g_autoptr(Error) err = NULL;
+    g_autoptr(QCryptoBlock) block = NULL;
+    g_autofree uint8_t *buf = NULL;
+    int fd;
+
+    if (!test_have_cryptsetup()) {
+        return;
+    }
+    img.dir = test_scratch_new();
+    img.path = g_build_filename(img.dir, "cs.img", NULL);
+    key0 = g_build_filename(img.dir, "k0", NULL);
+    key1 = g_build_filename(img.dir, "k1", NULL);
+    test_write_file(key0, "first", 5);
+    test_write_file(key1, pass, strlen(pass));
+    fd = open(img.path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    g_assert_cmpint(ftruncate(fd, 20 * 1024 * 1024), ==, 0);
+    close(fd);
+    {
+        const char *format[] = {
+            "cryptsetup", "luksFormat", "--type", "luks2", "--batch-mode",
+            "--pbkdf", "argon2id", "--pbkdf-force-iterations", "4",
+            "--pbkdf-memory", "32", "--sector-size", sector_size,
+            "--key-file", key0, img.path, NULL,
+        };
+        const char *add[] = {
+            "cryptsetup", "luksAddKey", "--batch-mode", "--pbkdf", "pbkdf2",
+            "--pbkdf-force-iterations", "1000", "--key-file", key0,
+            img.path, key1, NULL,
+        };
+        const char *kill[] = {
+            "cryptsetup", "luksKillSlot", "--batch-mode", "--key-file", key1,
+            img.path, "0", NULL,
+        };
+        g_autofree char *o1 = test_run(format);
+        g_autofree char *o2 = NULL, *o3 = NULL;
+
+        g_assert_nonnull(o1);
+        o2 = test_run(add);
+        g_assert_nonnull(o2);
+        o3 = test_run(kill);
+        g_assert_nonnull(o3);
+    }
+
+    block = open_image(img.path, pass, 0, &fd, &err);
+    test_assert_ok(err);
+    img.payload_offset = qcrypto_block_get_payload_offset(block);
+    img.data_len = 128 * 1024;
+    img.data = g_malloc(img.data_len);
+    fill_pattern(img.data, img.data_len, 99);
+    buf = g_memdup2(img.data, img.data_len);
+    g_assert_cmpint(qcrypto_block_encrypt(block, 0, buf, img.data_len, &err),
+                    ==, 0);
+    g_assert_cmpint(pwrite(fd, buf, img.data_len, img.payload_offset), ==,
+                    (ssize_t)img.data_len);
+    close(fd);
+
+    check_data(img.path, pass, &img);
+    check_with_volume_key(&img, atoi(sector_size));
+    new_image_free(&img);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -542,6 +613,10 @@ int main(int argc, char **argv)
     g_test_add_data_func("/crypto/block-luks2/create-interop/4096",
                          GUINT_TO_POINTER(4096), test_create_interop);
     g_test_add_func("/crypto/block-luks2/convert-luks1", test_convert_luks1);
+    g_test_add_data_func("/crypto/block-luks2/cryptsetup-image-data/512",
+                         "512", test_cryptsetup_image_data);
+    g_test_add_data_func("/crypto/block-luks2/cryptsetup-image-data/4096",
+                         "4096", test_cryptsetup_image_data);
     g_test_add_func("/crypto/block-luks2/info", test_info);
     g_test_add_func("/crypto/block-luks2/amend", test_amend);
     g_test_add_data_func("/crypto/block-luks2/recover-primary/damaged",
