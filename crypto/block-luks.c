@@ -4,7 +4,7 @@
  *
  * A key slot holds the master key, spread by the AF splitter over 4000
  * stripes and encrypted with a key derived from a passphrase by PBKDF2
- * (the spec, section 3 "Operations"). The master key is recognised by its
+ * (the spec's "key slot" operations). The master key is recognised by its
  * PBKDF2 digest in the header. The header parsing and validation live in
  * block-luks-header.c; nothing here runs before the header passed it.
  */
@@ -235,7 +235,11 @@ static int luks_open(QCryptoBlock *block,
                                      &luks->spec, errp) < 0) {
         return -1;
     }
-    block->payload_offset = detached ? 0 :
+    /*
+     * With a detached header the offset counts in the data file: 0 in what
+     * QEMU and we create, cryptsetup's --offset otherwise.
+     */
+    block->payload_offset =
         (uint64_t)luks->header.payload_offset * QCRYPTO_LUKS_SECTOR_SIZE;
 
     if (flags & QCRYPTO_BLOCK_OPEN_NO_IO) {
@@ -253,15 +257,31 @@ static int luks_open(QCryptoBlock *block,
  * PBKDF2 iterations per second on this CPU for one hash block of output.
  * Deriving nout bytes costs one such run per hLen bytes (RFC 8018 section
  * 5.2, the blocks T_1 ... T_l), so one calibration serves the master key
- * digest and the key slots alike: create calibrates once, not twice.
+ * digest and the key slots alike.
+ *
+ * Calibrating takes about a second, so the rate is measured once per
+ * process and hash: it counts thread CPU time, which other load does not
+ * change, and a process that creates many images (or adds many key slots)
+ * need not pay for it each time.
  */
 static uint64_t luks_pbkdf2_rate(QCryptoHashAlgo hash, Error **errp)
 {
     static const uint8_t salt[QCRYPTO_LUKS_SALT_LEN];
+    static uint64_t cache[QCRYPTO_HASH_ALGO__MAX];
+    static GMutex lock;
+    uint64_t rate;
 
-    return qcrypto_pbkdf2_count_iters(hash, (const uint8_t *)"", 0, salt,
-                                      sizeof(salt),
-                                      qcrypto_hash_digest_len(hash), errp);
+    g_mutex_lock(&lock);
+    rate = cache[hash];
+    if (!rate) {
+        rate = qcrypto_pbkdf2_count_iters(hash, (const uint8_t *)"", 0,
+                                          salt, sizeof(salt),
+                                          qcrypto_hash_digest_len(hash),
+                                          errp);
+        cache[hash] = rate;
+    }
+    g_mutex_unlock(&lock);
+    return rate;
 }
 
 /*
@@ -432,7 +452,7 @@ static int luks_create(QCryptoBlock *block,
     g_assert(strlen(uuid) < QCRYPTO_LUKS_UUID_LEN);
     memcpy(hdr->uuid, uuid, strlen(uuid));
 
-    /* The master key and its digest (the spec, section 3.1). */
+    /* The master key and its digest (the spec's partition initialisation). */
     mk = luks_keybuf_new(hdr->key_bytes);
     if (qcrypto_random_bytes(mk->data, mk->len, errp) < 0 ||
         qcrypto_random_bytes(hdr->mk_digest_salt, QCRYPTO_LUKS_SALT_LEN,

@@ -193,9 +193,10 @@ typedef struct QCryptoBlockAmendOptions {
 /* Open flags */
 #define QCRYPTO_BLOCK_OPEN_NO_IO (1 << 0)   /* header only: no secret needed */
 /*
- * The header is in its own file (QEMU 9's "header" child): the payload
- * starts at offset 0 of another file, so the header's payload offset is
- * not checked against its key slots, and is reported as 0. Without this
+ * The header is in its own file (QEMU 9's "header" child) and the payload
+ * in another, so the header's payload offset counts in the data file: it
+ * is not checked against the key slots. It is 0 in detached headers QEMU
+ * and we create (cryptsetup's --offset may set another). Without this
  * flag, a header whose payload offset is 0 is refused.
  */
 #define QCRYPTO_BLOCK_OPEN_DETACHED (1 << 1)
