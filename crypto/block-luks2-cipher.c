@@ -1,8 +1,9 @@
 /*
  * LUKS2 cipher specs: the "encryption" strings of segments and key-slot
- * areas (LUKS2 spec 3.2, 3.3) use dm-crypt's "cipher-mode-iv[:hash]"
- * spelling, e.g. "aes-xts-plain64", "serpent-cbc-essiv:sha256", and the
- * key size picks the variant (a 64-byte aes-xts key is AES-256 twice).
+ * areas (LUKS2 spec, "keyslots" and "segments" objects) use dm-crypt's
+ * "cipher-mode-iv[:hash]" spelling, e.g. "aes-xts-plain64", "serpent-cbc-
+ * essiv:sha256", and the key size picks the variant (a 64-byte aes-xts key is
+ * AES-256 twice).
  */
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /*
- * LUKS2 binary headers (LUKS2 spec 2.1, 2.2): two copies, each a 4096-byte
- * binary header followed by the JSON area, checksummed as a whole.
+ * LUKS2 binary headers (LUKS2 spec, "binary header"): two copies, each a
+ * 4096-byte binary header followed by the JSON area, checksummed as a whole.
  *
  * The primary copy sits at 0, the secondary at hdr_size. A copy is valid
  * when its magic, version, size, offset and checksum are right and its
@@ -14,7 +14,9 @@
 #include "crypto/hash.h"
 #include "luks2priv.h"
 
-/* LUKS2 spec 2.1, Table 1: magics of the primary and secondary copies. */
+/*
+ * LUKS2 spec, binary header table: magics of the primary and secondary copies.
+ */
 static const uint8_t luks2_magic_primary[QCRYPTO_LUKS2_MAGIC_LEN] = {
     'L', 'U', 'K', 'S', 0xba, 0xbe,
 };
@@ -22,7 +24,7 @@ static const uint8_t luks2_magic_secondary[QCRYPTO_LUKS2_MAGIC_LEN] = {
     'S', 'K', 'U', 'L', 0xba, 0xbe,
 };
 
-/* LUKS2 spec 2.1, Table 1: field offsets in the binary header. */
+/* LUKS2 spec, binary header table: field offsets in the binary header. */
 enum {
     LUKS2_OFF_MAGIC = 0,
     LUKS2_OFF_VERSION = 6,
@@ -46,7 +48,7 @@ static const char *const luks2_copy_name[LUKS2_NCOPIES] = {
 
 bool qcrypto_luks2_hdr_size_valid(uint64_t size)
 {
-    /* LUKS2 spec 2.1: a power of two from 16 KiB to 4 MiB. */
+    /* LUKS2 spec, binary header: a power of two from 16 KiB to 4 MiB. */
     return size >= QCRYPTO_LUKS2_HDR_SIZE_MIN &&
         size <= QCRYPTO_LUKS2_HDR_SIZE_MAX && (size & (size - 1)) == 0;
 }
@@ -143,8 +145,8 @@ static void luks2_bin_header_encode(const QCryptoLUKS2BinHeader *bin,
 }
 
 /*
- * LUKS2 spec 2.2: the checksum covers the whole header copy (binary part
- * and JSON area) with the checksum field itself zeroed.
+ * LUKS2 spec, binary header: the checksum covers the whole header copy (binary
+ * part and JSON area) with the checksum field itself zeroed.
  */
 static int luks2_checksum(QCryptoHashAlgo alg, const uint8_t *hdr,
                           size_t hdr_size, uint8_t *out, Error **errp)

@@ -1,11 +1,11 @@
 /*
- * LUKS2 JSON metadata (LUKS2 spec 3): parsed with json-glib into the
- * structs of luks2priv.h, and validated as cryptsetup does
+ * LUKS2 JSON metadata (LUKS2 spec, "JSON area" and its objects): parsed with
+ * json-glib into the structs of luks2priv.h, and validated as cryptsetup does
  * (lib/luks2/luks2_json_metadata.c): every field's type and range, 64-bit
- * numbers as decimal strings, references between objects, areas inside
- * the key-slot area and apart from each other, and the mandatory
- * requirements. Each rule lives in a named validate_* function, and each
- * failure says which object and field is wrong.
+ * numbers as decimal strings, references between objects, areas inside the
+ * key-slot area and apart from each other, and the mandatory requirements.
+ * Each rule lives in a named validate_* function, and each failure says which
+ * object and field is wrong.
  *
  * The parsed JsonNode is kept: edits (a key slot added or removed) are
  * made to it, so unknown fields and tokens survive a rewrite, and the
@@ -84,7 +84,7 @@ static const char *json_get_string(JsonObject *obj, const char *what,
 }
 
 /*
- * LUKS2 spec 3: 64-bit numbers are decimal strings (JSON numbers lose
+ * LUKS2 spec, JSON area: 64-bit numbers are decimal strings (JSON numbers lose
  * precision above 2^53). Only digits; no sign, no space, no overflow.
  */
 static int json_get_u64_string(JsonObject *obj, const char *what,
@@ -343,7 +343,7 @@ static int validate_json_depth(const char *json, Error **errp)
     return 0;
 }
 
-/* LUKS2 spec 3: the five top-level objects. */
+/* LUKS2 spec, JSON area: the five top-level objects. */
 static int validate_top_level(JsonNode *root, Error **errp)
 {
     static const char *const sections[] = {
@@ -365,9 +365,9 @@ static int validate_top_level(JsonNode *root, Error **errp)
 }
 
 /*
- * LUKS2 spec 3.7: requirements.mandatory lists features a reader must
- * understand. We understand none (they mark re-encryption in progress,
- * or hardware OPAL), so any entry refuses the image.
+ * LUKS2 spec, "config" object: requirements.mandatory lists features a reader
+ * must understand. We understand none (they mark re-encryption in progress, or
+ * hardware OPAL), so any entry refuses the image.
  */
 static int validate_requirements(QCryptoLUKS2Metadata *md, Error **errp)
 {
@@ -386,7 +386,7 @@ static int validate_requirements(QCryptoLUKS2Metadata *md, Error **errp)
     return 0;
 }
 
-/* LUKS2 spec 3.7: the config object. */
+/* LUKS2 spec, "config" object: the config object. */
 static int validate_config(QCryptoLUKS2Metadata *md, JsonObject *config,
                            Error **errp)
 {
@@ -431,7 +431,10 @@ static int validate_config(QCryptoLUKS2Metadata *md, JsonObject *config,
     return validate_requirements(md, errp);
 }
 
-/* LUKS2 spec 3.2.3: a key slot's KDF, with our bounds on its cost. */
+/*
+ * LUKS2 spec, "keyslots" object, kdf: a key slot's KDF, with our bounds on its
+ * cost.
+ */
 static int validate_kdf(QCryptoLUKS2KDF *kdf, JsonObject *obj,
                         const char *what, Error **errp)
 {
@@ -512,7 +515,9 @@ static uint64_t luks2_af_bytes(uint64_t nkey, uint64_t stripes)
     return qcrypto_luks2_round_up(nkey * stripes, 512);
 }
 
-/* LUKS2 spec 3.2: one key slot of type luks2 (af, area, kdf). */
+/*
+ * LUKS2 spec, "keyslots" object: one key slot of type luks2 (af, area, kdf).
+ */
 static int validate_keyslot(QCryptoLUKS2Keyslot *ks, JsonObject *obj,
                             Error **errp)
 {
@@ -533,7 +538,10 @@ static int validate_keyslot(QCryptoLUKS2Keyslot *ks, JsonObject *obj,
         error_setg(errp, "LUKS2 %s: unsupported type '%s'", what, s);
         return -1;
     }
-    /* Volume keys: cryptsetup's limit is 512 bytes (LUKS2 spec 3.2). */
+    /*
+     * Volume keys: cryptsetup's limit is 512 bytes (LUKS2 spec, "keyslots"
+     * object).
+     */
     if (json_get_uint(obj, what, "key_size", 1, 512, &ks->key_size,
                       errp) < 0) {
         return -1;
@@ -623,9 +631,9 @@ static int validate_keyslots(QCryptoLUKS2Metadata *md, JsonObject *keyslots,
 }
 
 /*
- * LUKS2 spec 3.1: every key-slot area lies in the key-slot area, which
- * starts after both header copies and is keyslots_size long, and no two
- * overlap.
+ * LUKS2 spec, "config" object (keyslots_size): every key-slot area lies in the
+ * key-slot area, which starts after both header copies and is keyslots_size
+ * long, and no two overlap.
  */
 static int validate_keyslot_areas(QCryptoLUKS2Metadata *md, Error **errp)
 {
@@ -659,7 +667,7 @@ static int validate_keyslot_areas(QCryptoLUKS2Metadata *md, Error **errp)
     return 0;
 }
 
-/* LUKS2 spec 3.3: a segment of type crypt. */
+/* LUKS2 spec, "segments" object: a segment of type crypt. */
 static int validate_segment(QCryptoLUKS2Metadata *md,
                             QCryptoLUKS2Segment *seg, JsonObject *obj,
                             Error **errp)
@@ -681,7 +689,7 @@ static int validate_segment(QCryptoLUKS2Metadata *md,
                    "(dm-integrity) is not supported", what);
         return -1;
     }
-    /* LUKS2 spec 3.3: 512, 1024, 2048 or 4096-byte sectors. */
+    /* LUKS2 spec, "segments" object: 512, 1024, 2048 or 4096-byte sectors. */
     if (json_get_uint(obj, what, "sector_size", 512, 4096,
                       &seg->sector_size, errp) < 0) {
         return -1;
@@ -787,7 +795,7 @@ static int validate_segments(QCryptoLUKS2Metadata *md, JsonObject *segments,
     return 0;
 }
 
-/* LUKS2 spec 3.5: digests of type pbkdf2, and what they bind. */
+/* LUKS2 spec, "digests" object: digests of type pbkdf2, and what they bind. */
 static int validate_digest(QCryptoLUKS2Metadata *md, QCryptoLUKS2Digest *d,
                            JsonObject *obj, Error **errp)
 {
@@ -902,8 +910,8 @@ static int validate_segment_ciphers(QCryptoLUKS2Metadata *md, Error **errp)
 }
 
 /*
- * LUKS2 spec 3.4: tokens are for external tools; we check only what
- * every token has (a type and the key slots it serves) and keep the rest.
+ * LUKS2 spec, "tokens" object: tokens are for external tools; we check only
+ * what every token has (a type and the key slots it serves) and keep the rest.
  */
 static int validate_tokens(QCryptoLUKS2Metadata *md, JsonObject *tokens,
                            Error **errp)

@@ -1,6 +1,6 @@
 /*
  * LUKS2 key slots of type "luks2" and digests of type "pbkdf2" (LUKS2
- * spec 3.2, 3.5).
+ * spec, "keyslots" and "digests" objects).
  *
  * A key slot holds the volume key AF-split (LUKS1 spec 2.4) into
  * key_size * stripes bytes, encrypted with area.encryption under a key the
@@ -112,7 +112,8 @@ static uint64_t luks2_af_bytes(size_t nkey, uint32_t stripes)
 
 uint64_t qcrypto_luks2_keyslot_area_size(size_t nkey, uint32_t stripes)
 {
-    return qcrypto_luks2_round_up((uint64_t)nkey * stripes, QCRYPTO_LUKS2_AREA_ALIGN);
+    return qcrypto_luks2_round_up((uint64_t)nkey * stripes,
+                                  QCRYPTO_LUKS2_AREA_ALIGN);
 }
 
 /* En/decrypt the AF material of ks in place with the derived area key. */
@@ -266,8 +267,9 @@ int qcrypto_luks2_keyslot_find_area(const QCryptoLUKS2Metadata *md,
 
             if (ks && candidate < ks->area_offset + ks->area_size &&
                 ks->area_offset < candidate + size) {
-                candidate = qcrypto_luks2_round_up(ks->area_offset + ks->area_size,
-                                     QCRYPTO_LUKS2_AREA_ALIGN);
+                candidate = qcrypto_luks2_round_up(
+                    ks->area_offset + ks->area_size,
+                    QCRYPTO_LUKS2_AREA_ALIGN);
                 moved = true;
             }
         }
@@ -455,7 +457,7 @@ int qcrypto_luks2_kdf_calibrate(const QCryptoLUKS2KDFParams *params,
 {
     memset(kdf, 0, sizeof(*kdf));
     kdf->type = params->type;
-    /* cryptsetup's salts are 32 bytes (LUKS2 spec 3.2.3). */
+    /* cryptsetup's salts are 32 bytes (LUKS2 spec, "keyslots" object, kdf). */
     kdf->nsalt = 32;
     if (qcrypto_random_bytes(kdf->salt, kdf->nsalt, errp) < 0) {
         return -1;

@@ -20,7 +20,8 @@
 /* cryptsetup 2.6's default layout (lib/luks2/luks2.h, lib/setup.c). */
 #define LUKS2_DEFAULT_PAYLOAD_OFFSET (16 * 1024 * 1024)
 #define LUKS2_DEFAULT_SECTOR_SIZE 4096
-#define LUKS2_DEFAULT_STRIPES 4000          /* LUKS2 spec 3.2.2 */
+/* LUKS2 spec, "keyslots" object, af: cryptsetup writes 4000 stripes */
+#define LUKS2_DEFAULT_STRIPES 4000
 #define LUKS2_DEFAULT_ITER_TIME_MS 2000
 #define LUKS2_DEFAULT_MEMORY_KIB (1024 * 1024)
 /* cryptsetup's LUKS_MKD_ITERATIONS_MS and its floor of 1000 iterations. */

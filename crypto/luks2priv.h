@@ -30,7 +30,7 @@
 
 #include "crypto/block.h"
 
-/* LUKS2 spec 2.1 "Binary header": the fixed part of each header copy. */
+/* LUKS2 spec, "binary header": the fixed part of each header copy. */
 #define QCRYPTO_LUKS2_BIN_HDR_LEN 4096
 #define QCRYPTO_LUKS2_MAGIC_LEN 6
 #define QCRYPTO_LUKS2_VERSION 2
@@ -41,7 +41,10 @@
 #define QCRYPTO_LUKS2_SUBSYSTEM_LEN 48
 #define QCRYPTO_LUKS2_CHECKSUM_LEN 64
 
-/* LUKS2 spec 2.1: the header sizes (binary + JSON) allowed, 16 KiB..4 MiB. */
+/*
+ * LUKS2 spec, binary header: the header sizes (binary + JSON) allowed, 16
+ * KiB..4 MiB.
+ */
 #define QCRYPTO_LUKS2_HDR_SIZE_MIN (16 * 1024)
 #define QCRYPTO_LUKS2_HDR_SIZE_MAX (4 * 1024 * 1024)
 #define QCRYPTO_LUKS2_HDR_SIZE_DEFAULT QCRYPTO_LUKS2_HDR_SIZE_MIN
@@ -56,7 +59,10 @@
 #define QCRYPTO_LUKS2_SEGMENTS_MAX 32
 #define QCRYPTO_LUKS2_DIGESTS_MAX 32
 
-/* Key-slot areas and the payload are aligned to 4 KiB (LUKS2 spec 3.2). */
+/*
+ * Key-slot areas and the payload are aligned to 4 KiB (LUKS2 spec, "keyslots"
+ * object).
+ */
 #define QCRYPTO_LUKS2_AREA_ALIGN 4096
 
 /* Salts in JSON: cryptsetup writes 32 bytes; we read up to this many. */
@@ -75,7 +81,8 @@
 /* time x memory: 64 GiB of memory passes, about a minute of hashing. */
 #define QCRYPTO_LUKS2_ARGON2_WORK_MAX_KIB (64ull * 1024 * 1024)
 #define QCRYPTO_LUKS2_PBKDF2_ITERS_MAX (1u << 27)  /* about a minute */
-#define QCRYPTO_LUKS2_AF_STRIPES_MAX 65536          /* cryptsetup writes 4000 */
+/* cryptsetup writes 4000 stripes */
+#define QCRYPTO_LUKS2_AF_STRIPES_MAX 65536
 
 /* v rounded up to a multiple of align (a power of two). */
 static inline uint64_t qcrypto_luks2_round_up(uint64_t v, uint64_t align)
@@ -157,7 +164,10 @@ typedef struct QCryptoLUKS2KDF {
     size_t nsalt;
 } QCryptoLUKS2KDF;
 
-/* Key-slot priority (LUKS2 spec 3.2): 0 ignore, 1 normal, 2 high. */
+/*
+ * Key-slot priority (LUKS2 spec, "keyslots" object): 0 ignore, 1 normal, 2
+ * high.
+ */
 #define QCRYPTO_LUKS2_PRIORITY_IGNORE 0
 #define QCRYPTO_LUKS2_PRIORITY_NORMAL 1
 #define QCRYPTO_LUKS2_PRIORITY_HIGH 2
@@ -243,7 +253,10 @@ void qcrypto_luks2_metadata_set_keyslot(QCryptoLUKS2Metadata *md,
 /* Remove key slot id and every reference to it (digests, tokens). */
 void qcrypto_luks2_metadata_remove_keyslot(QCryptoLUKS2Metadata *md, int id);
 
-/* Key slot area end: 2 * hdr_size + keyslots_size (LUKS2 spec 3.1). */
+/*
+ * Key slot area end: 2 * hdr_size + keyslots_size (LUKS2 spec, "config"
+ * object).
+ */
 uint64_t qcrypto_luks2_keyslots_end(const QCryptoLUKS2Metadata *md);
 
 /* The digest bound to segment seg (-1: none). */
@@ -288,9 +301,10 @@ int qcrypto_luks2_digest_verify(const QCryptoLUKS2Digest *d,
 
 /*
  * Recover the volume key of segment 0 with the secret, trying every key
- * slot bound to its digest (high priority first; "ignore" ones are skipped, as cryptsetup does).
- * *key (g_malloc'ed, the caller wipes it) gets *nkey bytes; *slot the slot
- * that opened. Wrong secret: "Invalid password, cannot unlock any keyslot".
+ * slot bound to its digest (high priority first; "ignore" ones are skipped, as
+ * cryptsetup does). *key (g_malloc'ed, the caller wipes it) gets *nkey bytes;
+ * *slot the slot that opened. Wrong secret: "Invalid password, cannot unlock
+ * any keyslot".
  */
 int qcrypto_luks2_unlock(const QCryptoLUKS2Metadata *md,
                          const QCryptoBlockSecret *secret,

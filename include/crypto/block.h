@@ -53,8 +53,8 @@ typedef struct QCryptoBlockOpenOptions {
 } QCryptoBlockOpenOptions;
 
 /*
- * Key derivation of a LUKS2 key slot (LUKS2 spec 3.2.3). LUKS1 slots are
- * always PBKDF2.
+ * Key derivation of a LUKS2 key slot (LUKS2 spec, "keyslots" object, kdf).
+ * LUKS1 slots are always PBKDF2.
  */
 typedef enum {
     QCRYPTO_BLOCK_KDF_PBKDF2,
@@ -118,7 +118,7 @@ typedef struct QCryptoBlockInfoLUKSSlot {
     bool bound;             /* its digest covers the data segment */
 } QCryptoBlockInfoLUKSSlot;
 
-/* LUKS2: a data segment (LUKS2 spec 3.3). */
+/* LUKS2: a data segment (LUKS2 spec, "segments" object). */
 typedef struct QCryptoBlockInfoLUKS2Segment {
     uint64_t offset;        /* bytes */
     bool size_dynamic;      /* to the end of the file */
@@ -128,7 +128,7 @@ typedef struct QCryptoBlockInfoLUKS2Segment {
     uint64_t sector_size;
 } QCryptoBlockInfoLUKS2Segment;
 
-/* LUKS2: a token (LUKS2 spec 3.4), kept but not interpreted. */
+/* LUKS2: a token (LUKS2 spec, "tokens" object), kept but not interpreted. */
 typedef struct QCryptoBlockInfoLUKS2Token {
     int id;
     char *type;

@@ -404,8 +404,8 @@ static void test_recover_primary(gconstpointer data)
 }
 
 /*
- * iv_tweak (LUKS2 spec 3.3) moves every IV: set it to 8 units (one
- * 4096-byte sector) in the JSON, and the payload we wrote with tweak 0
+ * iv_tweak (LUKS2 spec, "segments" object) moves every IV: set it to 8 units
+ * (one 4096-byte sector) in the JSON, and the payload we wrote with tweak 0
  * must now read as if shifted, as the bare cipher computes it.
  */
 static void test_iv_tweak(void)

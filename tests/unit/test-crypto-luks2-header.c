@@ -1,8 +1,8 @@
 /*
- * LUKS2 binary headers (LUKS2 spec 2): both copies read and checked,
- * the newer valid one chosen, a damaged primary recovered from the
- * secondary with a warning, both written in step; and every metadata size
- * of cryptsetup's luks2_mda_images (16 KiB .. 4 MiB) read and validated.
+ * LUKS2 binary headers (LUKS2 spec, binary header): both copies read and
+ * checked, the newer valid one chosen, a damaged primary recovered from the
+ * secondary with a warning, both written in step; and every metadata size of
+ * cryptsetup's luks2_mda_images (16 KiB .. 4 MiB) read and validated.
  */
 #include "crypto/luks2priv.h"
 #include "luks2-testutil.h"
@@ -83,7 +83,7 @@ static void test_roundtrip(Fixture *f, gconstpointer unused)
     g_assert_cmpuint(hdr->salt_primary[0], ==, 0x11);
     g_assert_cmpuint(hdr->salt_secondary[63], ==, 0x22);
 
-    /* The magics of LUKS2 spec 2.1 at 0 and at hdr_size */
+    /* The magics of the LUKS2 spec's binary header at 0 and hdr_size */
     g_assert_cmpint(pread(f->fd, buf, 8, 0), ==, 8);
     g_assert_cmpmem(buf, 8, "LUKS\xba\xbe\0\2", 8);
     g_assert_true(qcrypto_luks2_has_format(buf, 8));

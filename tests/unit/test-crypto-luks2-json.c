@@ -19,7 +19,8 @@ static const char base_json[] =
     "\"salt\":\"4Km2Ut65PzhrdmQqq2i6jDGpwFDvxYq1bLCT+yORTfE=\"}}},"
     "\"tokens\":{},"
     "\"segments\":{\"0\":{\"type\":\"crypt\",\"offset\":\"16777216\","
-    "\"size\":\"dynamic\",\"iv_tweak\":\"0\",\"encryption\":\"aes-xts-plain64\","
+    "\"size\":\"dynamic\",\"iv_tweak\":\"0\","
+    "\"encryption\":\"aes-xts-plain64\","
     "\"sector_size\":4096}},"
     "\"digests\":{\"0\":{\"type\":\"pbkdf2\",\"keyslots\":[\"0\"],"
     "\"segments\":[\"0\"],\"hash\":\"sha256\",\"iterations\":179060,"
@@ -86,7 +87,7 @@ typedef struct HostileCase {
 } HostileCase;
 
 static const HostileCase hostile_cases[] = {
-    /* LUKS2 spec 3: the five top-level objects */
+    /* LUKS2 spec, JSON area: the five top-level objects */
     { "missing-keyslots", "keyslots", NULL, "missing 'keyslots'" },
     { "missing-tokens", "tokens", NULL, "missing 'tokens'" },
     { "missing-segments", "segments", NULL, "missing 'segments'" },
@@ -425,8 +426,8 @@ int main(int argc, char **argv)
     g_test_add_func("/crypto/luks2/json/not-json", test_not_json);
     g_test_add_func("/crypto/luks2/json/deep-nesting", test_deep_nesting);
     for (size_t i = 0; i < G_N_ELEMENTS(hostile_cases); i++) {
-        g_autofree char *path = g_strdup_printf("/crypto/luks2/json/hostile/%s",
-                                                hostile_cases[i].name);
+        g_autofree char *path = g_strdup_printf(
+            "/crypto/luks2/json/hostile/%s", hostile_cases[i].name);
 
         g_test_add_data_func(path, &hostile_cases[i], test_hostile);
     }
