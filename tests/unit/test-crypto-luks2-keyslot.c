@@ -422,6 +422,93 @@ static void test_amend_interop(gconstpointer data)
     test_scratch_free(g_steal_pointer(&dir));
 }
 
+/*
+ * Priorities, as cryptsetup sets them (`cryptsetup config --priority`):
+ * "prefer" slots are tried first; "ignore" slots never (cryptsetup opens
+ * them only when asked for by number).
+ */
+static void test_priorities(void)
+{
+    g_autofree char *dir = NULL, *path = NULL, *keyfile = NULL;
+    g_autoptr(Error) err = NULL;
+    g_autoptr(GBytes) key = NULL;
+    Image img;
+    int slot = -1;
+
+    if (!test_have_cryptsetup()) {
+        return;
+    }
+    dir = test_scratch_new();
+    path = cryptsetup_format(dir, &format_cases[3]);    /* pbkdf2 */
+    keyfile = g_build_filename(dir, "format.key", NULL);
+    {
+        /* slot 1: the same passphrase again */
+        const char *add[] = {
+            "cryptsetup", "luksAddKey", "--batch-mode", "--pbkdf", "pbkdf2",
+            "--pbkdf-force-iterations", "1000", "--key-file", keyfile, path,
+            keyfile, NULL,
+        };
+        const char *prefer[] = {
+            "cryptsetup", "config", "--priority", "prefer", "--key-slot",
+            "1", path, NULL,
+        };
+        const char *ignore[] = {
+            "cryptsetup", "config", "--priority", "ignore", "--key-slot",
+            "0", path, NULL,
+        };
+        g_autofree char *o1 = test_run(add);
+        g_autofree char *o2 = NULL, *o3 = NULL;
+
+        g_assert_nonnull(o1);
+        image_open(&img, path);
+        key = image_unlock(&img, format_pass, &slot, &err);
+        image_close(&img);
+        test_assert_ok(err);
+        g_assert_cmpint(slot, ==, 0);       /* both normal: in order */
+        g_clear_pointer(&key, g_bytes_unref);
+
+        o2 = test_run(prefer);
+        g_assert_nonnull(o2);
+        image_open(&img, path);
+        g_assert_cmpint(img.md->keyslots[1]->priority, ==,
+                        QCRYPTO_LUKS2_PRIORITY_HIGH);
+        key = image_unlock(&img, format_pass, &slot, &err);
+        image_close(&img);
+        test_assert_ok(err);
+        g_assert_cmpint(slot, ==, 1);       /* preferred first */
+        g_clear_pointer(&key, g_bytes_unref);
+
+        /* slot 1 back to normal, slot 0 ignored: only slot 1 opens */
+        prefer[3] = "normal";
+        g_free(o2);
+        o2 = test_run(prefer);
+        o3 = test_run(ignore);
+        g_assert_nonnull(o2);
+        g_assert_nonnull(o3);
+        image_open(&img, path);
+        g_assert_cmpint(img.md->keyslots[0]->priority, ==,
+                        QCRYPTO_LUKS2_PRIORITY_IGNORE);
+        key = image_unlock(&img, format_pass, &slot, &err);
+        image_close(&img);
+        test_assert_ok(err);
+        g_assert_cmpint(slot, ==, 1);
+        g_clear_pointer(&key, g_bytes_unref);
+
+        /* both ignored: the right passphrase opens nothing */
+        ignore[5] = "1";
+        g_free(o3);
+        o3 = test_run(ignore);
+        g_assert_nonnull(o3);
+        image_open(&img, path);
+        key = image_unlock(&img, format_pass, &slot, &err);
+        image_close(&img);
+        g_assert_null(key);
+        g_assert_cmpstr(error_get_pretty(err), ==,
+                        "Invalid password, cannot unlock any keyslot");
+    }
+    test_scratch_free(g_steal_pointer(&dir));
+}
+
 /* The key-slot area fills up; the error says so. */
 static void test_area_full(void)
 {
@@ -496,6 +583,7 @@ int main(int argc, char **argv)
     g_test_add_data_func("/crypto/luks2/keyslot/amend-interop/pbkdf2",
                          GINT_TO_POINTER(QCRYPTO_BLOCK_KDF_PBKDF2),
                          test_amend_interop);
+    g_test_add_func("/crypto/luks2/keyslot/priorities", test_priorities);
     g_test_add_func("/crypto/luks2/keyslot/area-full", test_area_full);
     g_test_add_func("/crypto/luks2/keyslot/calibrate-argon2",
                     test_calibrate_argon2);
