@@ -26,6 +26,8 @@
 
 /* Sectors of a key-slot area are 512 bytes (as LUKS1's key material). */
 #define LUKS2_AREA_SECTOR 512
+/* cryptsetup's salts are 32 bytes (LUKS2 spec, "keyslots" object, kdf). */
+#define LUKS2_SALT_LEN 32
 
 uint64_t qcrypto_luks2_memory_cap_kib(void)
 {
@@ -349,6 +351,32 @@ int qcrypto_luks2_keyslot_wipe(const QCryptoLUKS2Keyslot *ks,
 /* Where the search starts: a run that takes a few ms anywhere. */
 #define LUKS2_ARGON2_START_MEMORY_KIB (8 * 1024)
 
+uint64_t qcrypto_luks2_pbkdf2_rate(QCryptoHashAlgo hash, size_t nout,
+                                   Error **errp)
+{
+    static const uint8_t salt[LUKS2_SALT_LEN];
+    static uint64_t cache[QCRYPTO_HASH_ALGO__MAX];
+    static GMutex lock;
+    size_t hlen = qcrypto_hash_digest_len(hash);
+    uint64_t rate;
+
+    /*
+     * Measured once per process and hash, for one hash block of output
+     * (it counts thread CPU time, which other load does not change):
+     * each further block of output (RFC 8018 section 5.2, T_1 .. T_l)
+     * costs as much again.
+     */
+    g_mutex_lock(&lock);
+    rate = cache[hash];
+    if (!rate) {
+        rate = qcrypto_pbkdf2_count_iters(hash, (const uint8_t *)"", 0,
+                                          salt, sizeof(salt), hlen, errp);
+        cache[hash] = rate;
+    }
+    g_mutex_unlock(&lock);
+    return rate / ((nout + hlen - 1) / hlen);
+}
+
 static int luks2_calibrate_pbkdf2(const QCryptoLUKS2KDFParams *p,
                                   size_t nkey, QCryptoLUKS2KDF *kdf,
                                   Error **errp)
@@ -360,8 +388,7 @@ static int luks2_calibrate_pbkdf2(const QCryptoLUKS2KDFParams *p,
         kdf->iterations = p->forced_iterations;
         return 0;
     }
-    rate = qcrypto_pbkdf2_count_iters(p->hash, (const uint8_t *)"pass", 4,
-                                      kdf->salt, kdf->nsalt, nkey, errp);
+    rate = qcrypto_luks2_pbkdf2_rate(p->hash, nkey, errp);
     if (!rate) {
         return -1;
     }
@@ -457,8 +484,7 @@ int qcrypto_luks2_kdf_calibrate(const QCryptoLUKS2KDFParams *params,
 {
     memset(kdf, 0, sizeof(*kdf));
     kdf->type = params->type;
-    /* cryptsetup's salts are 32 bytes (LUKS2 spec, "keyslots" object, kdf). */
-    kdf->nsalt = 32;
+    kdf->nsalt = LUKS2_SALT_LEN;
     if (qcrypto_random_bytes(kdf->salt, kdf->nsalt, errp) < 0) {
         return -1;
     }
