@@ -254,6 +254,11 @@ bool bdrv_is_encrypted(BlockDriverState *bs)
     return bs->drv->bdrv_is_encrypted && bs->drv->bdrv_is_encrypted(bs);
 }
 
+const char *bdrv_get_warning(BlockDriverState *bs)
+{
+    return bs->drv->bdrv_get_warning ? bs->drv->bdrv_get_warning(bs) : NULL;
+}
+
 int64_t bdrv_getlength_exact(BlockDriverState *bs, Error **errp)
 {
     return bs->drv->bdrv_getlength(bs, errp);

@@ -306,6 +306,13 @@ static int luks_flush(BlockDriverState *bs, Error **errp)
     return s->header ? bdrv_flush(s->header, errp) : 0;
 }
 
+static const char *luks_get_warning(BlockDriverState *bs)
+{
+    BDRVLUKSState *s = bs->opaque;
+
+    return qcrypto_block_get_warning(s->block);
+}
+
 static bool luks_is_encrypted(BlockDriverState *bs)
 {
     return true;
@@ -333,14 +340,85 @@ static int luks_get_info(BlockDriverState *bs, BlockImageInfo *info,
     return info->luks ? 0 : -1;
 }
 
+/* kdf=, kdf-memory=, kdf-parallel= (LUKS2 key slots; 0: the default) */
+static int luks_take_kdf_opts(GHashTable *opts, bool *has_kdf,
+                              QCryptoBlockKDF *kdf, uint32_t *memory,
+                              uint32_t *parallel, Error **errp)
+{
+    g_autofree char *name = qemu_opt_take(opts, "kdf");
+    uint64_t mem, par;
+
+    if (name) {
+        int k = qcrypto_block_kdf_parse(name);
+
+        if (k < 0) {
+            error_setg(errp, "Invalid parameter '%s' for 'kdf' (use pbkdf2, "
+                       "argon2i or argon2id)", name);
+            return -1;
+        }
+        *has_kdf = true;
+        *kdf = k;
+    }
+    if (qemu_opt_take_uint(opts, "kdf-memory", 0, &mem, errp) < 0 ||
+        qemu_opt_take_uint(opts, "kdf-parallel", 0, &par, errp) < 0) {
+        return -1;
+    }
+    if (mem > G_MAXUINT32 || par > G_MAXUINT32) {
+        error_setg(errp, "Parameter 'kdf-memory' or 'kdf-parallel' is too "
+                   "large");
+        return -1;
+    }
+    *memory = mem;
+    *parallel = par;
+    return 0;
+}
+
+/*
+ * The LUKS2 creation options (see docs/luks2.md). The label string is
+ * kept in copts->label: free it with luks_create_opts_clear().
+ */
+static int luks_take_luks2_create_opts(GHashTable *opts,
+                                       QCryptoBlockCreateOptions *copts,
+                                       Error **errp)
+{
+    uint64_t version, sector_size;
+
+    if (qemu_opt_take_uint(opts, "luks-version", 1, &version, errp) < 0 ||
+        qemu_opt_take_uint(opts, "sector-size", 0, &sector_size, errp) < 0) {
+        return -1;
+    }
+    if (version != 1 && version != 2) {
+        error_setg(errp, "Invalid parameter '%" G_GUINT64_FORMAT "' for "
+                   "'luks-version' (use 1 or 2)", version);
+        return -1;
+    }
+    if (sector_size > G_MAXUINT32) {
+        error_setg(errp, "Invalid sector size %" G_GUINT64_FORMAT,
+                   sector_size);
+        return -1;
+    }
+    copts->luks_version = version;
+    copts->sector_size = sector_size;
+    copts->label = qemu_opt_take(opts, "label");
+    return luks_take_kdf_opts(opts, &copts->has_kdf, &copts->kdf,
+                              &copts->kdf_memory, &copts->kdf_parallel, errp);
+}
+
+static void luks_create_opts_clear(QCryptoBlockCreateOptions *copts)
+{
+    luks_secret_free(&copts->secret);
+    g_free((char *)copts->label);
+    copts->label = NULL;
+}
+
 /*
  * The creation options (-o) of a LUKS image, as QEMU names them. Takes
  * them from opts; *secret (if asked for) must be freed with
  * luks_secret_free().
  */
-static int luks_take_create_opts(GHashTable *opts,
-                                 QCryptoBlockCreateOptions *copts,
-                                 bool need_secret, Error **errp)
+static int luks_take_create_opts_inner(GHashTable *opts,
+                                       QCryptoBlockCreateOptions *copts,
+                                       bool need_secret, Error **errp)
 {
     static const struct {
         const char *key;
@@ -390,7 +468,8 @@ static int luks_take_create_opts(GHashTable *opts,
         copts->hash_alg = values[4];
     }
 
-    if (qemu_opt_take_uint(opts, "iter-time", copts->iter_time,
+    if (luks_take_luks2_create_opts(opts, copts, errp) < 0 ||
+        qemu_opt_take_uint(opts, "iter-time", copts->iter_time,
                            &copts->iter_time, errp) < 0 ||
         qemu_opt_take_bool(opts, "detached-header", false,
                            &copts->detached_header, errp) < 0 ||
@@ -401,6 +480,18 @@ static int luks_take_create_opts(GHashTable *opts,
     copts->has_iter_time = has_iter_time;
     return luks_take_secret(opts, "key-secret", need_secret, NULL,
                             &copts->secret, errp);
+}
+
+/* On failure nothing is left to free in copts. */
+static int luks_take_create_opts(GHashTable *opts,
+                                 QCryptoBlockCreateOptions *copts,
+                                 bool need_secret, Error **errp)
+{
+    if (luks_take_create_opts_inner(opts, copts, need_secret, errp) < 0) {
+        luks_create_opts_clear(copts);
+        return -1;
+    }
+    return 0;
 }
 
 typedef struct LUKSCreateState {
@@ -415,8 +506,19 @@ static int luks_create_init(QCryptoBlock *block, uint64_t headerlen,
                             void *opaque, Error **errp)
 {
     LUKSCreateState *cs = opaque;
+    uint64_t sector_size = qcrypto_block_get_sector_size(block);
+    uint64_t payload = cs->size;
+    uint64_t size;
+
+    /*
+     * LUKS2 with 4096-byte sectors: whole sectors only, as cryptsetup
+     * wants. (LUKS1 keeps the size as given, as QEMU does.)
+     */
+    if (sector_size > BDRV_SECTOR_SIZE) {
+        payload = ROUND_UP(payload, sector_size);
+    }
     /* A detached header file holds the header only: no payload. */
-    uint64_t size = cs->detached ? headerlen : headerlen + cs->size;
+    size = cs->detached ? headerlen : headerlen + payload;
 
     return bdrv_truncate(cs->file, size, cs->prealloc, errp);
 }
@@ -498,7 +600,7 @@ static int luks_create(const char *filename, GHashTable *opts, int flags,
     s->sector_size = qcrypto_block_get_sector_size(s->block);
 
 out:
-    luks_secret_free(&copts.secret);
+    luks_create_opts_clear(&copts);
     return ret;
 }
 
@@ -524,7 +626,7 @@ static int luks_measure(GHashTable *opts, uint64_t size, uint64_t *required,
     ret = 0;
 
 out:
-    luks_secret_free(&copts.secret);
+    luks_create_opts_clear(&copts);
     return ret;
 }
 
@@ -566,6 +668,11 @@ static int luks_take_amend_opts(GHashTable *opts,
                                errp) < 0) {
             return -1;
         }
+    }
+    if (luks_take_kdf_opts(opts, &aopts->has_kdf, &aopts->kdf,
+                           &aopts->kdf_memory, &aopts->kdf_parallel,
+                           errp) < 0) {
+        return -1;
     }
     if (luks_take_secret(opts, "old-secret", false, &aopts->has_old_secret,
                          &aopts->old_secret, errp) < 0 ||
@@ -613,6 +720,7 @@ const BlockDriver bdrv_luks = {
     .bdrv_truncate = luks_truncate,
     .bdrv_flush = luks_flush,
     .bdrv_is_encrypted = luks_is_encrypted,
+    .bdrv_get_warning = luks_get_warning,
     .bdrv_get_allocated_file_size = luks_get_allocated_file_size,
     .bdrv_create = luks_create,
     .bdrv_measure = luks_measure,

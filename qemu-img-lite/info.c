@@ -9,6 +9,86 @@
 
 #include "img.h"
 
+/*
+ * LUKS2 (which QEMU does not read, so it has no keys for it): our own keys,
+ * in QEMU's style, after the LUKS1 ones.
+ */
+static void json_add_int(JsonBuilder *b, const char *key, int64_t v)
+{
+    json_builder_set_member_name(b, key);
+    json_builder_add_int_value(b, v);
+}
+
+static void json_add_str(JsonBuilder *b, const char *key, const char *v)
+{
+    json_builder_set_member_name(b, key);
+    json_builder_add_string_value(b, v);
+}
+
+static void info_add_luks2_slot_json(JsonBuilder *b,
+                                     const QCryptoBlockInfoLUKSSlot *slot)
+{
+    json_add_str(b, "kdf", qcrypto_block_kdf_name(slot->kdf));
+    if (slot->kdf != QCRYPTO_BLOCK_KDF_PBKDF2) {
+        json_add_int(b, "kdf-memory", slot->kdf_memory);
+        json_add_int(b, "kdf-parallel", slot->kdf_parallel);
+    }
+    json_add_int(b, "priority", slot->priority);
+    json_builder_set_member_name(b, "bound");
+    json_builder_add_boolean_value(b, slot->bound);
+}
+
+static void info_add_luks2_json(JsonBuilder *b, const QCryptoBlockInfo *l)
+{
+    json_add_int(b, "version", l->version);
+    json_add_int(b, "sector-size", l->sector_size);
+    if (l->label && *l->label) {
+        json_add_str(b, "label", l->label);
+    }
+    if (l->subsystem && *l->subsystem) {
+        json_add_str(b, "subsystem", l->subsystem);
+    }
+    json_add_int(b, "metadata-size", l->metadata_size);
+    json_add_int(b, "keyslots-size", l->keyslots_size);
+    json_builder_set_member_name(b, "segments");
+    json_builder_begin_array(b);
+    for (size_t i = 0; i < l->nsegments; i++) {
+        const QCryptoBlockInfoLUKS2Segment *seg = &l->segments[i];
+
+        json_builder_begin_object(b);
+        json_add_int(b, "offset", seg->offset);
+        if (seg->size_dynamic) {
+            json_add_str(b, "size", "dynamic");
+        } else {
+            json_add_int(b, "size", seg->size);
+        }
+        json_add_int(b, "iv-tweak", seg->iv_tweak);
+        json_add_str(b, "encryption", seg->encryption ? seg->encryption : "");
+        json_add_int(b, "sector-size", seg->sector_size);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    json_builder_set_member_name(b, "tokens");
+    json_builder_begin_array(b);
+    for (size_t i = 0; i < l->ntokens; i++) {
+        const QCryptoBlockInfoLUKS2Token *tok = &l->tokens[i];
+
+        json_builder_begin_object(b);
+        json_add_int(b, "id", tok->id);
+        json_add_str(b, "type", tok->type ? tok->type : "");
+        json_builder_set_member_name(b, "keyslots");
+        json_builder_begin_array(b);
+        for (int k = 0; k < 32; k++) {
+            if (tok->keyslots & (1u << k)) {
+                json_builder_add_int_value(b, k);
+            }
+        }
+        json_builder_end_array(b);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+}
+
 static void info_add_luks_json(JsonBuilder *b, const QCryptoBlockInfo *l)
 {
     json_builder_set_member_name(b, "format-specific");
@@ -52,6 +132,9 @@ static void info_add_luks_json(JsonBuilder *b, const QCryptoBlockInfo *l)
             json_builder_set_member_name(b, "stripes");
             json_builder_add_int_value(b, slot->stripes);
         }
+        if (slot->active && l->version == 2) {
+            info_add_luks2_slot_json(b, slot);
+        }
         json_builder_end_object(b);
     }
     json_builder_end_array(b);
@@ -63,6 +146,9 @@ static void info_add_luks_json(JsonBuilder *b, const QCryptoBlockInfo *l)
         /* QEMU 9's key; QEMU 7.2 has no detached headers. */
         json_builder_set_member_name(b, "detached-header");
         json_builder_add_boolean_value(b, TRUE);
+    }
+    if (l->version == 2) {
+        info_add_luks2_json(b, l);
     }
     json_builder_end_object(b);
     json_builder_end_object(b);
@@ -106,6 +192,52 @@ static void info_print_json(const BlockImageInfo *info)
     printf("%s\n", text);
 }
 
+static void info_print_luks2_human(const QCryptoBlockInfo *l)
+{
+    printf("    version: %d\n", l->version);
+    printf("    sector size: %" G_GUINT64_FORMAT "\n", l->sector_size);
+    if (l->label && *l->label) {
+        printf("    label: %s\n", l->label);
+    }
+    if (l->subsystem && *l->subsystem) {
+        printf("    subsystem: %s\n", l->subsystem);
+    }
+    printf("    metadata size: %" G_GUINT64_FORMAT "\n", l->metadata_size);
+    printf("    keyslots size: %" G_GUINT64_FORMAT "\n", l->keyslots_size);
+    printf("    segments:\n");
+    for (size_t i = 0; i < l->nsegments; i++) {
+        const QCryptoBlockInfoLUKS2Segment *seg = &l->segments[i];
+
+        printf("        [%zu]:\n", i);
+        printf("            offset: %" G_GUINT64_FORMAT "\n", seg->offset);
+        if (seg->size_dynamic) {
+            printf("            size: dynamic\n");
+        } else {
+            printf("            size: %" G_GUINT64_FORMAT "\n", seg->size);
+        }
+        printf("            iv tweak: %" G_GUINT64_FORMAT "\n", seg->iv_tweak);
+        printf("            encryption: %s\n",
+               seg->encryption ? seg->encryption : "");
+        printf("            sector size: %" G_GUINT64_FORMAT "\n",
+               seg->sector_size);
+    }
+    if (l->ntokens) {
+        printf("    tokens:\n");
+    }
+    for (size_t i = 0; i < l->ntokens; i++) {
+        printf("        [%d]:\n", l->tokens[i].id);
+        printf("            type: %s\n",
+               l->tokens[i].type ? l->tokens[i].type : "");
+        printf("            keyslots:");
+        for (int k = 0; k < 32; k++) {
+            if (l->tokens[i].keyslots & (1u << k)) {
+                printf(" %d", k);
+            }
+        }
+        printf("\n");
+    }
+}
+
 static void info_print_luks_human(const QCryptoBlockInfo *l)
 {
     printf("Format specific information:\n");
@@ -133,12 +265,24 @@ static void info_print_luks_human(const QCryptoBlockInfo *l)
             printf("            stripes: %" G_GUINT64_FORMAT "\n",
                    slot->stripes);
         }
+        if (slot->active && l->version == 2) {
+            printf("            kdf: %s\n", qcrypto_block_kdf_name(slot->kdf));
+            if (slot->kdf != QCRYPTO_BLOCK_KDF_PBKDF2) {
+                printf("            kdf memory: %u\n", slot->kdf_memory);
+                printf("            kdf parallel: %u\n", slot->kdf_parallel);
+            }
+            printf("            priority: %d\n", slot->priority);
+            printf("            bound: %s\n", slot->bound ? "true" : "false");
+        }
     }
     printf("    payload offset: %" G_GUINT64_FORMAT "\n", l->payload_offset);
     printf("    master key iters: %" G_GUINT64_FORMAT "\n",
            l->master_key_iters);
     if (l->detached_header) {
         printf("    detached header: true\n");
+    }
+    if (l->version == 2) {
+        info_print_luks2_human(l);
     }
 }
 

@@ -171,6 +171,8 @@ BlockDriverState *img_open(const char *name, const char *fmt,
     }
     if (!bs) {
         img_error_free(name, err);
+    } else if (bdrv_get_warning(bs)) {
+        img_error(name, "warning: %s", bdrv_get_warning(bs));
     }
     return bs;
 }

@@ -77,6 +77,12 @@ const char *bdrv_get_format_name(BlockDriverState *bs);
 const char *bdrv_get_filename(BlockDriverState *bs);
 bool bdrv_is_read_only(BlockDriverState *bs);
 bool bdrv_is_encrypted(BlockDriverState *bs);
+/*
+ * What the user should be told about the image since it was opened (e.g.
+ * "LUKS2 primary header is damaged ...; using the secondary header"), or
+ * NULL. Libraries do not print: the tool does.
+ */
+const char *bdrv_get_warning(BlockDriverState *bs);
 
 /* Whether the named format exists; whether it can be created. */
 bool bdrv_format_is_known(const char *format);

@@ -52,6 +52,8 @@ struct BlockDriver {
     /* Optional; the default: the sum over the children. */
     int64_t (*bdrv_get_allocated_file_size)(BlockDriverState *bs);
     bool (*bdrv_is_encrypted)(BlockDriverState *bs);
+    /* Optional: what the user should be told about the image, or NULL. */
+    const char *(*bdrv_get_warning)(BlockDriverState *bs);
 
     /*
      * opts holds "size" and the creation options. Take what is understood,

@@ -113,5 +113,84 @@ class CryptsetupInterop(TestCase):
              img])
 
 
+class CryptsetupLuks2Interop(TestCase):
+    """LUKS2 (cryptsetup's default format), which QEMU cannot read."""
+
+    def setUp(self):
+        super().setUp()
+        self.need_luks()
+        self.need_cryptsetup()
+        self.keyfile = self.path("keyfile")
+        random_file(self.keyfile, 64, seed=43)
+        self.secret = f"secret,id=k,file={self.keyfile}"
+
+    def opts(self, img):
+        return f"driver=luks,key-secret=k,file.filename={img}"
+
+    def test_cryptsetup_luks2_image(self):
+        for sector in (512, 4096):
+            with self.subTest(sector=sector):
+                img = self.path("cs2.img")
+                with open(img, "wb") as f:
+                    f.truncate(20 << 20)
+                # pbkdf2 with few iterations: argon2 would cost seconds
+                run([CRYPTSETUP, "luksFormat", "-q", "--type", "luks2",
+                     "--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000",
+                     "--sector-size", str(sector), "--key-file",
+                     self.keyfile, img])
+                info = self.info_json(img)
+                data = info["format-specific"]["data"]
+                self.assertEqual(data["version"], 2)
+                self.assertEqual(data["sector-size"], sector)
+                src = self.path("src.raw")
+                random_file(src, info["virtual-size"], seed=5)
+                qil("convert", "-n", "--object", self.secret, "-f", "raw",
+                    "--target-image-opts", src, self.opts(img))
+                back = self.path("back.raw")
+                qil("convert", "--object", self.secret, "--image-opts",
+                    self.opts(img), "-O", "raw", back)
+                self.assertEqual(file_bytes(back), file_bytes(src))
+                for p in (img, src, back):
+                    os.unlink(p)
+
+    def test_our_luks2_image_accepted(self):
+        img = self.path("ours2.luks")
+        src = self.path("src.raw")
+        random_file(src, 1 << 20)
+        qil("convert", "--object", self.secret, "-O", "luks", "-o",
+            f"key-secret=k,luks-version=2,kdf=pbkdf2,iter-time={ITER_TIME},"
+            "label=qil", src, img)
+        run([CRYPTSETUP, "open", "--test-passphrase", "--key-file",
+             self.keyfile, img])
+        dump = run([CRYPTSETUP, "luksDump", img]).stdout
+        self.assertIn("Version:       \t2", dump)
+        self.assertIn("Label:         \tqil", dump)
+        # a slot added by cryptsetup opens with us
+        newkey = self.path("newkey")
+        with open(newkey, "w") as f:
+            f.write("second")
+        run([CRYPTSETUP, "luksAddKey", "-q", "--pbkdf", "pbkdf2",
+             "--pbkdf-force-iterations", "1000", "--key-file", self.keyfile,
+             img, newkey])
+        back = self.path("back.raw")
+        qil("convert", "--object", "secret,id=k,data=second", "--image-opts",
+            self.opts(img), "-O", "raw", back)
+        self.assertEqual(file_bytes(back), file_bytes(src))
+
+    def test_damaged_primary_header_warns(self):
+        img = self.path("ours2.luks")
+        src = self.path("src.raw")
+        random_file(src, 1 << 20)
+        qil("convert", "--object", self.secret, "-O", "luks", "-o",
+            f"key-secret=k,luks-version=2,kdf=pbkdf2,iter-time={ITER_TIME}",
+            src, img)
+        with open(img, "r+b") as f:
+            f.seek(4096 + 10)      # inside the primary JSON area
+            f.write(b"\xff\xff")
+        proc = qil("info", img)
+        self.assertIn("warning:", proc.stderr)
+        self.assertIn("secondary", proc.stderr)
+
+
 if __name__ == "__main__":
     main()

@@ -146,6 +146,31 @@ class CreateLuks(TestCase):
         self.assertEqual(info["format-specific"]["data"]["payload-offset"],
                          0)
 
+    def test_luks2(self):
+        path, _ = self.create("l2", "luks-version=2,sector-size=512,"
+                              "kdf=pbkdf2,label=mydisk,cipher-alg=aes-128")
+        data = self.info_json(path)["format-specific"]["data"]
+        self.assertEqual(data["version"], 2)
+        self.assertEqual(data["sector-size"], 512)
+        self.assertEqual(data["label"], "mydisk")
+        self.assertEqual(data["cipher-alg"], "aes-128")
+        self.assertEqual(data["slots"][0]["kdf"], "pbkdf2")
+        self.assertEqual(data["segments"][0]["encryption"],
+                         "aes-xts-plain64")
+        self.assertEqual(self.info_json(path)["virtual-size"], 4 << 20)
+        path, _ = self.create("l3", "luks-version=2,kdf=argon2id,"
+                              "kdf-memory=32768,kdf-parallel=1")
+        slot = self.info_json(path)["format-specific"]["data"]["slots"][0]
+        self.assertEqual((slot["kdf"], slot["kdf-parallel"]),
+                         ("argon2id", 1))
+        self.assertLessEqual(slot["kdf-memory"], 32768)
+        self.assertFails(["create", "-f", "luks", "--object", SECRET, "-o",
+                          "key-secret=sec0,luks-version=3", self.path("x"),
+                          "1M"], "luks-version")
+        self.assertFails(["create", "-f", "luks", "--object", SECRET, "-o",
+                          "key-secret=sec0,luks-version=2,kdf=scrypt",
+                          self.path("x"), "1M"], "kdf")
+
     def test_refusals(self):
         self.assertFails(["create", "-f", "luks", "-o", "iter-time=10",
                           self.path("x"), "1M"],
