@@ -157,6 +157,11 @@ static int luks_open(BlockDriverState *bs, GHashTable *opts, int flags,
 
 out:
     luks_secret_free(&open_opts.secret);
+    if (ret < 0) {
+        /* A failed open is not closed by the caller: undo it here. */
+        g_clear_pointer(&s->block, qcrypto_block_free);
+        g_clear_pointer(&s->header, bdrv_close);
+    }
     return ret;
 }
 

@@ -192,6 +192,28 @@ static void test_wrong_key_and_no_io(Fixture *f, gconstpointer data)
     error_free_or_abort(&err);
 }
 
+/* A file cut short inside the header or before the payload: refused. */
+static void test_truncated(Fixture *f, gconstpointer data)
+{
+    g_autoptr(BlockDriverState) bs = luks_create(f->path, NULL, IMG_SIZE);
+    g_autofree char *o = g_strdup_printf(
+        "driver=luks,key-secret=s0,file.filename=%s", f->path);
+    static const int64_t cuts[] = { 100, 4096, 600 * 1024, 2068480 - 1 };
+    Error *err = NULL;
+
+    bdrv_close(g_steal_pointer(&bs));
+    for (size_t i = 0; i < G_N_ELEMENTS(cuts); i++) {
+        g_assert_cmpint(truncate(f->path, cuts[i]), ==, 0);
+        g_assert_null(open_opts(o, 0, &err));
+        g_assert_nonnull(err);
+        g_test_message("cut at %" G_GINT64_FORMAT ": %s", cuts[i],
+                       error_get_pretty(err));
+        error_free_or_abort(&err);
+        g_assert_null(open_opts(o, BDRV_O_NO_IO, &err));
+        error_free_or_abort(&err);
+    }
+}
+
 static void test_read_only(Fixture *f, gconstpointer data)
 {
     g_autoptr(BlockDriverState) bs = luks_create(f->path, NULL, IMG_SIZE);
@@ -336,6 +358,7 @@ int main(int argc, char **argv)
     ADD("/block/luks/unaligned-requests", test_unaligned_requests);
     ADD("/block/luks/encrypted-on-disk", test_encrypted_on_disk);
     ADD("/block/luks/wrong-key-and-no-io", test_wrong_key_and_no_io);
+    ADD("/block/luks/truncated", test_truncated);
     ADD("/block/luks/read-only", test_read_only);
     ADD("/block/luks/detached-header", test_detached_header);
     ADD("/block/luks/threads", test_threads);
