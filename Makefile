@@ -22,7 +22,7 @@ check: deps
 	meson test -C $(BUILD) --print-errorlogs --num-processes 2
 
 bench: all
-	$(BUILD)/tests/benchmark-crypto-cipher
+	$(BUILD)/tests/benchmark-crypto-cipher $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD)

@@ -1,0 +1,190 @@
+/*
+ * PBKDF2 (RFC 8018 section 5.2) with HMAC over any QCryptoHashAlgo, and the
+ * iteration-count calibration LUKS uses to turn "iter-time" into a count.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+#include <time.h>
+
+#include "crypto/pbkdf.h"
+#include "hmacpriv.h"
+
+bool qcrypto_pbkdf2_supports(QCryptoHashAlgo hash)
+{
+    return qcrypto_hash_supports(hash);
+}
+
+/*
+ * T_i = U_1 ^ U_2 ^ ... ^ U_c, U_1 = PRF(P, S || INT(i)), U_j = PRF(P,
+ * U_{j-1}) (RFC 8018 section 5.2 step 3). The key is processed once, by
+ * qcrypto_hmac_new; each U_j is then copy + update + digest, twice, on
+ * stack buffers.
+ */
+static void pbkdf2_block(QCryptoHmac *hmac, size_t hlen,
+                         const uint8_t *salt, size_t nsalt,
+                         uint32_t index, uint64_t iterations, uint8_t *t)
+{
+    uint8_t u[QCRYPTO_HASH_MAX_DIGEST_LEN];
+    uint8_t int_i[4];
+
+    int_i[0] = index >> 24;             /* INT(i): 32-bit big-endian */
+    int_i[1] = index >> 16;
+    int_i[2] = index >> 8;
+    int_i[3] = index;
+
+    qcrypto_hash_update_fast(hmac->msg, salt, nsalt);
+    qcrypto_hash_update_fast(hmac->msg, int_i, sizeof(int_i));
+    qcrypto_hmac_finalize_fast(hmac, u);
+    memcpy(t, u, hlen);
+
+    for (uint64_t j = 1; j < iterations; j++) {
+        qcrypto_hash_update_fast(hmac->msg, u, hlen);
+        qcrypto_hmac_finalize_fast(hmac, u);
+        for (size_t k = 0; k < hlen; k++) {
+            t[k] ^= u[k];
+        }
+    }
+    explicit_bzero(u, sizeof(u));
+}
+
+int qcrypto_pbkdf2(QCryptoHashAlgo hash,
+                   const uint8_t *key, size_t nkey,
+                   const uint8_t *salt, size_t nsalt,
+                   uint64_t iterations,
+                   uint8_t *out, size_t nout,
+                   Error **errp)
+{
+    g_autoptr(QCryptoHmac) hmac = NULL;
+    uint8_t t[QCRYPTO_HASH_MAX_DIGEST_LEN];
+    size_t hlen;
+
+    if (!qcrypto_pbkdf2_supports(hash)) {
+        error_setg(errp, "PBKDF2 does not support hash algorithm %d",
+                   (int)hash);
+        return -1;
+    }
+    if (iterations == 0) {
+        error_setg(errp, "PBKDF2 needs at least one iteration");
+        return -1;
+    }
+    hlen = qcrypto_hash_digest_len(hash);
+    /* RFC 8018 section 5.2 step 1: dkLen <= (2^32 - 1) * hLen. */
+    if (nout / hlen > UINT32_MAX - 1) {
+        error_setg(errp, "PBKDF2 output of %zu bytes is too long", nout);
+        return -1;
+    }
+
+    hmac = qcrypto_hmac_new(hash, key, nkey, errp);
+    if (!hmac) {
+        return -1;
+    }
+    for (uint32_t index = 1; nout > 0; index++) {
+        size_t n = MIN(nout, hlen);
+
+        pbkdf2_block(hmac, hlen, salt, nsalt, index, iterations, t);
+        memcpy(out, t, n);
+        out += n;
+        nout -= n;
+    }
+    explicit_bzero(t, sizeof(t));
+    return 0;
+}
+
+/*
+ * Calibration: how many iterations one second of this thread's CPU time
+ * buys, deriving nout bytes.
+ *
+ * QEMU times a fixed-size first run with getrusage(RUSAGE_THREAD), whose
+ * accounting can advance in scheduler ticks, and gives up with "Unable to
+ * get accurate CPU usage" when a run reads as zero time. We avoid each way
+ * that can go wrong:
+ *  - CLOCK_THREAD_CPUTIME_ID counts only the time this thread ran, so a
+ *    busy machine that preempts us stretches the wall time, not the
+ *    measurement;
+ *  - a sample counts only once it took at least CALIBRATE_MIN_NS of CPU
+ *    time; shorter ones just make the next one longer (16x while they are
+ *    too short to scale from, else scaled to aim at CALIBRATE_TARGET_NS).
+ *    At 100 ms even a 4 ms accounting granularity is a 4% error, and a
+ *    zero reading is never an error, only a reason to run longer;
+ *  - we keep the fastest of CALIBRATE_SAMPLES samples: interference
+ *    (a busy SMT sibling, cache eviction, frequency dips) only ever slows
+ *    a sample down, so the fastest is the steadiest estimate of what this
+ *    CPU can do.
+ * The only failures are real ones: the clock cannot be read, or it stays
+ * still over so much work that it cannot be a CPU clock.
+ */
+#define CALIBRATE_START_ITERS  1024
+#define CALIBRATE_MIN_NS       (100 * 1000 * 1000ull)
+#define CALIBRATE_TARGET_NS    (150 * 1000 * 1000ull)
+#define CALIBRATE_SAMPLES      3
+/*
+ * 2^22 iterations in under CALIBRATE_MIN_NS / 16 would be over 600 million
+ * a second, 30 times the fastest HMAC pair (SHA-1 with SHA-NI) any CPU
+ * does: a clock that reads so little over so much work is broken.
+ */
+#define CALIBRATE_STUCK_ITERS  (1ull << 22)
+
+static int thread_cpu_ns(uint64_t *ns, Error **errp)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0) {
+        error_setg_errno(errp, errno, "Unable to read the thread CPU clock");
+        return -1;
+    }
+    *ns = (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+    return 0;
+}
+
+uint64_t qcrypto_pbkdf2_count_iters(QCryptoHashAlgo hash,
+                                    const uint8_t *key, size_t nkey,
+                                    const uint8_t *salt, size_t nsalt,
+                                    size_t nout,
+                                    Error **errp)
+{
+    g_autofree uint8_t *out = g_malloc(nout);
+    uint64_t iters = CALIBRATE_START_ITERS;
+    double best_rate = 0;
+    int samples = 0;
+    int ret = -1;
+
+    if (nout == 0) {
+        error_setg(errp, "PBKDF2 calibration needs a non-empty output");
+        return 0;
+    }
+    while (samples < CALIBRATE_SAMPLES) {
+        uint64_t start, end, elapsed;
+
+        if (thread_cpu_ns(&start, errp) < 0 ||
+            qcrypto_pbkdf2(hash, key, nkey, salt, nsalt, iters,
+                           out, nout, errp) < 0 ||
+            thread_cpu_ns(&end, errp) < 0) {
+            goto out;
+        }
+        elapsed = end > start ? end - start : 0;
+
+        if (elapsed >= CALIBRATE_MIN_NS) {
+            best_rate = MAX(best_rate, iters * 1e9 / elapsed);
+            samples++;
+        } else if (elapsed < CALIBRATE_MIN_NS / 16) {
+            if (iters >= CALIBRATE_STUCK_ITERS) {
+                error_setg(errp, "The thread CPU clock does not advance "
+                           "(%" PRIu64 " ns for %" PRIu64 " iterations)",
+                           elapsed, iters);
+                goto out;
+            }
+            iters *= 16;
+        } else {
+            iters = (double)iters * CALIBRATE_TARGET_NS / elapsed + 1;
+        }
+    }
+    ret = 0;
+
+out:
+    explicit_bzero(out, nout);
+    if (ret < 0) {
+        return 0;
+    }
+    return MAX((uint64_t)best_rate, 1);
+}

@@ -1,0 +1,65 @@
+#!/bin/sh
+# Smoke test of the cipher benchmark (make check): it runs, --json gives one
+# object per configuration and direction with the documented keys, and bad
+# options exit with status 2. Timing is not judged here: see make bench.
+#
+# Usage: bench-smoke.sh path/to/benchmark-crypto-cipher
+set -u
+bench=$1
+tiny="--alg aes-128 --mode xts --chunk 512 --bytes 65536 --runs 2 --warmup 0"
+fail=0
+
+say() { echo "$*" >&2; }
+
+# --json: two lines (enc, dec) per backend, each one object with every key.
+out=$("$bench" $tiny --json) || { say "FAIL: --json run exited $?"; exit 1; }
+lines=$(printf '%s\n' "$out" | wc -l)
+if [ "$lines" -lt 2 ] || [ $((lines % 2)) -ne 0 ]; then
+    say "FAIL: --json gave $lines lines, expected 2 per backend:"
+    say "$out"; fail=1
+fi
+for key in backend impl alg mode chunk sector_size dir mib_s min max cv \
+           runs bytes; do
+    n=$(printf '%s\n' "$out" | grep -c "\"$key\":")
+    if [ "$n" -ne "$lines" ]; then
+        say "FAIL: key \"$key\" missing from some --json line"; fail=1
+    fi
+done
+if printf '%s\n' "$out" | grep -v '^{.*}$' >/dev/null; then
+    say "FAIL: a --json line is not one object:"; say "$out"; fail=1
+fi
+printf '%s\n' "$out" | grep -q '"dir":"enc"' || { say "FAIL: no enc"; fail=1; }
+printf '%s\n' "$out" | grep -q '"dir":"dec"' || { say "FAIL: no dec"; fail=1; }
+printf '%s\n' "$out" | grep -q '"bytes":65536,' || { say "FAIL: bytes"; fail=1; }
+
+# Sectors smaller than the chunk, --seconds, and --pin on the first CPU
+# we may run on.
+cpu=$(taskset -pc $$ 2>/dev/null | sed 's/.*: *//; s/[-,].*//')
+"$bench" --alg aes-256 --mode cbc --chunk 4096 --sector-size 512 \
+    --seconds 0.01 --runs 2 --warmup 0 --dir dec ${cpu:+--pin $cpu} \
+    >/dev/null || { say "FAIL: --sector-size/--seconds run exited $?"; fail=1; }
+
+# Each bad option: status 2 and a message.
+bad() {
+    msg=$("$bench" "$@" 2>&1 >/dev/null)
+    rc=$?
+    if [ $rc -ne 2 ] || [ -z "$msg" ]; then
+        say "FAIL: '$*' exited $rc (want 2) with message '$msg'"; fail=1
+    fi
+}
+bad --frobnicate
+bad --alg rot13
+bad --mode ofb
+bad --chunk 100
+bad --chunk 0
+bad --chunk 4096 --sector-size 1000
+bad --chunk 4096 --sector-size 3072
+bad --dir sideways
+bad --runs 0
+bad --warmup -1
+bad --bytes 4096 --seconds 1
+bad --bytes lots
+bad --backend no-such-backend
+bad --pin 100000
+bad stray-argument
+exit $fail
