@@ -90,6 +90,18 @@ VFUNC __m128i VNAME(block_dec)(const AesX86Key *key, __m128i x)
     return _mm_aesdeclast_si128(x, key->dec[key->rounds]);
 }
 
+/* The same with the round count known at compile time: fully unrolled. */
+VFUNC __m128i VNAME(block_enc_nr)(const AesX86Key *key, __m128i x,
+                                  const unsigned nr)
+{
+    x = _mm_xor_si128(x, key->enc[0]);
+#pragma GCC unroll 13
+    for (unsigned r = 1; r < nr; r++) {
+        x = _mm_aesenc_si128(x, key->enc[r]);
+    }
+    return _mm_aesenclast_si128(x, key->enc[nr]);
+}
+
 VFUNC __m128i VNAME(block_crypt)(const AesX86Key *key, __m128i x, bool enc)
 {
     return enc ? VNAME(block_enc)(key, x) : VNAME(block_dec)(key, x);
@@ -529,13 +541,22 @@ VFUNC void VNAME(xts_sectors_body)(const AesX86Key *key,
             tw[i].u[0] = GUINT64_TO_LE(iv);
             tw[i].u[1] = 0;
         }
-        VNAME(ecb_encrypt)(tkey, tw[0].b, tw[0].b, batch);
+        if (batch < VL) {
+            /* One sector per call is common: no call, no broadcasts. */
+            for (size_t i = 0; i < batch; i++) {
+                __m128i x = _mm_loadu_si128((const __m128i *)tw[i].b);
+                _mm_storeu_si128((__m128i *)tw[i].b,
+                                 VNAME(block_enc_nr)(tkey, x, nr));
+            }
+        } else {
+            VNAME(ecb_encrypt)(tkey, tw[0].b, tw[0].b, batch);
+        }
         for (size_t i = 0; i < batch; i++) {
             VNAME(xts_blocks)(key, rk, &tw[i], buf, buf, nblocks, nr, enc);
             buf += s->sector_size;
         }
     }
-    explicit_bzero(tw, sizeof(tw));
+    explicit_bzero(tw, MIN(s->count, XTS_SECTOR_BATCH) * sizeof(tw[0]));
 }
 
 #define XTS_SEC_ENC(k, tk, s, b, nr) \
