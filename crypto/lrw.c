@@ -60,31 +60,47 @@ void lrw_tweak_init(const LRWKey *key, const uint8_t iv[LRW_BLOCK_SIZE],
     tweak->index_hi = hi = GUINT64_FROM_BE(hi);
     tweak->index_lo = lo = GUINT64_FROM_BE(lo);
     tweak->T.u[0] = tweak->T.u[1] = 0;
-    for (int k = 0; k < 64; k++) {
-        if (lo >> k & 1) {
-            lrw_xor(&tweak->T, &key->pow[k]);
-        }
-        if (hi >> k & 1) {
-            lrw_xor(&tweak->T, &key->pow[64 + k]);
-        }
+    /* Visit the set bits only: sector-sized indices have few. */
+    for (; lo; lo &= lo - 1) {
+        lrw_xor(&tweak->T, &key->pow[__builtin_ctzll(lo)]);
+    }
+    for (; hi; hi &= hi - 1) {
+        lrw_xor(&tweak->T, &key->pow[64 + __builtin_ctzll(hi)]);
     }
 }
 
-/* Step to block I + 1: flip bits 0..k of I, where k counts its trailing ones. */
-static inline void lrw_tweak_next(const LRWKey *key, LRWTweak *t)
+/*
+ * Write the tweaks of the next n blocks to tw and step the index past
+ * them. Going from I to I + 1 flips bits 0..k of I, where k counts its
+ * trailing ones, so the tweak changes by key->inc[k].
+ */
+static void lrw_tweaks(const LRWKey *key, LRWTweak *tweak,
+                       xts_uint128 *tw, size_t n)
 {
-    unsigned k;
+    uint64_t lo = tweak->index_lo, hi = tweak->index_hi;
+    uint64_t t0 = tweak->T.u[0], t1 = tweak->T.u[1];
 
-    if (~t->index_lo) {
-        k = __builtin_ctzll(~t->index_lo);
-    } else if (~t->index_hi) {
-        k = 64 + __builtin_ctzll(~t->index_hi);
-    } else {
-        k = 127;                /* all ones wraps round to zero */
+    for (size_t i = 0; i < n; i++) {
+        unsigned k;
+
+        tw[i].u[0] = t0;
+        tw[i].u[1] = t1;
+        if (G_LIKELY(~lo)) {
+            k = __builtin_ctzll(~lo);
+        } else if (~hi) {
+            k = 64 + __builtin_ctzll(~hi);
+        } else {
+            k = 127;            /* all ones wraps round to zero */
+        }
+        t0 ^= key->inc[k].u[0];
+        t1 ^= key->inc[k].u[1];
+        lo++;
+        hi += lo == 0;
     }
-    lrw_xor(&t->T, &key->inc[k]);
-    t->index_lo++;
-    t->index_hi += t->index_lo == 0;
+    tweak->index_lo = lo;
+    tweak->index_hi = hi;
+    tweak->T.u[0] = t0;
+    tweak->T.u[1] = t1;
 }
 
 static inline void lrw_xor_blocks(uint8_t *dst, const uint8_t *a,
@@ -114,10 +130,7 @@ void lrw_crypt(const void *ctx, xts_cipher_func *func, const LRWKey *key,
         size_t n = MIN(length / LRW_BLOCK_SIZE, LRW_CHUNK_BLOCKS);
         size_t bytes = n * LRW_BLOCK_SIZE;
 
-        for (size_t i = 0; i < n; i++) {
-            tw[i] = tweak->T;
-            lrw_tweak_next(key, tweak);
-        }
+        lrw_tweaks(key, tweak, tw, n);
         lrw_xor_blocks(dst, src, tw, n);
         func(ctx, bytes, dst, dst);
         lrw_xor_blocks(dst, dst, tw, n);

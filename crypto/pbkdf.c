@@ -95,10 +95,10 @@ int qcrypto_pbkdf2(QCryptoHashAlgo hash,
  * Calibration: how many iterations one second of this thread's CPU time
  * buys, deriving nout bytes.
  *
- * QEMU times a fixed-size first run with getrusage(RUSAGE_THREAD), whose
- * accounting can advance in scheduler ticks, and gives up with "Unable to
- * get accurate CPU usage" when a run reads as zero time. We avoid each way
- * that can go wrong:
+ * QEMU reads the thread's CPU time through getrusage(RUSAGE_THREAD), in
+ * whole milliseconds and advanced by the kernel's accounting, takes a
+ * single sample, and gives up with "Unable to get accurate CPU usage" when
+ * a run reads as no time at all. We avoid each way that can go wrong:
  *  - CLOCK_THREAD_CPUTIME_ID counts only the time this thread ran, so a
  *    busy machine that preempts us stretches the wall time, not the
  *    measurement;
@@ -114,12 +114,12 @@ int qcrypto_pbkdf2(QCryptoHashAlgo hash,
  * The only failures are real ones: the clock cannot be read, or it stays
  * still over so much work that it cannot be a CPU clock.
  */
-#define CALIBRATE_START_ITERS  1024
+#define CALIBRATE_START_ITERS  1024    /* HMAC pairs in the first sample */
 #define CALIBRATE_MIN_NS       (100 * 1000 * 1000ull)
 #define CALIBRATE_TARGET_NS    (150 * 1000 * 1000ull)
 #define CALIBRATE_SAMPLES      3
 /*
- * 2^22 iterations in under CALIBRATE_MIN_NS / 16 would be over 600 million
+ * 2^22 HMAC pairs in under CALIBRATE_MIN_NS / 16 would be over 600 million
  * a second, 30 times the fastest HMAC pair (SHA-1 with SHA-NI) any CPU
  * does: a clock that reads so little over so much work is broken.
  */
@@ -137,30 +137,26 @@ static int thread_cpu_ns(uint64_t *ns, Error **errp)
     return 0;
 }
 
-uint64_t qcrypto_pbkdf2_count_iters(QCryptoHashAlgo hash,
-                                    const uint8_t *key, size_t nkey,
-                                    const uint8_t *salt, size_t nsalt,
-                                    size_t nout,
-                                    Error **errp)
+/* The measuring loop; out (nout bytes) is scratch. 0 on failure. */
+static uint64_t pbkdf2_calibrate(QCryptoHashAlgo hash,
+                                 const uint8_t *key, size_t nkey,
+                                 const uint8_t *salt, size_t nsalt,
+                                 uint8_t *out, size_t nout, Error **errp)
 {
-    g_autofree uint8_t *out = g_malloc(nout);
-    uint64_t iters = CALIBRATE_START_ITERS;
+    /* Each iteration costs one HMAC pair per digest-sized output block. */
+    size_t hlen = qcrypto_hash_digest_len(hash);
+    uint64_t blocks = (nout + hlen - 1) / hlen;
+    uint64_t iters = MAX(CALIBRATE_START_ITERS / blocks, 1);
     double best_rate = 0;
-    int samples = 0;
-    int ret = -1;
 
-    if (nout == 0) {
-        error_setg(errp, "PBKDF2 calibration needs a non-empty output");
-        return 0;
-    }
-    while (samples < CALIBRATE_SAMPLES) {
+    for (int samples = 0; samples < CALIBRATE_SAMPLES;) {
         uint64_t start, end, elapsed;
 
         if (thread_cpu_ns(&start, errp) < 0 ||
             qcrypto_pbkdf2(hash, key, nkey, salt, nsalt, iters,
                            out, nout, errp) < 0 ||
             thread_cpu_ns(&end, errp) < 0) {
-            goto out;
+            return 0;
         }
         elapsed = end > start ? end - start : 0;
 
@@ -168,23 +164,40 @@ uint64_t qcrypto_pbkdf2_count_iters(QCryptoHashAlgo hash,
             best_rate = MAX(best_rate, iters * 1e9 / elapsed);
             samples++;
         } else if (elapsed < CALIBRATE_MIN_NS / 16) {
-            if (iters >= CALIBRATE_STUCK_ITERS) {
+            if (iters * blocks >= CALIBRATE_STUCK_ITERS) {
                 error_setg(errp, "The thread CPU clock does not advance "
                            "(%" PRIu64 " ns for %" PRIu64 " iterations)",
                            elapsed, iters);
-                goto out;
+                return 0;
             }
             iters *= 16;
         } else {
             iters = (double)iters * CALIBRATE_TARGET_NS / elapsed + 1;
         }
     }
-    ret = 0;
+    return MAX((uint64_t)best_rate, 1);
+}
 
-out:
-    explicit_bzero(out, nout);
-    if (ret < 0) {
+uint64_t qcrypto_pbkdf2_count_iters(QCryptoHashAlgo hash,
+                                    const uint8_t *key, size_t nkey,
+                                    const uint8_t *salt, size_t nsalt,
+                                    size_t nout,
+                                    Error **errp)
+{
+    g_autofree uint8_t *out = NULL;
+    uint64_t rate;
+
+    if (!qcrypto_pbkdf2_supports(hash)) {
+        error_setg(errp, "PBKDF2 does not support hash algorithm %d",
+                   (int)hash);
         return 0;
     }
-    return MAX((uint64_t)best_rate, 1);
+    if (nout == 0) {
+        error_setg(errp, "PBKDF2 calibration needs a non-empty output");
+        return 0;
+    }
+    out = g_malloc(nout);
+    rate = pbkdf2_calibrate(hash, key, nkey, salt, nsalt, out, nout, errp);
+    explicit_bzero(out, nout);
+    return rate;
 }

@@ -59,6 +59,7 @@ bad --runs 0
 bad --warmup -1
 bad --bytes 4096 --seconds 1
 bad --bytes lots
+bad --alg 3des --mode xts
 bad --backend no-such-backend
 bad --pin 100000
 bad stray-argument

@@ -66,7 +66,8 @@ typedef struct {
 } HmacVector;
 
 #define KEY_0102_19 "hex:0102030405060708090a0b0c0d0e0f10111213141516171819"
-#define DATA_LARGE_KEY "str:Test Using Larger Than Block-Size Key - Hash Key First"
+#define DATA_LARGE_KEY \
+    "str:Test Using Larger Than Block-Size Key - Hash Key First"
 #define DATA_2202_7 \
     "str:Test Using Larger Than Block-Size Key and Larger Than One " \
     "Block-Size Data"

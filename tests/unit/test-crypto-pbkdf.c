@@ -160,6 +160,13 @@ static void test_pbkdf2_errors(void)
                                                 0, &err), ==, 0);
     g_assert_nonnull(err);
     error_free_or_abort(&err);
+
+    g_assert_cmpuint(qcrypto_pbkdf2_count_iters(QCRYPTO_HASH_ALGO__MAX,
+                                                (const uint8_t *)"p", 1,
+                                                (const uint8_t *)"s", 1,
+                                                32, &err), ==, 0);
+    g_assert_nonnull(err);
+    error_free_or_abort(&err);
 }
 
 /*

@@ -536,12 +536,15 @@ static void test_xts_mul_x(void)
 
 /*
  * The bulk path against the definition: every block computed alone as
- * E_K1(P ^ T) ^ T with ECB calls and the bytewise doubling, for data units
- * longer than one chunk, handed over in uneven pieces.
+ * E_K1(P ^ T) ^ T with ECB calls and the bytewise doubling, and a ragged
+ * tail stolen as IEEE 1619 5.3.2 says, for data units longer than one
+ * chunk, handed over in uneven pieces (the last one holding the tail).
  */
-static void test_xts_bulk_vs_reference(void)
+static void test_xts_bulk_vs_reference(gconstpointer opaque)
 {
-    const size_t len = 300 * 16 + 16;      /* more than a 256-block chunk */
+    const size_t tail = GPOINTER_TO_SIZE(opaque);
+    const size_t len = 300 * 16 + 16 + tail;  /* over a 256-block chunk */
+    const size_t nfull = len / 16;
     const size_t pieces[] = { 16, 48, 4096, 160, 16, 528 };
     guint8 key[64], iv[16], T[16], blk[16];
     g_autofree guint8 *pt = g_malloc(len);
@@ -572,22 +575,44 @@ static void test_xts_bulk_vs_reference(void)
                             QCRYPTO_CIPHER_MODE_ECB, key + 32, 32, &err);
     assert_ok(k2 ? 0 : -1, err);
 
+    /* Whole blocks: C_j = E(P_j ^ T_j) ^ T_j, T_{j+1} = T_j * x. */
     assert_ok(qcrypto_cipher_encrypt(k2, iv, T, 16, &err), err);
-    for (size_t off = 0; off < len; off += 16) {
+    for (size_t j = 0; j < nfull; j++) {
         for (int i = 0; i < 16; i++) {
-            blk[i] = pt[off + i] ^ T[i];
+            blk[i] = pt[16 * j + i] ^ T[i];
         }
         assert_ok(qcrypto_cipher_encrypt(k1, blk, blk, 16, &err), err);
         for (int i = 0; i < 16; i++) {
-            ref[off + i] = blk[i] ^ T[i];
+            ref[16 * j + i] = blk[i] ^ T[i];
         }
         mul_x_bytewise(T);
+    }
+    /*
+     * Stealing: the last full block's output CC gives up its head as the
+     * short last block; P_m || CC[tail..] goes through with T_m instead.
+     */
+    if (tail) {
+        guint8 *last_full = ref + 16 * (nfull - 1);
+
+        memcpy(ref + 16 * nfull, last_full, tail);
+        memcpy(blk, pt + 16 * nfull, tail);
+        memcpy(blk + tail, last_full + tail, 16 - tail);
+        for (int i = 0; i < 16; i++) {
+            blk[i] ^= T[i];
+        }
+        assert_ok(qcrypto_cipher_encrypt(k1, blk, blk, 16, &err), err);
+        for (int i = 0; i < 16; i++) {
+            last_full[i] = blk[i] ^ T[i];
+        }
     }
 
     assert_ok(qcrypto_cipher_setiv(xts, iv, 16, &err), err);
     for (size_t i = 0; done < len; i = (i + 1) % G_N_ELEMENTS(pieces)) {
         size_t n = MIN(pieces[i], len - done);
 
+        if (len - done - n < 16) {
+            n = len - done;     /* the tail goes with the last full block */
+        }
         assert_ok(qcrypto_cipher_encrypt(xts, pt + done, out + done, n, &err),
                   err);
         done += n;
@@ -640,8 +665,12 @@ int main(int argc, char **argv)
     }
     qcrypto_cipher_set_backend("auto", NULL);
     g_test_add_func("/crypto/xts/mul-x", test_xts_mul_x);
-    g_test_add_func("/crypto/xts/bulk-vs-reference",
-                    test_xts_bulk_vs_reference);
+    g_test_add_data_func("/crypto/xts/bulk-vs-reference/whole-blocks",
+                         GSIZE_TO_POINTER(0), test_xts_bulk_vs_reference);
+    g_test_add_data_func("/crypto/xts/bulk-vs-reference/tail-1",
+                         GSIZE_TO_POINTER(1), test_xts_bulk_vs_reference);
+    g_test_add_data_func("/crypto/xts/bulk-vs-reference/tail-15",
+                         GSIZE_TO_POINTER(15), test_xts_bulk_vs_reference);
     g_test_add_func("/crypto/xts/too-short", test_xts_too_short);
     return g_test_run();
 }

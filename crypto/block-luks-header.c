@@ -1,0 +1,680 @@
+/*
+ * The LUKS1 header: decoding, encoding and validation of its 592 bytes,
+ * the cipher spec strings, and the layout of a new image.
+ *
+ * Every field read from disk goes through a named validation function
+ * below before anything uses it, each failure with its own message, so a
+ * hostile header is refused at open, before any allocation or PBKDF2 run
+ * it could size.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "crypto/pbkdf.h"
+#include "lukspriv.h"
+
+/* ---- Big-endian fields (the spec: "all values are stored big endian") */
+
+static uint16_t get_be16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+        (uint32_t)p[2] << 8 | p[3];
+}
+
+static void put_be16(uint8_t *p, uint16_t v)
+{
+    p[0] = v >> 8;
+    p[1] = v;
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = v >> 24;
+    p[1] = v >> 16;
+    p[2] = v >> 8;
+    p[3] = v;
+}
+
+/* Offsets of the fields, from the spec's figure 1 (phdr) and 2 (key slot). */
+enum {
+    HDR_MAGIC = 0,
+    HDR_VERSION = 6,
+    HDR_CIPHER_NAME = 8,
+    HDR_CIPHER_MODE = 40,
+    HDR_HASH_SPEC = 72,
+    HDR_PAYLOAD_OFFSET = 104,
+    HDR_KEY_BYTES = 108,
+    HDR_MK_DIGEST = 112,
+    HDR_MK_DIGEST_SALT = 132,
+    HDR_MK_DIGEST_ITER = 164,
+    HDR_UUID = 168,
+    SLOT_ACTIVE = 0,
+    SLOT_ITERATIONS = 4,
+    SLOT_SALT = 8,
+    SLOT_KEY_OFFSET = 40,
+    SLOT_STRIPES = 44,
+};
+
+G_STATIC_ASSERT(HDR_UUID + QCRYPTO_LUKS_UUID_LEN ==
+                QCRYPTO_LUKS_KEY_SLOTS_OFFSET);
+G_STATIC_ASSERT(QCRYPTO_LUKS_KEY_SLOTS_OFFSET + QCRYPTO_LUKS_NUM_KEY_SLOTS *
+                QCRYPTO_LUKS_KEY_SLOT_LEN == QCRYPTO_LUKS_HEADER_LEN);
+
+void qcrypto_luks_header_decode(const uint8_t *buf, QCryptoLUKSHeader *hdr)
+{
+    memcpy(hdr->magic, buf + HDR_MAGIC, QCRYPTO_LUKS_MAGIC_LEN);
+    hdr->version = get_be16(buf + HDR_VERSION);
+    memcpy(hdr->cipher_name, buf + HDR_CIPHER_NAME,
+           QCRYPTO_LUKS_CIPHER_NAME_LEN);
+    memcpy(hdr->cipher_mode, buf + HDR_CIPHER_MODE,
+           QCRYPTO_LUKS_CIPHER_MODE_LEN);
+    memcpy(hdr->hash_spec, buf + HDR_HASH_SPEC, QCRYPTO_LUKS_HASH_SPEC_LEN);
+    hdr->payload_offset = get_be32(buf + HDR_PAYLOAD_OFFSET);
+    hdr->key_bytes = get_be32(buf + HDR_KEY_BYTES);
+    memcpy(hdr->mk_digest, buf + HDR_MK_DIGEST, QCRYPTO_LUKS_DIGEST_LEN);
+    memcpy(hdr->mk_digest_salt, buf + HDR_MK_DIGEST_SALT,
+           QCRYPTO_LUKS_SALT_LEN);
+    hdr->mk_digest_iter = get_be32(buf + HDR_MK_DIGEST_ITER);
+    memcpy(hdr->uuid, buf + HDR_UUID, QCRYPTO_LUKS_UUID_LEN);
+
+    for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
+        const uint8_t *p = buf + QCRYPTO_LUKS_KEY_SLOTS_OFFSET +
+            i * QCRYPTO_LUKS_KEY_SLOT_LEN;
+        QCryptoLUKSKeySlot *slot = &hdr->slots[i];
+
+        slot->active = get_be32(p + SLOT_ACTIVE);
+        slot->iterations = get_be32(p + SLOT_ITERATIONS);
+        memcpy(slot->salt, p + SLOT_SALT, QCRYPTO_LUKS_SALT_LEN);
+        slot->key_offset = get_be32(p + SLOT_KEY_OFFSET);
+        slot->stripes = get_be32(p + SLOT_STRIPES);
+    }
+}
+
+void qcrypto_luks_header_encode(const QCryptoLUKSHeader *hdr, uint8_t *buf)
+{
+    memset(buf, 0, QCRYPTO_LUKS_HEADER_LEN);
+    memcpy(buf + HDR_MAGIC, hdr->magic, QCRYPTO_LUKS_MAGIC_LEN);
+    put_be16(buf + HDR_VERSION, hdr->version);
+    memcpy(buf + HDR_CIPHER_NAME, hdr->cipher_name,
+           QCRYPTO_LUKS_CIPHER_NAME_LEN);
+    memcpy(buf + HDR_CIPHER_MODE, hdr->cipher_mode,
+           QCRYPTO_LUKS_CIPHER_MODE_LEN);
+    memcpy(buf + HDR_HASH_SPEC, hdr->hash_spec, QCRYPTO_LUKS_HASH_SPEC_LEN);
+    put_be32(buf + HDR_PAYLOAD_OFFSET, hdr->payload_offset);
+    put_be32(buf + HDR_KEY_BYTES, hdr->key_bytes);
+    memcpy(buf + HDR_MK_DIGEST, hdr->mk_digest, QCRYPTO_LUKS_DIGEST_LEN);
+    memcpy(buf + HDR_MK_DIGEST_SALT, hdr->mk_digest_salt,
+           QCRYPTO_LUKS_SALT_LEN);
+    put_be32(buf + HDR_MK_DIGEST_ITER, hdr->mk_digest_iter);
+    memcpy(buf + HDR_UUID, hdr->uuid, QCRYPTO_LUKS_UUID_LEN);
+
+    for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
+        uint8_t *p = buf + QCRYPTO_LUKS_KEY_SLOTS_OFFSET +
+            i * QCRYPTO_LUKS_KEY_SLOT_LEN;
+        const QCryptoLUKSKeySlot *slot = &hdr->slots[i];
+
+        put_be32(p + SLOT_ACTIVE, slot->active);
+        put_be32(p + SLOT_ITERATIONS, slot->iterations);
+        memcpy(p + SLOT_SALT, slot->salt, QCRYPTO_LUKS_SALT_LEN);
+        put_be32(p + SLOT_KEY_OFFSET, slot->key_offset);
+        put_be32(p + SLOT_STRIPES, slot->stripes);
+    }
+}
+
+uint64_t qcrypto_luks_key_material_len(uint32_t key_bytes, uint32_t stripes)
+{
+    uint64_t len = (uint64_t)key_bytes * stripes;
+
+    return qcrypto_luks_round_up(len, QCRYPTO_LUKS_SECTOR_SIZE);
+}
+
+/* ---- Cipher spec strings (dm-crypt's "cipher-chainmode-ivmode:ivopts") */
+
+/*
+ * LUKS1 cipher names as dm-crypt spells them, with the algorithm for each
+ * cipher key length (the key length comes from key_bytes, not the name).
+ */
+static const struct {
+    const char *name;
+    size_t keylen;
+    QCryptoCipherAlgo alg;
+} luks_cipher_names[] = {
+    { "aes", 16, QCRYPTO_CIPHER_ALGO_AES_128 },
+    { "aes", 24, QCRYPTO_CIPHER_ALGO_AES_192 },
+    { "aes", 32, QCRYPTO_CIPHER_ALGO_AES_256 },
+    { "serpent", 16, QCRYPTO_CIPHER_ALGO_SERPENT_128 },
+    { "serpent", 24, QCRYPTO_CIPHER_ALGO_SERPENT_192 },
+    { "serpent", 32, QCRYPTO_CIPHER_ALGO_SERPENT_256 },
+    { "twofish", 16, QCRYPTO_CIPHER_ALGO_TWOFISH_128 },
+    { "twofish", 24, QCRYPTO_CIPHER_ALGO_TWOFISH_192 },
+    { "twofish", 32, QCRYPTO_CIPHER_ALGO_TWOFISH_256 },
+    { "cast5", 16, QCRYPTO_CIPHER_ALGO_CAST5_128 },
+    { "des3_ede", 24, QCRYPTO_CIPHER_ALGO_DES_EDE3 },
+};
+
+static const char *luks_cipher_name(QCryptoCipherAlgo alg)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(luks_cipher_names); i++) {
+        if (luks_cipher_names[i].alg == alg) {
+            return luks_cipher_names[i].name;
+        }
+    }
+    return NULL;
+}
+
+static bool luks_cipher_name_known(const char *name)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(luks_cipher_names); i++) {
+        if (g_str_equal(luks_cipher_names[i].name, name)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * The cipher's own key length within key_bytes: XTS holds two keys, LRW a
+ * key and one 16-byte tweak block (dm-crypt's lrw key layout).
+ */
+static bool luks_cipher_key_len(QCryptoCipherMode mode, uint32_t key_bytes,
+                                size_t *keylen)
+{
+    switch (mode) {
+    case QCRYPTO_CIPHER_MODE_XTS:
+        if (key_bytes % 2) {
+            return false;
+        }
+        *keylen = key_bytes / 2;
+        return true;
+    case QCRYPTO_CIPHER_MODE_LRW:
+        if (key_bytes <= 16) {
+            return false;
+        }
+        *keylen = key_bytes - 16;
+        return true;
+    default:
+        *keylen = key_bytes;
+        return true;
+    }
+}
+
+/* "xts-plain64", "cbc-essiv:sha256", "ecb" -> mode, IV generator, hash. */
+static int luks_parse_cipher_mode(const char *str, QCryptoLUKSCipherSpec *spec,
+                                  Error **errp)
+{
+    g_autofree char *copy = g_strdup(str);
+    char *ivgen = strchr(copy, '-');
+    char *ivhash = NULL;
+    int mode, ivalg;
+
+    if (ivgen) {
+        *ivgen++ = '\0';
+        ivhash = strchr(ivgen, ':');
+        if (ivhash) {
+            *ivhash++ = '\0';
+        }
+    }
+    mode = qcrypto_cipher_mode_parse(copy);
+    if (mode < 0) {
+        error_setg(errp, "Unsupported LUKS cipher mode '%s'", str);
+        return -1;
+    }
+    spec->cipher_mode = mode;
+    spec->has_ivgen_hash_alg = false;
+    if (mode == QCRYPTO_CIPHER_MODE_ECB) {
+        if (ivgen) {
+            error_setg(errp, "LUKS cipher mode '%s': ECB takes no IV "
+                       "generator", str);
+            return -1;
+        }
+        spec->ivgen_alg = QCRYPTO_IVGEN_ALGO_NULL;
+        return 0;
+    }
+    if (!ivgen) {
+        error_setg(errp, "LUKS cipher mode '%s' lacks an IV generator "
+                   "(as in '%s-plain64')", str, str);
+        return -1;
+    }
+    ivalg = qcrypto_ivgen_algo_parse(ivgen);
+    if (ivalg < 0) {
+        error_setg(errp, "Unsupported IV generator '%s' in LUKS cipher "
+                   "mode '%s'", ivgen, str);
+        return -1;
+    }
+    spec->ivgen_alg = ivalg;
+    if (ivalg == QCRYPTO_IVGEN_ALGO_ESSIV) {
+        int hash;
+
+        if (!ivhash) {
+            error_setg(errp, "LUKS cipher mode '%s' lacks the ESSIV hash "
+                       "(as in 'essiv:sha256')", str);
+            return -1;
+        }
+        hash = qcrypto_hash_algo_parse(ivhash);
+        if (hash < 0 || !qcrypto_hash_supports(hash)) {
+            error_setg(errp, "Unsupported ESSIV hash '%s' in LUKS cipher "
+                       "mode '%s'", ivhash, str);
+            return -1;
+        }
+        spec->has_ivgen_hash_alg = true;
+        spec->ivgen_hash_alg = hash;
+    } else if (ivhash) {
+        error_setg(errp, "IV generator '%s' takes no option, yet LUKS "
+                   "cipher mode '%s' gives one", ivgen, str);
+        return -1;
+    }
+    return 0;
+}
+
+/* cipher_name and key_bytes -> algorithm, given the mode. */
+static int luks_parse_cipher_name(const char *name, uint32_t key_bytes,
+                                  QCryptoLUKSCipherSpec *spec, Error **errp)
+{
+    size_t keylen;
+
+    if (!luks_cipher_name_known(name)) {
+        error_setg(errp, "Unsupported LUKS cipher '%s'", name);
+        return -1;
+    }
+    if (luks_cipher_key_len(spec->cipher_mode, key_bytes, &keylen)) {
+        for (size_t i = 0; i < G_N_ELEMENTS(luks_cipher_names); i++) {
+            if (g_str_equal(luks_cipher_names[i].name, name) &&
+                luks_cipher_names[i].keylen == keylen) {
+                spec->cipher_alg = luks_cipher_names[i].alg;
+                return 0;
+            }
+        }
+    }
+    error_setg(errp, "LUKS key size of %" PRIu32 " bytes does not fit "
+               "cipher %s in mode %s", key_bytes, name,
+               qcrypto_cipher_mode_name(spec->cipher_mode));
+    return -1;
+}
+
+/* ---- Validation: one named function per rule */
+
+static int luks_validate_magic(const QCryptoLUKSHeader *hdr, Error **errp)
+{
+    if (memcmp(hdr->magic, QCRYPTO_LUKS_MAGIC, QCRYPTO_LUKS_MAGIC_LEN)) {
+        error_setg(errp, "Not a LUKS image: the magic bytes are wrong");
+        return -1;
+    }
+    return 0;
+}
+
+static int luks_validate_version(const QCryptoLUKSHeader *hdr, Error **errp)
+{
+    if (hdr->version != QCRYPTO_LUKS_VERSION) {
+        error_setg(errp, "LUKS version %u is not supported by the LUKS1 "
+                   "driver", hdr->version);
+        return -1;
+    }
+    return 0;
+}
+
+static int luks_validate_string(const char *field, size_t len,
+                                const char *what, Error **errp)
+{
+    if (!memchr(field, '\0', len)) {
+        error_setg(errp, "LUKS header field '%s' is not NUL-terminated "
+                   "within its %zu bytes", what, len);
+        return -1;
+    }
+    return 0;
+}
+
+static int luks_validate_strings(const QCryptoLUKSHeader *hdr, Error **errp)
+{
+    if (luks_validate_string(hdr->cipher_name, sizeof(hdr->cipher_name),
+                             "cipher-name", errp) < 0 ||
+        luks_validate_string(hdr->cipher_mode, sizeof(hdr->cipher_mode),
+                             "cipher-mode", errp) < 0 ||
+        luks_validate_string(hdr->hash_spec, sizeof(hdr->hash_spec),
+                             "hash-spec", errp) < 0 ||
+        luks_validate_string(hdr->uuid, sizeof(hdr->uuid), "uuid",
+                             errp) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static int luks_validate_hash_spec(const QCryptoLUKSHeader *hdr,
+                                   QCryptoLUKSCipherSpec *spec, Error **errp)
+{
+    int hash = qcrypto_hash_algo_parse(hdr->hash_spec);
+
+    if (hash < 0 || !qcrypto_pbkdf2_supports(hash)) {
+        error_setg(errp, "Unsupported LUKS hash '%s'", hdr->hash_spec);
+        return -1;
+    }
+    spec->hash_alg = hash;
+    return 0;
+}
+
+/*
+ * The IV generator must be buildable for this cipher: ESSIV keys the
+ * cipher family with the whole digest, so e.g. des3_ede with
+ * essiv:sha256 (a 32-byte 3DES key) does not exist. Building one with a
+ * dummy key is the exact test.
+ */
+static int luks_validate_ivgen(const QCryptoLUKSCipherSpec *spec,
+                               uint32_t key_bytes, Error **errp)
+{
+    g_autofree uint8_t *key = NULL;
+    QCryptoIVGen *ivgen;
+    bool essiv = spec->ivgen_alg == QCRYPTO_IVGEN_ALGO_ESSIV;
+
+    if (spec->cipher_mode == QCRYPTO_CIPHER_MODE_ECB) {
+        return 0;
+    }
+    key = g_malloc0(key_bytes);
+    ivgen = qcrypto_ivgen_new(spec->ivgen_alg, spec->cipher_alg,
+                              essiv ? spec->ivgen_hash_alg : 0,
+                              essiv ? key : NULL, essiv ? key_bytes : 0,
+                              errp);
+    if (!ivgen) {
+        error_prepend(errp, "LUKS IV generator: ");
+        return -1;
+    }
+    qcrypto_ivgen_free(ivgen);
+    return 0;
+}
+
+static int luks_validate_cipher(const QCryptoLUKSHeader *hdr,
+                                QCryptoLUKSCipherSpec *spec, Error **errp)
+{
+    if (luks_parse_cipher_mode(hdr->cipher_mode, spec, errp) < 0 ||
+        luks_parse_cipher_name(hdr->cipher_name, hdr->key_bytes, spec,
+                               errp) < 0) {
+        return -1;
+    }
+    if ((spec->cipher_mode == QCRYPTO_CIPHER_MODE_XTS ||
+         spec->cipher_mode == QCRYPTO_CIPHER_MODE_LRW) &&
+        qcrypto_cipher_get_block_len(spec->cipher_alg) != 16) {
+        error_setg(errp, "LUKS cipher %s-%s: %s needs a 128-bit block "
+                   "cipher", hdr->cipher_name, hdr->cipher_mode,
+                   qcrypto_cipher_mode_name(spec->cipher_mode));
+        return -1;
+    }
+    if (!qcrypto_cipher_supports(spec->cipher_alg, spec->cipher_mode)) {
+        error_setg(errp, "Cipher %s in mode %s is not supported by this "
+                   "build", qcrypto_cipher_algo_name(spec->cipher_alg),
+                   qcrypto_cipher_mode_name(spec->cipher_mode));
+        return -1;
+    }
+    return luks_validate_ivgen(spec, hdr->key_bytes, errp);
+}
+
+static int luks_validate_iterations(uint32_t iterations, const char *what,
+                                    Error **errp)
+{
+    /*
+     * LUKS 1.0-era images have as few as 10 master key digest iterations:
+     * anything from 1 is accepted on open; 1000 is a minimum for create.
+     */
+    if (iterations == 0) {
+        error_setg(errp, "LUKS %s has 0 PBKDF2 iterations", what);
+        return -1;
+    }
+    if (iterations > QCRYPTO_LUKS_MAX_ITERS) {
+        error_setg(errp, "LUKS %s has %" PRIu32 " PBKDF2 iterations, more "
+                   "than the limit of %u", what, iterations,
+                   QCRYPTO_LUKS_MAX_ITERS);
+        return -1;
+    }
+    return 0;
+}
+
+static int luks_validate_mk_digest(const QCryptoLUKSHeader *hdr,
+                                   Error **errp)
+{
+    return luks_validate_iterations(hdr->mk_digest_iter,
+                                    "master key digest", errp);
+}
+
+/* State, iterations and stripes of one slot. */
+static int luks_validate_key_slot(const QCryptoLUKSHeader *hdr, int i,
+                                  Error **errp)
+{
+    const QCryptoLUKSKeySlot *slot = &hdr->slots[i];
+    g_autofree char *what = NULL;
+
+    if (slot->active != QCRYPTO_LUKS_KEY_SLOT_ACTIVE &&
+        slot->active != QCRYPTO_LUKS_KEY_SLOT_DISABLED) {
+        error_setg(errp, "LUKS key slot %d has an invalid state 0x%08"
+                   PRIx32 " (neither active nor disabled)", i, slot->active);
+        return -1;
+    }
+    /* cryptsetup enforces LUKS_STRIPES on every slot; so do we. */
+    if (slot->stripes != QCRYPTO_LUKS_STRIPES) {
+        error_setg(errp, "LUKS key slot %d has %" PRIu32 " AF stripes, "
+                   "LUKS1 requires %d", i, slot->stripes,
+                   QCRYPTO_LUKS_STRIPES);
+        return -1;
+    }
+    if (slot->active == QCRYPTO_LUKS_KEY_SLOT_ACTIVE) {
+        what = g_strdup_printf("key slot %d", i);
+        return luks_validate_iterations(slot->iterations, what, errp);
+    }
+    return 0;
+}
+
+/*
+ * Where each slot's key material lies: after the header, apart from the
+ * other slots, before the payload (in the same file), inside the file.
+ */
+static int luks_validate_key_slot_areas(const QCryptoLUKSHeader *hdr,
+                                        uint64_t file_size, bool detached,
+                                        Error **errp)
+{
+    uint64_t start[QCRYPTO_LUKS_NUM_KEY_SLOTS];
+    uint64_t end[QCRYPTO_LUKS_NUM_KEY_SLOTS];
+    uint64_t payload = (uint64_t)hdr->payload_offset *
+        QCRYPTO_LUKS_SECTOR_SIZE;
+    uint64_t len = qcrypto_luks_key_material_len(hdr->key_bytes,
+                                                 QCRYPTO_LUKS_STRIPES);
+
+    for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
+        start[i] = (uint64_t)hdr->slots[i].key_offset *
+            QCRYPTO_LUKS_SECTOR_SIZE;
+        end[i] = start[i] + len;
+        if (start[i] < QCRYPTO_LUKS_HEADER_LEN) {
+            error_setg(errp, "LUKS key slot %d key material at sector %"
+                       PRIu32 " overlaps the header", i,
+                       hdr->slots[i].key_offset);
+            return -1;
+        }
+        if (!detached && end[i] > payload) {
+            error_setg(errp, "LUKS key slot %d key material (sectors %"
+                       PRIu64 "-%" PRIu64 ") overlaps the payload at "
+                       "sector %" PRIu32, i,
+                       start[i] / QCRYPTO_LUKS_SECTOR_SIZE,
+                       end[i] / QCRYPTO_LUKS_SECTOR_SIZE - 1,
+                       hdr->payload_offset);
+            return -1;
+        }
+        if (file_size && end[i] > file_size) {
+            error_setg(errp, "LUKS key slot %d key material ends at byte %"
+                       PRIu64 ", beyond the end of the file (%" PRIu64
+                       " bytes)", i, end[i], file_size);
+            return -1;
+        }
+        for (int j = 0; j < i; j++) {
+            if (start[i] < end[j] && start[j] < end[i]) {
+                error_setg(errp, "LUKS key slots %d and %d have "
+                           "overlapping key material", j, i);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+static int luks_validate_payload_offset(const QCryptoLUKSHeader *hdr,
+                                        uint64_t file_size, bool detached,
+                                        Error **errp)
+{
+    uint64_t payload = (uint64_t)hdr->payload_offset *
+        QCRYPTO_LUKS_SECTOR_SIZE;
+
+    if (detached) {
+        /* The payload offset counts in the data file, which we do not see. */
+        return 0;
+    }
+    if (payload == 0) {
+        error_setg(errp, "LUKS payload offset is 0: this is a detached "
+                   "header, open it with its data file");
+        return -1;
+    }
+    if (payload < QCRYPTO_LUKS_HEADER_LEN) {
+        error_setg(errp, "LUKS payload offset (sector %" PRIu32 ") "
+                   "overlaps the header", hdr->payload_offset);
+        return -1;
+    }
+    if (file_size && payload > file_size) {
+        error_setg(errp, "LUKS payload offset %" PRIu64 " is beyond the "
+                   "end of the file (%" PRIu64 " bytes)", payload,
+                   file_size);
+        return -1;
+    }
+    return 0;
+}
+
+int qcrypto_luks_header_validate(const QCryptoLUKSHeader *hdr,
+                                 uint64_t file_size, bool detached,
+                                 QCryptoLUKSCipherSpec *spec, Error **errp)
+{
+    if (luks_validate_magic(hdr, errp) < 0 ||
+        luks_validate_version(hdr, errp) < 0 ||
+        luks_validate_strings(hdr, errp) < 0 ||
+        luks_validate_hash_spec(hdr, spec, errp) < 0 ||
+        luks_validate_cipher(hdr, spec, errp) < 0 ||
+        luks_validate_mk_digest(hdr, errp) < 0 ||
+        luks_validate_payload_offset(hdr, file_size, detached, errp) < 0) {
+        return -1;
+    }
+    for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
+        if (luks_validate_key_slot(hdr, i, errp) < 0) {
+            return -1;
+        }
+    }
+    return luks_validate_key_slot_areas(hdr, file_size, detached, errp);
+}
+
+/* ---- Create: spec strings and layout */
+
+int qcrypto_luks_cipher_spec_format(const QCryptoLUKSCipherSpec *spec,
+                                    QCryptoLUKSHeader *hdr, Error **errp)
+{
+    const char *name = luks_cipher_name(spec->cipher_alg);
+    const char *mode = qcrypto_cipher_mode_name(spec->cipher_mode);
+    g_autofree char *modestr = NULL;
+    size_t keylen = qcrypto_cipher_get_mode_key_len(spec->cipher_alg,
+                                                    spec->cipher_mode);
+
+    if (!name) {
+        error_setg(errp, "Cipher %s cannot be used with LUKS",
+                   qcrypto_cipher_algo_name(spec->cipher_alg));
+        return -1;
+    }
+    if ((spec->cipher_mode == QCRYPTO_CIPHER_MODE_XTS ||
+         spec->cipher_mode == QCRYPTO_CIPHER_MODE_LRW) &&
+        qcrypto_cipher_get_block_len(spec->cipher_alg) != 16) {
+        error_setg(errp, "Cipher mode %s needs a 128-bit block cipher, "
+                   "not %s", mode, qcrypto_cipher_algo_name(spec->cipher_alg));
+        return -1;
+    }
+    if (!qcrypto_cipher_supports(spec->cipher_alg, spec->cipher_mode)) {
+        error_setg(errp, "Cipher %s in mode %s is not supported by this "
+                   "build", qcrypto_cipher_algo_name(spec->cipher_alg), mode);
+        return -1;
+    }
+    if (!qcrypto_pbkdf2_supports(spec->hash_alg)) {
+        error_setg(errp, "Hash %s is not supported for PBKDF2",
+                   qcrypto_hash_algo_name(spec->hash_alg));
+        return -1;
+    }
+    if (spec->cipher_mode == QCRYPTO_CIPHER_MODE_ECB) {
+        modestr = g_strdup(mode);
+    } else if (spec->ivgen_alg == QCRYPTO_IVGEN_ALGO_ESSIV) {
+        const char *hash = qcrypto_hash_algo_name(spec->ivgen_hash_alg);
+
+        if (!qcrypto_hash_supports(spec->ivgen_hash_alg)) {
+            error_setg(errp, "ESSIV hash %s is not supported", hash);
+            return -1;
+        }
+        modestr = g_strdup_printf("%s-essiv:%s", mode, hash);
+    } else if (spec->ivgen_alg == QCRYPTO_IVGEN_ALGO_NULL) {
+        error_setg(errp, "Cipher mode %s needs an IV generator", mode);
+        return -1;
+    } else {
+        modestr = g_strdup_printf("%s-%s", mode,
+                                  qcrypto_ivgen_algo_name(spec->ivgen_alg));
+    }
+    if (luks_validate_ivgen(spec, keylen, errp) < 0) {
+        return -1;
+    }
+    /* Longest case: "xts-essiv:ripemd160" fits easily in 31 chars. */
+    g_assert(strlen(modestr) < QCRYPTO_LUKS_CIPHER_MODE_LEN);
+
+    memset(hdr->cipher_name, 0, sizeof(hdr->cipher_name));
+    memset(hdr->cipher_mode, 0, sizeof(hdr->cipher_mode));
+    memset(hdr->hash_spec, 0, sizeof(hdr->hash_spec));
+    strcpy(hdr->cipher_name, name);
+    strcpy(hdr->cipher_mode, modestr);
+    strcpy(hdr->hash_spec, qcrypto_hash_algo_name(spec->hash_alg));
+    hdr->key_bytes = keylen;
+    return 0;
+}
+
+int qcrypto_luks_layout(QCryptoLUKSHeader *hdr, uint64_t align_payload,
+                        bool detached, uint64_t *header_len, Error **errp)
+{
+    const uint64_t align = QCRYPTO_LUKS_KEY_SLOT_ALIGN /
+        QCRYPTO_LUKS_SECTOR_SIZE;
+    uint64_t stride = qcrypto_luks_key_material_len(hdr->key_bytes,
+                                                    QCRYPTO_LUKS_STRIPES) /
+        QCRYPTO_LUKS_SECTOR_SIZE;
+    uint64_t end, payload;
+
+    /* Each slot starts on a 4096-byte boundary, the first at 4096. */
+    stride = qcrypto_luks_round_up(stride, align);
+    for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
+        hdr->slots[i].key_offset = align + stride * i;
+        hdr->slots[i].stripes = QCRYPTO_LUKS_STRIPES;
+    }
+    end = align + stride * QCRYPTO_LUKS_NUM_KEY_SLOTS;
+
+    if (detached) {
+        if (align_payload) {
+            error_setg(errp, "align-payload cannot be used with a detached "
+                       "header: the payload starts at offset 0 of its file");
+            return -1;
+        }
+        payload = 0;
+        *header_len = end * QCRYPTO_LUKS_SECTOR_SIZE;
+    } else {
+        /* cryptsetup: the end of the key material, rounded up. */
+        if (align_payload > UINT32_MAX) {
+            error_setg(errp, "align-payload %" PRIu64 " is too large (at "
+                       "most %" PRIu32 " sectors)", align_payload,
+                       UINT32_MAX);
+            return -1;
+        }
+        payload = align_payload ?
+            qcrypto_luks_round_up(end, align_payload) : end;
+        if (payload > UINT32_MAX) {
+            error_setg(errp, "align-payload %" PRIu64 " puts the payload "
+                       "beyond what LUKS1 can address", align_payload);
+            return -1;
+        }
+        *header_len = payload * QCRYPTO_LUKS_SECTOR_SIZE;
+    }
+    hdr->payload_offset = payload;
+    return 0;
+}

@@ -1,0 +1,386 @@
+/*
+ * Encrypted images, the generic part: dispatch to the format driver
+ * (crypto/blockpriv.h) and payload encryption through a pool of ciphers.
+ */
+#include <string.h>
+
+#include "blockpriv.h"
+#include "luks2priv.h"
+
+/*
+ * Upper bound of the cipher pool: more threads than this encrypting at the
+ * same time wait for a free cipher rather than growing it further.
+ */
+#define QCRYPTO_BLOCK_MAX_CIPHERS 64
+
+struct QCryptoBlockCipherCtx {
+    QCryptoCipher *cipher;
+    QCryptoIVGen *ivgen;                /* NULL for ECB: no IV */
+};
+
+static const QCryptoBlockDriver *const qcrypto_block_drivers[] = {
+    [QCRYPTO_BLOCK_FORMAT_LUKS] = &qcrypto_block_driver_luks,
+};
+
+static const QCryptoBlockDriver *block_driver(QCryptoBlockFormat format,
+                                              Error **errp)
+{
+    if ((unsigned)format >= G_N_ELEMENTS(qcrypto_block_drivers) ||
+        !qcrypto_block_drivers[format]) {
+        error_setg(errp, "Unsupported encryption format %d", (int)format);
+        return NULL;
+    }
+    return qcrypto_block_drivers[format];
+}
+
+void qcrypto_block_create_options_init(QCryptoBlockCreateOptions *opts)
+{
+    QCryptoBlockSecret secret = opts->secret;
+
+    memset(opts, 0, sizeof(*opts));
+    opts->secret = secret;
+    opts->format = QCRYPTO_BLOCK_FORMAT_LUKS;
+    opts->cipher_alg = QCRYPTO_CIPHER_ALGO_AES_256;
+    opts->cipher_mode = QCRYPTO_CIPHER_MODE_XTS;
+    opts->ivgen_alg = QCRYPTO_IVGEN_ALGO_PLAIN64;
+    opts->ivgen_hash_alg = QCRYPTO_HASH_ALGO_SHA256;
+    opts->hash_alg = QCRYPTO_HASH_ALGO_SHA256;
+    opts->iter_time = 2000;
+}
+
+bool qcrypto_block_has_format(QCryptoBlockFormat format,
+                              const uint8_t *buf, size_t len)
+{
+    const QCryptoBlockDriver *driver = block_driver(format, NULL);
+
+    if (format == QCRYPTO_BLOCK_FORMAT_LUKS &&
+        qcrypto_block_driver_luks2.has_format(buf, len)) {
+        return true;
+    }
+    return driver && driver->has_format(buf, len);
+}
+
+/*
+ * LUKS1 and LUKS2 share the format (and the magic): the header's version
+ * picks the driver on open, luks_version on create.
+ */
+static const QCryptoBlockDriver *
+block_create_driver(const QCryptoBlockCreateOptions *options, Error **errp)
+{
+    if (options->format == QCRYPTO_BLOCK_FORMAT_LUKS) {
+        switch (options->luks_version) {
+        case 0:
+        case 1:
+            break;
+        case 2:
+            return &qcrypto_block_driver_luks2;
+        default:
+            error_setg(errp, "Unsupported LUKS version %d (1 or 2)",
+                       options->luks_version);
+            return NULL;
+        }
+    }
+    return block_driver(options->format, errp);
+}
+
+static QCryptoBlock *block_new(QCryptoBlockFormat format,
+                               const QCryptoBlockDriver *driver)
+{
+    QCryptoBlock *block = g_new0(QCryptoBlock, 1);
+
+    block->format = format;
+    block->driver = driver;
+    g_mutex_init(&block->lock);
+    g_cond_init(&block->cond);
+    return block;
+}
+
+QCryptoBlock *qcrypto_block_open(const QCryptoBlockOpenOptions *options,
+                                 QCryptoBlockReadFunc readfunc,
+                                 void *opaque, unsigned int flags,
+                                 Error **errp)
+{
+    const QCryptoBlockDriver *driver = block_driver(options->format, errp);
+    QCryptoBlock *block;
+
+    if (!driver) {
+        return NULL;
+    }
+    block = block_new(options->format, driver);
+    if (options->format == QCRYPTO_BLOCK_FORMAT_LUKS &&
+        qcrypto_luks2_probe(block, readfunc, opaque)) {
+        driver = block->driver = &qcrypto_block_driver_luks2;
+    }
+    if (driver->open(block, options, readfunc, opaque, flags, errp) < 0) {
+        qcrypto_block_free(block);
+        return NULL;
+    }
+    return block;
+}
+
+QCryptoBlock *qcrypto_block_create(const QCryptoBlockCreateOptions *options,
+                                   QCryptoBlockInitFunc initfunc,
+                                   QCryptoBlockWriteFunc writefunc,
+                                   void *opaque, Error **errp)
+{
+    const QCryptoBlockDriver *driver = block_create_driver(options, errp);
+    QCryptoBlock *block;
+
+    if (!driver) {
+        return NULL;
+    }
+    block = block_new(options->format, driver);
+    if (driver->create(block, options, initfunc, writefunc, opaque,
+                       errp) < 0) {
+        qcrypto_block_free(block);
+        return NULL;
+    }
+    return block;
+}
+
+int qcrypto_block_calculate_payload_offset(
+    const QCryptoBlockCreateOptions *options, uint64_t *payload_offset,
+    Error **errp)
+{
+    const QCryptoBlockDriver *driver = block_create_driver(options, errp);
+
+    if (!driver) {
+        return -1;
+    }
+    return driver->calculate_payload_offset(options, payload_offset, errp);
+}
+
+int qcrypto_block_amend_options(QCryptoBlock *block,
+                                QCryptoBlockReadFunc readfunc,
+                                QCryptoBlockWriteFunc writefunc,
+                                void *opaque,
+                                const QCryptoBlockAmendOptions *options,
+                                bool force, Error **errp)
+{
+    return block->driver->amend(block, readfunc, writefunc, opaque, options,
+                                force, errp);
+}
+
+QCryptoBlockInfo *qcrypto_block_get_info(QCryptoBlock *block, Error **errp)
+{
+    g_autoptr(QCryptoBlockInfo) info = g_new0(QCryptoBlockInfo, 1);
+
+    info->format = block->format;
+    info->detached_header = block->detached_header;
+    info->payload_offset = block->payload_offset;
+    if (block->driver->get_info(block, info, errp) < 0) {
+        return NULL;
+    }
+    return g_steal_pointer(&info);
+}
+
+void qcrypto_block_info_free(QCryptoBlockInfo *info)
+{
+    if (info) {
+        g_free(info->uuid);
+        g_free(info->slots);
+        g_free(info->label);
+        g_free(info->subsystem);
+        for (size_t i = 0; i < info->nsegments; i++) {
+            g_free(info->segments[i].encryption);
+        }
+        g_free(info->segments);
+        for (size_t i = 0; i < info->ntokens; i++) {
+            g_free(info->tokens[i].type);
+        }
+        g_free(info->tokens);
+        g_free(info);
+    }
+}
+
+uint64_t qcrypto_block_get_payload_offset(QCryptoBlock *block)
+{
+    return block->payload_offset;
+}
+
+uint64_t qcrypto_block_get_sector_size(QCryptoBlock *block)
+{
+    return block->sector_size;
+}
+
+const char *qcrypto_block_get_warning(QCryptoBlock *block)
+{
+    return block->warning;
+}
+
+static void block_cipher_ctx_free(QCryptoBlockCipherCtx *ctx)
+{
+    if (ctx) {
+        qcrypto_cipher_free(ctx->cipher);
+        qcrypto_ivgen_free(ctx->ivgen);
+        g_free(ctx);
+    }
+}
+
+static QCryptoBlockCipherCtx *block_cipher_ctx_new(QCryptoBlock *block,
+                                                   Error **errp)
+{
+    g_autofree QCryptoBlockCipherCtx *ctx = g_new0(QCryptoBlockCipherCtx, 1);
+
+    ctx->cipher = qcrypto_cipher_new(block->cipher_alg, block->cipher_mode,
+                                     block->master_key, block->master_key_len,
+                                     errp);
+    if (!ctx->cipher) {
+        return NULL;
+    }
+    if (qcrypto_cipher_get_iv_len(block->cipher_alg, block->cipher_mode)) {
+        bool essiv = block->ivgen_alg == QCRYPTO_IVGEN_ALGO_ESSIV;
+
+        ctx->ivgen = qcrypto_ivgen_new(block->ivgen_alg, block->cipher_alg,
+                                       essiv ? block->ivgen_hash_alg : 0,
+                                       essiv ? block->master_key : NULL,
+                                       essiv ? block->master_key_len : 0,
+                                       errp);
+        if (!ctx->ivgen) {
+            qcrypto_cipher_free(ctx->cipher);
+            return NULL;
+        }
+        qcrypto_ivgen_set_sector_shift(ctx->ivgen, block->ivgen_sector_shift);
+    }
+    return g_steal_pointer(&ctx);
+}
+
+int qcrypto_block_init_cipher(QCryptoBlock *block,
+                              QCryptoCipherAlgo cipher_alg,
+                              QCryptoCipherMode cipher_mode,
+                              QCryptoIVGenAlgo ivgen_alg,
+                              QCryptoHashAlgo ivgen_hash_alg,
+                              const uint8_t *key, size_t nkey,
+                              Error **errp)
+{
+    QCryptoBlockCipherCtx *ctx;
+
+    g_assert(!block->has_master_key);
+    block->cipher_alg = cipher_alg;
+    block->cipher_mode = cipher_mode;
+    block->ivgen_alg = ivgen_alg;
+    block->ivgen_hash_alg = ivgen_hash_alg;
+    block->master_key = g_memdup2(key, nkey);
+    block->master_key_len = nkey;
+    block->has_master_key = true;
+
+    ctx = block_cipher_ctx_new(block, errp);
+    if (!ctx) {
+        return -1;
+    }
+    block->free_ctx = g_new0(QCryptoBlockCipherCtx *,
+                             QCRYPTO_BLOCK_MAX_CIPHERS);
+    block->free_ctx[0] = ctx;
+    block->n_free = 1;
+    block->n_ctx = 1;
+    return 0;
+}
+
+/* Take a cipher of the pool, making one if none is free and room is left. */
+static QCryptoBlockCipherCtx *block_cipher_get(QCryptoBlock *block,
+                                               Error **errp)
+{
+    QCryptoBlockCipherCtx *ctx;
+
+    g_mutex_lock(&block->lock);
+    while (block->n_free == 0 && block->n_ctx >= QCRYPTO_BLOCK_MAX_CIPHERS) {
+        g_cond_wait(&block->cond, &block->lock);
+    }
+    if (block->n_free) {
+        ctx = block->free_ctx[--block->n_free];
+        g_mutex_unlock(&block->lock);
+        return ctx;
+    }
+    block->n_ctx++;
+    g_mutex_unlock(&block->lock);
+
+    /* Key setup (and the ESSIV hash) runs outside the lock. */
+    ctx = block_cipher_ctx_new(block, errp);
+    if (!ctx) {
+        g_mutex_lock(&block->lock);
+        block->n_ctx--;
+        g_cond_signal(&block->cond);
+        g_mutex_unlock(&block->lock);
+    }
+    return ctx;
+}
+
+static void block_cipher_put(QCryptoBlock *block, QCryptoBlockCipherCtx *ctx)
+{
+    g_mutex_lock(&block->lock);
+    block->free_ctx[block->n_free++] = ctx;
+    g_cond_signal(&block->cond);
+    g_mutex_unlock(&block->lock);
+}
+
+static int block_crypt(QCryptoBlock *block, uint64_t offset, uint8_t *buf,
+                       size_t len, bool encrypt, Error **errp)
+{
+    QCryptoBlockCipherCtx *ctx;
+    uint64_t sector;
+    int ret;
+
+    if (!block->has_master_key) {
+        error_setg(errp, "The image was opened without its key: it can "
+                   "be inspected but not read or written");
+        return -1;
+    }
+    if (offset % block->sector_size || len % block->sector_size) {
+        error_setg(errp, "Encrypted I/O at offset %" G_GUINT64_FORMAT
+                   " length %zu is not aligned to %" G_GUINT64_FORMAT
+                   "-byte sectors", offset, len, block->sector_size);
+        return -1;
+    }
+    sector = offset / block->sector_size + block->iv_sector_offset;
+    ctx = block_cipher_get(block, errp);
+    if (!ctx) {
+        return -1;
+    }
+    if (encrypt) {
+        ret = qcrypto_cipher_encrypt_sectors(ctx->cipher, ctx->ivgen, sector,
+                                             block->sector_size, buf, len,
+                                             errp);
+    } else {
+        ret = qcrypto_cipher_decrypt_sectors(ctx->cipher, ctx->ivgen, sector,
+                                             block->sector_size, buf, len,
+                                             errp);
+    }
+    block_cipher_put(block, ctx);
+    return ret;
+}
+
+int qcrypto_block_decrypt(QCryptoBlock *block, uint64_t offset,
+                          uint8_t *buf, size_t len, Error **errp)
+{
+    return block_crypt(block, offset, buf, len, false, errp);
+}
+
+int qcrypto_block_encrypt(QCryptoBlock *block, uint64_t offset,
+                          uint8_t *buf, size_t len, Error **errp)
+{
+    return block_crypt(block, offset, buf, len, true, errp);
+}
+
+void qcrypto_block_free(QCryptoBlock *block)
+{
+    if (!block) {
+        return;
+    }
+    if (block->driver && block->driver->cleanup) {
+        block->driver->cleanup(block);
+    }
+    /* Every cipher is back in the pool: no request may outlive the block. */
+    g_assert(block->n_free == block->n_ctx);
+    for (size_t i = 0; i < block->n_free; i++) {
+        block_cipher_ctx_free(block->free_ctx[i]);
+    }
+    g_free(block->free_ctx);
+    if (block->master_key) {
+        explicit_bzero(block->master_key, block->master_key_len);
+        g_free(block->master_key);
+    }
+    g_free(block->warning);
+    g_mutex_clear(&block->lock);
+    g_cond_clear(&block->cond);
+    g_free(block);
+}

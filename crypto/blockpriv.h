@@ -1,0 +1,102 @@
+/*
+ * The encrypted-image format driver table (private to crypto/), in the
+ * shape of QEMU's crypto/blockpriv.h.
+ *
+ * A format (LUKS1 now, LUKS2 later) is a QCryptoBlockDriver: it parses or
+ * writes its header through the caller's callbacks and, once it holds the
+ * master key, hands the payload cipher to the generic code with
+ * qcrypto_block_init_cipher(). crypto/block.c then does the payload
+ * encryption for every format the same way: one bulk
+ * qcrypto_cipher_*_sectors() call per request.
+ */
+#ifndef QCRYPTO_BLOCKPRIV_H
+#define QCRYPTO_BLOCKPRIV_H
+
+#include "crypto/block.h"
+
+typedef struct QCryptoBlockDriver QCryptoBlockDriver;
+typedef struct QCryptoBlockCipherCtx QCryptoBlockCipherCtx;
+
+struct QCryptoBlock {
+    QCryptoBlockFormat format;
+    const QCryptoBlockDriver *driver;
+    void *opaque;                       /* the format driver's own state */
+
+    uint64_t payload_offset;            /* bytes; 0 with a detached header */
+    uint64_t sector_size;
+    bool detached_header;
+    /*
+     * The IV of payload sector n is that of sector
+     * (n + iv_sector_offset) << ivgen_sector_shift: LUKS2 counts IVs in
+     * 512-byte units whatever its sector size, from its iv_tweak. Both 0
+     * for LUKS1.
+     */
+    unsigned ivgen_sector_shift;
+    uint64_t iv_sector_offset;
+    /* What opening found and the user should know (g_malloc'ed) or NULL */
+    char *warning;
+
+    /* Payload encryption: set by qcrypto_block_init_cipher(). */
+    bool has_master_key;
+    QCryptoCipherAlgo cipher_alg;
+    QCryptoCipherMode cipher_mode;
+    QCryptoIVGenAlgo ivgen_alg;
+    QCryptoHashAlgo ivgen_hash_alg;
+    uint8_t *master_key;
+    size_t master_key_len;
+
+    /*
+     * A pool of cipher + IV generator pairs, one per thread encrypting at
+     * the same time (as QEMU's n_free_ciphers): a cipher carries its IV as
+     * state, so two threads must never share one. The pool grows on demand
+     * up to QCRYPTO_BLOCK_MAX_CIPHERS; beyond that a thread waits.
+     */
+    GMutex lock;
+    GCond cond;
+    QCryptoBlockCipherCtx **free_ctx;   /* n_free of them, LIFO */
+    size_t n_free;
+    size_t n_ctx;                       /* created, free or in use */
+};
+
+struct QCryptoBlockDriver {
+    /* Read and validate the header; unlock the master key unless NO_IO. */
+    int (*open)(QCryptoBlock *block, const QCryptoBlockOpenOptions *options,
+                QCryptoBlockReadFunc readfunc, void *opaque,
+                unsigned int flags, Error **errp);
+    int (*create)(QCryptoBlock *block,
+                  const QCryptoBlockCreateOptions *options,
+                  QCryptoBlockInitFunc initfunc,
+                  QCryptoBlockWriteFunc writefunc,
+                  void *opaque, Error **errp);
+    int (*amend)(QCryptoBlock *block, QCryptoBlockReadFunc readfunc,
+                 QCryptoBlockWriteFunc writefunc, void *opaque,
+                 const QCryptoBlockAmendOptions *options, bool force,
+                 Error **errp);
+    /* Fill the format's fields of info (generic ones are already set). */
+    int (*get_info)(QCryptoBlock *block, QCryptoBlockInfo *info,
+                    Error **errp);
+    /* Free block->opaque, wiping whatever secret it holds. */
+    void (*cleanup)(QCryptoBlock *block);
+    bool (*has_format)(const uint8_t *buf, size_t buflen);
+    int (*calculate_payload_offset)(const QCryptoBlockCreateOptions *options,
+                                    uint64_t *payload_offset, Error **errp);
+};
+
+extern const QCryptoBlockDriver qcrypto_block_driver_luks;
+/* LUKS2 (crypto/block-luks2.c), picked by the header's version. */
+extern const QCryptoBlockDriver qcrypto_block_driver_luks2;
+
+/*
+ * Called by a driver once it holds the master key: remembers the payload
+ * cipher and creates the first cipher of the pool (so a bad key or an
+ * unsupported algorithm fails here, not on the first read).
+ */
+int qcrypto_block_init_cipher(QCryptoBlock *block,
+                              QCryptoCipherAlgo cipher_alg,
+                              QCryptoCipherMode cipher_mode,
+                              QCryptoIVGenAlgo ivgen_alg,
+                              QCryptoHashAlgo ivgen_hash_alg,
+                              const uint8_t *key, size_t nkey,
+                              Error **errp);
+
+#endif
