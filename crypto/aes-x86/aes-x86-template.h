@@ -64,7 +64,8 @@
  *   starts the next sector's tweak arithmetic and first rounds while the
  *   current sector's last rounds are still in the AES units: 512-byte
  *   sectors (one 8 x 64-byte iteration on zmm) run almost as fast as long
- *   ones.
+ *   ones. A call for a single sector encrypts its one tweak inline on xmm,
+ *   fully unrolled, rather than through the ECB entry.
  */
 
 #define VL (VW / 16)            /* AES blocks per vector */
