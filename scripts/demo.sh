@@ -13,10 +13,17 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/qil-demo.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"
 
+# Print a command (quoted so it can be pasted back), then run it.
 run() {
-    printf '\n$'
-    printf ' %q' "$@"
-    printf '\n'
+    local a out='$'
+    for a in "$@"; do
+        if [[ $a =~ ^[A-Za-z0-9_./:=,+%@-]+$ ]]; then
+            out+=" $a"
+        else
+            out+=" '${a//\'/\'\\\'\'}'"
+        fi
+    done
+    printf '\n%s\n' "$out"
     "$@"
 }
 
