@@ -1,0 +1,75 @@
+/*
+ * The fuzz input as an in-memory image behind QCryptoBlockReadFunc.
+ *
+ * Seeds are truncated images (the header and the key material of the
+ * slots in use, not megabytes of payload), so a read past the end of the
+ * input returns zeros, as a sparse file's unwritten tail does, unless the
+ * image is strict. Reads that start beyond FUZZ_IMAGE_MAX_SIZE fail, so a
+ * hostile offset is still an error path, as it would be on a real file.
+ */
+#ifndef FUZZ_IMAGE_H
+#define FUZZ_IMAGE_H
+
+#include <glib.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "crypto/block.h"
+
+/* The libFuzzer entry point every target defines (replay-main.c calls it). */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* A virtual file size beyond any seed: 64 MiB. */
+#define FUZZ_IMAGE_MAX_SIZE (64 * 1024 * 1024)
+
+typedef struct FuzzImage {
+    const uint8_t *data;
+    size_t size;
+    bool strict;            /* no zero-filled tail: the file is data only */
+} FuzzImage;
+
+static inline int fuzz_image_read(QCryptoBlock *block, uint64_t offset,
+                                  uint8_t *buf, size_t len, void *opaque,
+                                  Error **errp)
+{
+    const FuzzImage *img = opaque;
+    uint64_t limit = img->strict ? img->size : FUZZ_IMAGE_MAX_SIZE;
+    size_t n = 0;
+
+    if (offset > limit || len > limit - offset) {
+        error_setg(errp, "Read of %zu bytes at %" PRIu64 " is beyond the "
+                   "end of the image", len, offset);
+        return -1;
+    }
+    if (offset < img->size) {
+        n = MIN(len, img->size - offset);
+        memcpy(buf, img->data + offset, n);
+    }
+    memset(buf + n, 0, len - n);
+    return 0;
+}
+
+/*
+ * With QIL_FUZZ_DEBUG set in the environment, say why an input was
+ * refused (for crafting seeds; silent while fuzzing).
+ */
+static inline void fuzz_debug(const char *what, const Error *err)
+{
+    if (g_getenv("QIL_FUZZ_DEBUG")) {
+        g_printerr("%s: %s\n", what, err ? error_get_pretty(err) : "ok");
+    }
+}
+
+/* Big-endian 32-bit field at off, or 0 beyond the input. */
+static inline uint32_t fuzz_get_be32(const uint8_t *data, size_t size,
+                                     size_t off)
+{
+    if (off + 4 > size) {
+        return 0;
+    }
+    return (uint32_t)data[off] << 24 | (uint32_t)data[off + 1] << 16 |
+        (uint32_t)data[off + 2] << 8 | data[off + 3];
+}
+
+#endif
