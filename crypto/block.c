@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "blockpriv.h"
+#include "luks2priv.h"
 
 /*
  * Upper bound of the cipher pool: more threads than this encrypting at the
@@ -52,7 +53,34 @@ bool qcrypto_block_has_format(QCryptoBlockFormat format,
 {
     const QCryptoBlockDriver *driver = block_driver(format, NULL);
 
+    if (format == QCRYPTO_BLOCK_FORMAT_LUKS &&
+        qcrypto_block_driver_luks2.has_format(buf, len)) {
+        return true;
+    }
     return driver && driver->has_format(buf, len);
+}
+
+/*
+ * LUKS1 and LUKS2 share the format (and the magic): the header's version
+ * picks the driver on open, luks_version on create.
+ */
+static const QCryptoBlockDriver *
+block_create_driver(const QCryptoBlockCreateOptions *options, Error **errp)
+{
+    if (options->format == QCRYPTO_BLOCK_FORMAT_LUKS) {
+        switch (options->luks_version) {
+        case 0:
+        case 1:
+            break;
+        case 2:
+            return &qcrypto_block_driver_luks2;
+        default:
+            error_setg(errp, "Unsupported LUKS version %d (1 or 2)",
+                       options->luks_version);
+            return NULL;
+        }
+    }
+    return block_driver(options->format, errp);
 }
 
 static QCryptoBlock *block_new(QCryptoBlockFormat format,
@@ -79,6 +107,10 @@ QCryptoBlock *qcrypto_block_open(const QCryptoBlockOpenOptions *options,
         return NULL;
     }
     block = block_new(options->format, driver);
+    if (options->format == QCRYPTO_BLOCK_FORMAT_LUKS &&
+        qcrypto_luks2_probe(block, readfunc, opaque)) {
+        driver = block->driver = &qcrypto_block_driver_luks2;
+    }
     if (driver->open(block, options, readfunc, opaque, flags, errp) < 0) {
         qcrypto_block_free(block);
         return NULL;
@@ -91,7 +123,7 @@ QCryptoBlock *qcrypto_block_create(const QCryptoBlockCreateOptions *options,
                                    QCryptoBlockWriteFunc writefunc,
                                    void *opaque, Error **errp)
 {
-    const QCryptoBlockDriver *driver = block_driver(options->format, errp);
+    const QCryptoBlockDriver *driver = block_create_driver(options, errp);
     QCryptoBlock *block;
 
     if (!driver) {
@@ -110,7 +142,7 @@ int qcrypto_block_calculate_payload_offset(
     const QCryptoBlockCreateOptions *options, uint64_t *payload_offset,
     Error **errp)
 {
-    const QCryptoBlockDriver *driver = block_driver(options->format, errp);
+    const QCryptoBlockDriver *driver = block_create_driver(options, errp);
 
     if (!driver) {
         return -1;
@@ -147,6 +179,16 @@ void qcrypto_block_info_free(QCryptoBlockInfo *info)
     if (info) {
         g_free(info->uuid);
         g_free(info->slots);
+        g_free(info->label);
+        g_free(info->subsystem);
+        for (size_t i = 0; i < info->nsegments; i++) {
+            g_free(info->segments[i].encryption);
+        }
+        g_free(info->segments);
+        for (size_t i = 0; i < info->ntokens; i++) {
+            g_free(info->tokens[i].type);
+        }
+        g_free(info->tokens);
         g_free(info);
     }
 }
@@ -159,6 +201,11 @@ uint64_t qcrypto_block_get_payload_offset(QCryptoBlock *block)
 uint64_t qcrypto_block_get_sector_size(QCryptoBlock *block)
 {
     return block->sector_size;
+}
+
+const char *qcrypto_block_get_warning(QCryptoBlock *block)
+{
+    return block->warning;
 }
 
 static void block_cipher_ctx_free(QCryptoBlockCipherCtx *ctx)
@@ -193,6 +240,7 @@ static QCryptoBlockCipherCtx *block_cipher_ctx_new(QCryptoBlock *block,
             qcrypto_cipher_free(ctx->cipher);
             return NULL;
         }
+        qcrypto_ivgen_set_sector_shift(ctx->ivgen, block->ivgen_sector_shift);
     }
     return g_steal_pointer(&ctx);
 }
@@ -283,7 +331,7 @@ static int block_crypt(QCryptoBlock *block, uint64_t offset, uint8_t *buf,
                    "-byte sectors", offset, len, block->sector_size);
         return -1;
     }
-    sector = offset / block->sector_size;
+    sector = offset / block->sector_size + block->iv_sector_offset;
     ctx = block_cipher_get(block, errp);
     if (!ctx) {
         return -1;
@@ -331,6 +379,7 @@ void qcrypto_block_free(QCryptoBlock *block)
         explicit_bzero(block->master_key, block->master_key_len);
         g_free(block->master_key);
     }
+    g_free(block->warning);
     g_mutex_clear(&block->lock);
     g_cond_clear(&block->cond);
     g_free(block);

@@ -25,6 +25,16 @@ struct QCryptoBlock {
     uint64_t payload_offset;            /* bytes; 0 with a detached header */
     uint64_t sector_size;
     bool detached_header;
+    /*
+     * The IV of payload sector n is that of sector
+     * (n + iv_sector_offset) << ivgen_sector_shift: LUKS2 counts IVs in
+     * 512-byte units whatever its sector size, from its iv_tweak. Both 0
+     * for LUKS1.
+     */
+    unsigned ivgen_sector_shift;
+    uint64_t iv_sector_offset;
+    /* What opening found and the user should know (g_malloc'ed) or NULL */
+    char *warning;
 
     /* Payload encryption: set by qcrypto_block_init_cipher(). */
     bool has_master_key;
@@ -73,6 +83,8 @@ struct QCryptoBlockDriver {
 };
 
 extern const QCryptoBlockDriver qcrypto_block_driver_luks;
+/* LUKS2 (crypto/block-luks2.c), picked by the header's version. */
+extern const QCryptoBlockDriver qcrypto_block_driver_luks2;
 
 /*
  * Called by a driver once it holds the master key: remembers the payload

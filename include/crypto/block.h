@@ -52,6 +52,21 @@ typedef struct QCryptoBlockOpenOptions {
     uint64_t size;
 } QCryptoBlockOpenOptions;
 
+/*
+ * Key derivation of a LUKS2 key slot (LUKS2 spec, "keyslots" object, kdf).
+ * LUKS1 slots are always PBKDF2.
+ */
+typedef enum {
+    QCRYPTO_BLOCK_KDF_PBKDF2,
+    QCRYPTO_BLOCK_KDF_ARGON2I,
+    QCRYPTO_BLOCK_KDF_ARGON2ID,
+    QCRYPTO_BLOCK_KDF__MAX,
+} QCryptoBlockKDF;
+
+/* "pbkdf2", "argon2i", "argon2id"; parse returns -1 if unknown. */
+const char *qcrypto_block_kdf_name(QCryptoBlockKDF kdf);
+int qcrypto_block_kdf_parse(const char *name);
+
 typedef struct QCryptoBlockCreateOptions {
     QCryptoBlockFormat format;
     QCryptoBlockSecret secret;
@@ -72,6 +87,19 @@ typedef struct QCryptoBlockCreateOptions {
     uint64_t align_payload;
     /* The header lives in its own file; the payload starts at offset 0. */
     bool detached_header;
+
+    /*
+     * LUKS version to write: 1 (the default: QEMU opens it too) or 2
+     * (cryptsetup's default format). 0 means 1.
+     */
+    int luks_version;
+    /* LUKS2 only, each 0 for its default: */
+    uint32_t sector_size;   /* 512..4096; default 4096, as cryptsetup 2.6 */
+    bool has_kdf;
+    QCryptoBlockKDF kdf;    /* default argon2id */
+    uint32_t kdf_memory;    /* argon2 KiB; default 1 GiB, at most half RAM */
+    uint32_t kdf_parallel;  /* argon2 lanes; default min(4, CPUs) */
+    const char *label;      /* NULL: none; at most 47 bytes */
 } QCryptoBlockCreateOptions;
 
 /* Fill opts with the defaults above (everything not set by the caller). */
@@ -79,14 +107,37 @@ void qcrypto_block_create_options_init(QCryptoBlockCreateOptions *opts);
 
 typedef struct QCryptoBlockInfoLUKSSlot {
     bool active;
-    uint64_t iters;         /* valid when active */
+    uint64_t iters;         /* valid when active; LUKS2 argon2: passes */
     uint64_t stripes;
     uint64_t key_offset;    /* bytes */
+    /* LUKS2 (valid when active): */
+    QCryptoBlockKDF kdf;
+    uint32_t kdf_memory;    /* argon2 KiB */
+    uint32_t kdf_parallel;  /* argon2 lanes */
+    int priority;           /* 0 ignore, 1 normal, 2 high */
+    bool bound;             /* its digest covers the data segment */
 } QCryptoBlockInfoLUKSSlot;
+
+/* LUKS2: a data segment (LUKS2 spec, "segments" object). */
+typedef struct QCryptoBlockInfoLUKS2Segment {
+    uint64_t offset;        /* bytes */
+    bool size_dynamic;      /* to the end of the file */
+    uint64_t size;          /* bytes, unless size_dynamic */
+    uint64_t iv_tweak;
+    char *encryption;       /* "aes-xts-plain64" */
+    uint64_t sector_size;
+} QCryptoBlockInfoLUKS2Segment;
+
+/* LUKS2: a token (LUKS2 spec, "tokens" object), kept but not interpreted. */
+typedef struct QCryptoBlockInfoLUKS2Token {
+    int id;
+    char *type;
+    uint32_t keyslots;      /* bit i: key slot i */
+} QCryptoBlockInfoLUKS2Token;
 
 typedef struct QCryptoBlockInfo {
     QCryptoBlockFormat format;
-    int version;                        /* LUKS version: 1 */
+    int version;                        /* LUKS version: 1 or 2 */
     QCryptoCipherAlgo cipher_alg;
     QCryptoCipherMode cipher_mode;
     QCryptoIVGenAlgo ivgen_alg;
@@ -98,7 +149,18 @@ typedef struct QCryptoBlockInfo {
     uint64_t master_key_iters;
     char *uuid;
     size_t nslots;
-    QCryptoBlockInfoLUKSSlot *slots;
+    QCryptoBlockInfoLUKSSlot *slots;    /* index = key slot number */
+
+    /* LUKS2 only: */
+    uint64_t sector_size;
+    char *label;
+    char *subsystem;
+    uint64_t metadata_size;             /* each header copy, bytes */
+    uint64_t keyslots_size;             /* the key-slot area, bytes */
+    size_t nsegments;
+    QCryptoBlockInfoLUKS2Segment *segments;
+    size_t ntokens;
+    QCryptoBlockInfoLUKS2Token *tokens;
 } QCryptoBlockInfo;
 
 void qcrypto_block_info_free(QCryptoBlockInfo *info);
@@ -121,6 +183,11 @@ typedef struct QCryptoBlockAmendOptions {
     QCryptoBlockSecret new_secret;
     bool has_iter_time;
     uint64_t iter_time;
+    /* LUKS2 new key slots, each 0 for the create defaults: */
+    bool has_kdf;
+    QCryptoBlockKDF kdf;
+    uint32_t kdf_memory;
+    uint32_t kdf_parallel;
 } QCryptoBlockAmendOptions;
 
 /* Open flags */
@@ -174,6 +241,12 @@ QCryptoBlockInfo *qcrypto_block_get_info(QCryptoBlock *block, Error **errp);
 
 uint64_t qcrypto_block_get_payload_offset(QCryptoBlock *block);
 uint64_t qcrypto_block_get_sector_size(QCryptoBlock *block);
+
+/*
+ * A warning from opening, for the user, or NULL: e.g. a damaged LUKS2
+ * primary header that was recovered from the secondary copy.
+ */
+const char *qcrypto_block_get_warning(QCryptoBlock *block);
 
 /* Frees the block, wiping the master key and ciphers. NULL is allowed. */
 void qcrypto_block_free(QCryptoBlock *block);

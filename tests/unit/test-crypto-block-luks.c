@@ -342,8 +342,11 @@ static void test_has_format(void)
                                             img->buf->data, 7));
     g_assert_false(qcrypto_block_has_format(QCRYPTO_BLOCK_FORMAT_LUKS,
                                             zero, sizeof(zero)));
-    /* LUKS2 has the same magic, version 2. */
+    /* LUKS2 has the same magic, version 2: the same format, its driver. */
     img->buf->data[7] = 2;
+    g_assert_true(qcrypto_block_has_format(QCRYPTO_BLOCK_FORMAT_LUKS,
+                                           img->buf->data, 592));
+    img->buf->data[7] = 3;
     g_assert_false(qcrypto_block_has_format(QCRYPTO_BLOCK_FORMAT_LUKS,
                                             img->buf->data, 592));
 }

@@ -1,0 +1,478 @@
+/*
+ * The block layer core: driver lookup, opening nodes from options, and the
+ * checks every request passes before it reaches a driver.
+ */
+#include <string.h>
+#include <unistd.h>
+
+#include "block/block_int.h"
+
+static const BlockDriver *const block_drivers[] = {
+    &bdrv_file,
+    &bdrv_raw,
+    &bdrv_luks,
+};
+
+static const char *const prealloc_mode_names[PREALLOC_MODE__MAX] = {
+    [PREALLOC_MODE_OFF] = "off",
+    [PREALLOC_MODE_FALLOC] = "falloc",
+    [PREALLOC_MODE_FULL] = "full",
+};
+
+int prealloc_mode_parse(const char *name)
+{
+    for (int i = 0; i < PREALLOC_MODE__MAX; i++) {
+        if (g_str_equal(name, prealloc_mode_names[i])) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+const char *prealloc_mode_name(PreallocMode mode)
+{
+    g_assert(mode < PREALLOC_MODE__MAX);
+    return prealloc_mode_names[mode];
+}
+
+static const BlockDriver *bdrv_find_driver(const char *name)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(block_drivers); i++) {
+        if (g_str_equal(block_drivers[i]->format_name, name)) {
+            return block_drivers[i];
+        }
+    }
+    return NULL;
+}
+
+bool bdrv_format_is_known(const char *format)
+{
+    return bdrv_find_driver(format) != NULL;
+}
+
+/*
+ * Guess the format from the first bytes of the file: a LUKS header says
+ * "luks"; anything else is taken as raw, as qemu-img does.
+ */
+static const char *bdrv_probe_format(BlockDriverState *file, Error **errp)
+{
+    uint8_t buf[4096];
+    int64_t len = bdrv_getlength_exact(file, errp);
+    size_t n;
+
+    if (len < 0) {
+        return NULL;
+    }
+    n = MIN((uint64_t)len, sizeof(buf));
+    if (file->drv->bdrv_pread(file, 0, buf, n, errp) < 0) {
+        return NULL;
+    }
+    if (qcrypto_block_has_format(QCRYPTO_BLOCK_FORMAT_LUKS, buf, n)) {
+        return "luks";
+    }
+    return "raw";
+}
+
+static void bdrv_free(BlockDriverState *bs)
+{
+    g_free(bs->filename);
+    g_free(bs->opaque);
+    g_free(bs);
+}
+
+BlockDriverState *bdrv_new_node(const BlockDriver *drv,
+                                BlockDriverState *file, int flags)
+{
+    BlockDriverState *bs = g_new0(BlockDriverState, 1);
+
+    bs->drv = drv;
+    bs->opaque = g_malloc0(drv->instance_size);
+    bs->open_flags = flags;
+    bs->file = file;
+    return bs;
+}
+
+/* Open a node from opts (taken: whatever is left is reported unknown). */
+static BlockDriverState *bdrv_open_opts(GHashTable *opts, int flags,
+                                        Error **errp)
+{
+    g_autofree char *driver = qemu_opt_take(opts, "driver");
+    g_autofree char *unknown = NULL;
+    g_autoptr(BlockDriverState) file = NULL;
+    const BlockDriver *drv = NULL;
+    BlockDriverState *bs;
+
+    if (driver) {
+        drv = bdrv_find_driver(driver);
+        if (!drv) {
+            error_setg(errp, "Unknown driver '%s'", driver);
+            return NULL;
+        }
+    } else if (g_hash_table_contains(opts, "filename")) {
+        drv = &bdrv_file;
+    }
+
+    if (!drv || !drv->is_protocol) {
+        file = bdrv_open_child(opts, "file", flags, false, errp);
+        if (!file) {
+            return NULL;
+        }
+        if (!drv) {
+            const char *fmt = bdrv_probe_format(file, errp);
+
+            if (!fmt) {
+                return NULL;
+            }
+            drv = bdrv_find_driver(fmt);
+        }
+    }
+
+    bs = bdrv_new_node(drv, g_steal_pointer(&file), flags);
+    if (drv->bdrv_open(bs, opts, flags, errp) < 0) {
+        bdrv_close(bs->file);
+        bdrv_free(bs);
+        return NULL;
+    }
+    unknown = qemu_opts_first_key(opts);
+    if (unknown) {
+        error_setg(errp, "Block %s '%s' does not support the option '%s'",
+                   drv->is_protocol ? "protocol" : "format",
+                   drv->format_name, unknown);
+        bdrv_close(bs);
+        return NULL;
+    }
+    return bs;
+}
+
+bool bdrv_opts_has_child(GHashTable *opts, const char *name)
+{
+    g_autofree char *dotted = g_strconcat(name, ".", NULL);
+    GHashTableIter iter;
+    gpointer key;
+
+    if (g_hash_table_contains(opts, name)) {
+        return true;
+    }
+    g_hash_table_iter_init(&iter, opts);
+    while (g_hash_table_iter_next(&iter, &key, NULL)) {
+        if (g_str_has_prefix(key, dotted)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+BlockDriverState *bdrv_open_child(GHashTable *opts, const char *name,
+                                  int flags, bool allow_none, Error **errp)
+{
+    g_autoptr(GHashTable) sub = qemu_opts_extract_prefix(opts, name);
+    g_autofree char *path = qemu_opt_take(opts, name);
+
+    if (path) {
+        if (g_hash_table_size(sub)) {
+            error_setg(errp, "Both '%s' and '%s.*' options given", name,
+                       name);
+            return NULL;
+        }
+        g_hash_table_insert(sub, g_strdup("filename"), g_steal_pointer(&path));
+    }
+    if (g_hash_table_size(sub) == 0) {
+        if (!allow_none) {
+            error_setg(errp, "A block device must be specified for \"%s\"",
+                       name);
+        }
+        return NULL;
+    }
+    if (!g_hash_table_contains(sub, "driver")) {
+        g_hash_table_insert(sub, g_strdup("driver"), g_strdup("file"));
+    }
+    return bdrv_open_opts(sub, flags, errp);
+}
+
+BlockDriverState *bdrv_open(const char *filename, const char *format,
+                            GHashTable *options, int flags, Error **errp)
+{
+    g_autoptr(GHashTable) opts = options ? qemu_opts_copy(options)
+                                         : qemu_opts_new();
+    const char *driver;
+
+    if (format) {
+        driver = g_hash_table_lookup(opts, "driver");
+        if (driver && !g_str_equal(driver, format)) {
+            error_setg(errp, "Cannot use image format '%s' with driver '%s'",
+                       format, driver);
+            return NULL;
+        }
+        g_hash_table_insert(opts, g_strdup("driver"), g_strdup(format));
+    }
+    if (filename) {
+        const BlockDriver *drv = format ? bdrv_find_driver(format) : NULL;
+
+        g_hash_table_insert(opts, g_strdup(drv && drv->is_protocol ?
+                                           "filename" : "file.filename"),
+                            g_strdup(filename));
+    }
+    return bdrv_open_opts(opts, flags, errp);
+}
+
+void bdrv_close(BlockDriverState *bs)
+{
+    if (!bs) {
+        return;
+    }
+    if (bs->open_flags & BDRV_O_RDWR) {
+        /* Nobody is left to hear a failure: close() reports what it can. */
+        bdrv_flush(bs, NULL);
+    }
+    if (bs->drv->bdrv_close) {
+        bs->drv->bdrv_close(bs);
+    }
+    bdrv_close(bs->file);
+    bdrv_free(bs);
+}
+
+const char *bdrv_get_format_name(BlockDriverState *bs)
+{
+    return bs->drv->format_name;
+}
+
+const char *bdrv_get_filename(BlockDriverState *bs)
+{
+    while (!bs->filename && bs->file) {
+        bs = bs->file;
+    }
+    return bs->filename ? bs->filename : "";
+}
+
+bool bdrv_is_read_only(BlockDriverState *bs)
+{
+    return !(bs->open_flags & BDRV_O_RDWR);
+}
+
+bool bdrv_is_encrypted(BlockDriverState *bs)
+{
+    return bs->drv->bdrv_is_encrypted && bs->drv->bdrv_is_encrypted(bs);
+}
+
+int64_t bdrv_getlength_exact(BlockDriverState *bs, Error **errp)
+{
+    return bs->drv->bdrv_getlength(bs, errp);
+}
+
+int64_t bdrv_getlength(BlockDriverState *bs, Error **errp)
+{
+    int64_t len = bdrv_getlength_exact(bs, errp);
+
+    /* QEMU counts images in whole sectors, and so do we. */
+    return len < 0 ? len : (int64_t)ROUND_UP((uint64_t)len, BDRV_SECTOR_SIZE);
+}
+
+int64_t bdrv_get_allocated_file_size(BlockDriverState *bs)
+{
+    if (bs->drv->bdrv_get_allocated_file_size) {
+        return bs->drv->bdrv_get_allocated_file_size(bs);
+    }
+    return bs->file ? bdrv_get_allocated_file_size(bs->file) : -1;
+}
+
+static int bdrv_check_request(BlockDriverState *bs, uint64_t offset,
+                              size_t bytes, Error **errp)
+{
+    int64_t len = bdrv_getlength(bs, errp);
+
+    if (len < 0) {
+        return -1;
+    }
+    if (offset > (uint64_t)len || bytes > (uint64_t)len - offset) {
+        error_setg(errp, "Request at offset %" G_GUINT64_FORMAT " of %zu "
+                   "bytes is beyond the end of the image (%" G_GINT64_FORMAT
+                   " bytes)", offset, bytes, len);
+        return -1;
+    }
+    return 0;
+}
+
+int bdrv_pread(BlockDriverState *bs, uint64_t offset, void *buf,
+               size_t bytes, Error **errp)
+{
+    if (bdrv_check_request(bs, offset, bytes, errp) < 0) {
+        return -1;
+    }
+    return bs->drv->bdrv_pread(bs, offset, buf, bytes, errp);
+}
+
+int bdrv_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
+                size_t bytes, int flags, Error **errp)
+{
+    if (bdrv_is_read_only(bs)) {
+        error_setg(errp, "Image is read-only");
+        return -1;
+    }
+    if (bdrv_check_request(bs, offset, bytes, errp) < 0) {
+        return -1;
+    }
+    return bs->drv->bdrv_pwrite(bs, offset, buf, bytes, flags, errp);
+}
+
+int bdrv_flush(BlockDriverState *bs, Error **errp)
+{
+    if (bdrv_is_read_only(bs)) {
+        return 0;
+    }
+    if (bs->drv->bdrv_flush && bs->drv->bdrv_flush(bs, errp) < 0) {
+        return -1;
+    }
+    return bs->file ? bdrv_flush(bs->file, errp) : 0;
+}
+
+int bdrv_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
+                  Error **errp)
+{
+    if (bdrv_is_read_only(bs)) {
+        error_setg(errp, "Image is read-only");
+        return -1;
+    }
+    if (!bs->drv->bdrv_truncate) {
+        error_setg(errp, "Image format '%s' does not support resizing",
+                   bs->drv->format_name);
+        return -1;
+    }
+    return bs->drv->bdrv_truncate(bs, size, prealloc, errp);
+}
+
+bool bdrv_block_status_is_data(BlockDriverState *bs, uint64_t offset,
+                               uint64_t bytes, uint64_t *pnum)
+{
+    if (bs->drv->bdrv_block_status_is_data) {
+        return bs->drv->bdrv_block_status_is_data(bs, offset, bytes, pnum);
+    }
+    *pnum = bytes;
+    return true;
+}
+
+bool bdrv_has_zero_init(BlockDriverState *bs)
+{
+    return bs->drv->bdrv_has_zero_init && bs->drv->bdrv_has_zero_init(bs);
+}
+
+BlockImageInfo *bdrv_get_image_info(BlockDriverState *bs, Error **errp)
+{
+    g_autoptr(BlockImageInfo) info = g_new0(BlockImageInfo, 1);
+    int64_t len = bdrv_getlength(bs, errp);
+
+    if (len < 0) {
+        return NULL;
+    }
+    info->filename = g_strdup(bdrv_get_filename(bs));
+    info->format = g_strdup(bs->drv->format_name);
+    info->virtual_size = len;
+    info->actual_size = bdrv_get_allocated_file_size(bs);
+    info->encrypted = bdrv_is_encrypted(bs);
+    if (bs->drv->bdrv_get_info && bs->drv->bdrv_get_info(bs, info, errp) < 0) {
+        return NULL;
+    }
+    return g_steal_pointer(&info);
+}
+
+void bdrv_image_info_free(BlockImageInfo *info)
+{
+    if (!info) {
+        return;
+    }
+    g_free(info->filename);
+    g_free(info->format);
+    if (info->luks) {
+        qcrypto_block_info_free(info->luks);
+    }
+    g_free(info);
+}
+
+static const BlockDriver *bdrv_find_create_driver(const char *format,
+                                                  Error **errp)
+{
+    const BlockDriver *drv = bdrv_find_driver(format);
+
+    if (!drv) {
+        error_setg(errp, "Unknown file format '%s'", format);
+        return NULL;
+    }
+    if (!drv->bdrv_create) {
+        error_setg(errp, "Format driver '%s' does not support image "
+                   "creation", format);
+        return NULL;
+    }
+    return drv;
+}
+
+int bdrv_create_check_leftovers(GHashTable *opts, Error **errp)
+{
+    g_autofree char *unknown = qemu_opts_first_key(opts);
+
+    if (unknown) {
+        error_setg(errp, "Invalid parameter '%s'", unknown);
+        return -1;
+    }
+    return 0;
+}
+
+int bdrv_create(const char *format, const char *filename, GHashTable *opts,
+                Error **errp)
+{
+    const BlockDriver *drv = bdrv_find_create_driver(format, errp);
+
+    if (!drv) {
+        return -1;
+    }
+    return drv->bdrv_create(filename, opts, 0, NULL, errp);
+}
+
+BlockDriverState *bdrv_create_open(const char *format, const char *filename,
+                                   GHashTable *opts, int flags, Error **errp)
+{
+    const BlockDriver *drv = bdrv_find_create_driver(format, errp);
+    BlockDriverState *bs = NULL;
+
+    flags |= BDRV_O_RDWR;
+    if (!drv || drv->bdrv_create(filename, opts, flags, &bs, errp) < 0) {
+        return NULL;
+    }
+    if (!bs) {
+        bs = bdrv_open(filename, format, NULL, flags, errp);
+        if (!bs) {
+            /* Made but cannot be opened: do not leave it behind. */
+            unlink(filename);
+        }
+    }
+    return bs;
+}
+
+int bdrv_measure(const char *format, GHashTable *opts, uint64_t size,
+                 uint64_t *required, uint64_t *fully_allocated, Error **errp)
+{
+    const BlockDriver *drv = bdrv_find_create_driver(format, errp);
+
+    if (!drv) {
+        return -1;
+    }
+    if (!drv->bdrv_measure) {
+        error_setg(errp, "Format driver '%s' does not support size "
+                   "measurement", format);
+        return -1;
+    }
+    return drv->bdrv_measure(opts, size, required, fully_allocated, errp);
+}
+
+int bdrv_amend(BlockDriverState *bs, GHashTable *opts, bool force,
+               Error **errp)
+{
+    if (!bs->drv->bdrv_amend) {
+        error_setg(errp, "Format driver '%s' does not support option "
+                   "amendment", bs->drv->format_name);
+        return -1;
+    }
+    if (bdrv_is_read_only(bs)) {
+        error_setg(errp, "Image is read-only");
+        return -1;
+    }
+    return bs->drv->bdrv_amend(bs, opts, force, errp);
+}

@@ -1,0 +1,621 @@
+/*
+ * The "luks" format driver: a LUKS image on a child node ("file"), its
+ * header either at the start of that file or in a file of its own (the
+ * "header" child, as QEMU 9's detached headers).
+ *
+ * The LUKS format itself lives in crypto/ (include/crypto/block.h) and does
+ * no I/O: it reads and writes its header through the callbacks below. This
+ * driver moves the payload: requests are encrypted or decrypted in whole
+ * runs of sectors, one qcrypto_block_*crypt() call per piece (never a call
+ * per 512-byte sector). The QCryptoBlock keeps a pool of ciphers, so
+ * requests from several threads are encrypted in parallel.
+ */
+#include <string.h>
+#include <unistd.h>
+
+#include "block/block_int.h"
+#include "crypto/secret.h"
+
+typedef struct BDRVLUKSState {
+    QCryptoBlock *block;
+    /* Where the header lives: the "header" child, or bs->file. */
+    BlockDriverState *header;
+    bool detached;
+    uint64_t payload_offset;        /* bytes into bs->file */
+    uint64_t sector_size;
+} BDRVLUKSState;
+
+/*
+ * Unaligned requests, and writes whose buffer must be kept, go through a
+ * bounce buffer of at most this many bytes at a time (memory stays bounded
+ * whatever the request size).
+ */
+#define LUKS_BOUNCE_SIZE (1024 * 1024)
+
+/* Header I/O callbacks: opaque is the node holding the header. */
+
+static int luks_header_read(QCryptoBlock *block, uint64_t offset,
+                            uint8_t *buf, size_t buflen, void *opaque,
+                            Error **errp)
+{
+    BlockDriverState *hdr = opaque;
+    int64_t len = bdrv_getlength_exact(hdr, errp);
+
+    if (len < 0) {
+        return -1;
+    }
+    /* A header that points past the end of its file is damaged. */
+    if (offset > (uint64_t)len || buflen > (uint64_t)len - offset) {
+        error_setg(errp, "LUKS header read of %zu bytes at offset %"
+                   G_GUINT64_FORMAT " is beyond the end of '%s' (%"
+                   G_GINT64_FORMAT " bytes)", buflen, offset,
+                   bdrv_get_filename(hdr), len);
+        return -1;
+    }
+    return hdr->drv->bdrv_pread(hdr, offset, buf, buflen, errp);
+}
+
+static int luks_header_write(QCryptoBlock *block, uint64_t offset,
+                             const uint8_t *buf, size_t buflen, void *opaque,
+                             Error **errp)
+{
+    BlockDriverState *hdr = opaque;
+
+    return hdr->drv->bdrv_pwrite(hdr, offset, buf, buflen, 0, errp);
+}
+
+/* The secret named by option key ("key-secret", ...). */
+static int luks_take_secret(GHashTable *opts, const char *key, bool required,
+                            bool *has, QCryptoBlockSecret *secret,
+                            Error **errp)
+{
+    g_autofree char *id = qemu_opt_take(opts, key);
+    uint8_t *data;
+    size_t len;
+
+    if (has) {
+        *has = false;
+    }
+    if (!id) {
+        if (required) {
+            error_setg(errp, "Parameter '%s' is required for cipher", key);
+            return -1;
+        }
+        return 0;
+    }
+    if (qcrypto_secret_lookup(id, &data, &len, errp) < 0) {
+        return -1;
+    }
+    secret->data = data;
+    secret->len = len;
+    if (has) {
+        *has = true;
+    }
+    return 0;
+}
+
+static void luks_secret_free(QCryptoBlockSecret *secret)
+{
+    qcrypto_secret_value_free((uint8_t *)secret->data, secret->len);
+    secret->data = NULL;
+    secret->len = 0;
+}
+
+static int luks_open(BlockDriverState *bs, GHashTable *opts, int flags,
+                     Error **errp)
+{
+    BDRVLUKSState *s = bs->opaque;
+    QCryptoBlockOpenOptions open_opts = {
+        .format = QCRYPTO_BLOCK_FORMAT_LUKS,
+    };
+    unsigned int qflags = 0;
+    int64_t hdr_len, file_len;
+    int ret = -1;
+
+    if (luks_take_secret(opts, "key-secret", !(flags & BDRV_O_NO_IO), NULL,
+                         &open_opts.secret, errp) < 0) {
+        return -1;
+    }
+    if (flags & BDRV_O_NO_IO) {
+        qflags |= QCRYPTO_BLOCK_OPEN_NO_IO;
+    }
+
+    if (bdrv_opts_has_child(opts, "header")) {
+        s->header = bdrv_open_child(opts, "header", flags, false, errp);
+        if (!s->header) {
+            goto out;
+        }
+        s->detached = true;
+        qflags |= QCRYPTO_BLOCK_OPEN_DETACHED;
+    }
+    hdr_len = bdrv_getlength_exact(s->detached ? s->header : bs->file, errp);
+    if (hdr_len < 0) {
+        goto out;
+    }
+    open_opts.size = hdr_len;
+
+    s->block = qcrypto_block_open(&open_opts, luks_header_read,
+                                  s->detached ? s->header : bs->file,
+                                  qflags, errp);
+    if (!s->block) {
+        goto out;
+    }
+    s->payload_offset = qcrypto_block_get_payload_offset(s->block);
+    s->sector_size = qcrypto_block_get_sector_size(s->block);
+
+    file_len = bdrv_getlength_exact(bs->file, errp);
+    if (file_len < 0) {
+        goto out;
+    }
+    if ((uint64_t)file_len < s->payload_offset) {
+        error_setg(errp, "The LUKS payload starts at offset %" G_GUINT64_FORMAT
+                   ", beyond the end of '%s' (%" G_GINT64_FORMAT " bytes)",
+                   s->payload_offset, bdrv_get_filename(bs->file), file_len);
+        goto out;
+    }
+    ret = 0;
+
+out:
+    luks_secret_free(&open_opts.secret);
+    return ret;
+}
+
+static void luks_close(BlockDriverState *bs)
+{
+    BDRVLUKSState *s = bs->opaque;
+
+    qcrypto_block_free(s->block);
+    bdrv_close(s->header);
+}
+
+/* Read and decrypt whole sectors [offset, offset + bytes) into buf. */
+static int luks_read_sectors(BlockDriverState *bs, uint64_t offset,
+                             uint8_t *buf, size_t bytes, Error **errp)
+{
+    BDRVLUKSState *s = bs->opaque;
+    BlockDriverState *file = bs->file;
+
+    /* The file may end inside the last sector: the rest reads as zeroes. */
+    if (file->drv->bdrv_pread(file, s->payload_offset + offset, buf, bytes,
+                              errp) < 0) {
+        return -1;
+    }
+    return qcrypto_block_decrypt(s->block, offset, buf, bytes, errp);
+}
+
+/* Encrypt (in place) and write whole sectors. */
+static int luks_write_sectors(BlockDriverState *bs, uint64_t offset,
+                              uint8_t *buf, size_t bytes, Error **errp)
+{
+    BDRVLUKSState *s = bs->opaque;
+    BlockDriverState *file = bs->file;
+
+    if (qcrypto_block_encrypt(s->block, offset, buf, bytes, errp) < 0) {
+        return -1;
+    }
+    return file->drv->bdrv_pwrite(file, s->payload_offset + offset, buf,
+                                  bytes, 0, errp);
+}
+
+static bool luks_is_aligned(BDRVLUKSState *s, uint64_t offset, size_t bytes)
+{
+    return offset % s->sector_size == 0 && bytes % s->sector_size == 0;
+}
+
+static int luks_pread(BlockDriverState *bs, uint64_t offset, void *buf,
+                      size_t bytes, Error **errp)
+{
+    BDRVLUKSState *s = bs->opaque;
+    g_autofree uint8_t *bounce = NULL;
+    uint8_t *out = buf;
+
+    /* The common case: decrypt in the caller's buffer, in one piece. */
+    if (luks_is_aligned(s, offset, bytes)) {
+        return luks_read_sectors(bs, offset, buf, bytes, errp);
+    }
+
+    bounce = g_malloc(LUKS_BOUNCE_SIZE);
+    while (bytes) {
+        uint64_t start = ROUND_DOWN(offset, s->sector_size);
+        size_t skip = offset - start;
+        size_t n = MIN(bytes, LUKS_BOUNCE_SIZE - skip);
+        size_t span = ROUND_UP(skip + n, s->sector_size);
+
+        if (luks_read_sectors(bs, start, bounce, span, errp) < 0) {
+            return -1;
+        }
+        memcpy(out, bounce + skip, n);
+        out += n;
+        offset += n;
+        bytes -= n;
+    }
+    return 0;
+}
+
+static int luks_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
+                       size_t bytes, int flags, Error **errp)
+{
+    BDRVLUKSState *s = bs->opaque;
+    g_autofree uint8_t *bounce = NULL;
+    const uint8_t *in = buf;
+
+    /*
+     * The convert loop's case: the caller gave the buffer away
+     * (BDRV_REQ_MAY_CLOBBER), so encrypt it in place, no copy.
+     */
+    if ((flags & BDRV_REQ_MAY_CLOBBER) && luks_is_aligned(s, offset, bytes)) {
+        return luks_write_sectors(bs, offset, (uint8_t *)buf, bytes, errp);
+    }
+
+    bounce = g_malloc(LUKS_BOUNCE_SIZE);
+    while (bytes) {
+        uint64_t start = ROUND_DOWN(offset, s->sector_size);
+        size_t skip = offset - start;
+        size_t n = MIN(bytes, LUKS_BOUNCE_SIZE - skip);
+        size_t span = ROUND_UP(skip + n, s->sector_size);
+
+        /*
+         * Read-modify-write: a partly written first or last sector keeps
+         * the rest of its old contents (decrypted, patched, re-encrypted).
+         */
+        if (skip && luks_read_sectors(bs, start, bounce, s->sector_size,
+                                      errp) < 0) {
+            return -1;
+        }
+        if ((skip + n) % s->sector_size &&
+            (span > s->sector_size || !skip) &&
+            luks_read_sectors(bs, start + span - s->sector_size,
+                              bounce + span - s->sector_size,
+                              s->sector_size, errp) < 0) {
+            return -1;
+        }
+        memcpy(bounce + skip, in, n);
+        if (luks_write_sectors(bs, start, bounce, span, errp) < 0) {
+            return -1;
+        }
+        in += n;
+        offset += n;
+        bytes -= n;
+    }
+    return 0;
+}
+
+static int64_t luks_getlength(BlockDriverState *bs, Error **errp)
+{
+    BDRVLUKSState *s = bs->opaque;
+    int64_t len = bdrv_getlength_exact(bs->file, errp);
+
+    if (len < 0) {
+        return -1;
+    }
+    return len - s->payload_offset;     /* checked at open: not negative */
+}
+
+static int luks_truncate(BlockDriverState *bs, uint64_t size,
+                         PreallocMode prealloc, Error **errp)
+{
+    BDRVLUKSState *s = bs->opaque;
+
+    return bdrv_truncate(bs->file, s->payload_offset + size, prealloc, errp);
+}
+
+static int luks_flush(BlockDriverState *bs, Error **errp)
+{
+    BDRVLUKSState *s = bs->opaque;
+
+    return s->header ? bdrv_flush(s->header, errp) : 0;
+}
+
+static bool luks_is_encrypted(BlockDriverState *bs)
+{
+    return true;
+}
+
+static int64_t luks_get_allocated_file_size(BlockDriverState *bs)
+{
+    BDRVLUKSState *s = bs->opaque;
+    int64_t size = bdrv_get_allocated_file_size(bs->file);
+
+    if (size >= 0 && s->header) {
+        int64_t hdr = bdrv_get_allocated_file_size(s->header);
+
+        size = hdr < 0 ? -1 : size + hdr;
+    }
+    return size;
+}
+
+static int luks_get_info(BlockDriverState *bs, BlockImageInfo *info,
+                         Error **errp)
+{
+    BDRVLUKSState *s = bs->opaque;
+
+    info->luks = qcrypto_block_get_info(s->block, errp);
+    return info->luks ? 0 : -1;
+}
+
+/*
+ * The creation options (-o) of a LUKS image, as QEMU names them. Takes
+ * them from opts; *secret (if asked for) must be freed with
+ * luks_secret_free().
+ */
+static int luks_take_create_opts(GHashTable *opts,
+                                 QCryptoBlockCreateOptions *copts,
+                                 bool need_secret, Error **errp)
+{
+    static const struct {
+        const char *key;
+        int (*parse)(const char *);
+    } enums[] = {
+        { "cipher-alg", qcrypto_cipher_algo_parse },
+        { "cipher-mode", qcrypto_cipher_mode_parse },
+        { "ivgen-alg", qcrypto_ivgen_algo_parse },
+        { "ivgen-hash-alg", qcrypto_hash_algo_parse },
+        { "hash-alg", qcrypto_hash_algo_parse },
+    };
+    int values[G_N_ELEMENTS(enums)];
+    bool given[G_N_ELEMENTS(enums)];
+    bool has_iter_time = g_hash_table_contains(opts, "iter-time");
+
+    memset(copts, 0, sizeof(*copts));
+    qcrypto_block_create_options_init(copts);
+    copts->format = QCRYPTO_BLOCK_FORMAT_LUKS;
+
+    for (size_t i = 0; i < G_N_ELEMENTS(enums); i++) {
+        g_autofree char *str = qemu_opt_take(opts, enums[i].key);
+
+        given[i] = str != NULL;
+        if (str) {
+            values[i] = enums[i].parse(str);
+            if (values[i] < 0) {
+                error_setg(errp, "Invalid parameter '%s' for '%s'", str,
+                           enums[i].key);
+                return -1;
+            }
+        }
+    }
+    if (given[0]) {
+        copts->cipher_alg = values[0];
+    }
+    if (given[1]) {
+        copts->cipher_mode = values[1];
+    }
+    if (given[2]) {
+        copts->ivgen_alg = values[2];
+    }
+    if (given[3]) {
+        copts->has_ivgen_hash_alg = true;
+        copts->ivgen_hash_alg = values[3];
+    }
+    if (given[4]) {
+        copts->hash_alg = values[4];
+    }
+
+    if (qemu_opt_take_uint(opts, "iter-time", copts->iter_time,
+                           &copts->iter_time, errp) < 0 ||
+        qemu_opt_take_bool(opts, "detached-header", false,
+                           &copts->detached_header, errp) < 0 ||
+        qemu_opt_take_uint(opts, "align-payload", 0, &copts->align_payload,
+                           errp) < 0) {
+        return -1;
+    }
+    copts->has_iter_time = has_iter_time;
+    return luks_take_secret(opts, "key-secret", need_secret, NULL,
+                            &copts->secret, errp);
+}
+
+typedef struct LUKSCreateState {
+    BlockDriverState *file;
+    uint64_t size;
+    PreallocMode prealloc;
+    bool detached;
+} LUKSCreateState;
+
+/* The header is about to be written: make the file its final size. */
+static int luks_create_init(QCryptoBlock *block, uint64_t headerlen,
+                            void *opaque, Error **errp)
+{
+    LUKSCreateState *cs = opaque;
+    /* A detached header file holds the header only: no payload. */
+    uint64_t size = cs->detached ? headerlen : headerlen + cs->size;
+
+    return bdrv_truncate(cs->file, size, cs->prealloc, errp);
+}
+
+static int luks_create_write(QCryptoBlock *block, uint64_t offset,
+                             const uint8_t *buf, size_t buflen, void *opaque,
+                             Error **errp)
+{
+    LUKSCreateState *cs = opaque;
+
+    return luks_header_write(block, offset, buf, buflen, cs->file, errp);
+}
+
+static int luks_take_prealloc(GHashTable *opts, PreallocMode *prealloc,
+                              Error **errp)
+{
+    g_autofree char *str = qemu_opt_take(opts, "preallocation");
+    int mode;
+
+    *prealloc = PREALLOC_MODE_OFF;
+    if (str) {
+        mode = prealloc_mode_parse(str);
+        if (mode < 0) {
+            error_setg(errp, "Invalid preallocation mode: '%s'", str);
+            return -1;
+        }
+        *prealloc = mode;
+    }
+    return 0;
+}
+
+static int luks_create(const char *filename, GHashTable *opts, int flags,
+                       BlockDriverState **pbs, Error **errp)
+{
+    QCryptoBlockCreateOptions copts;
+    LUKSCreateState cs = { 0 };
+    g_autoptr(QCryptoBlock) block = NULL;
+    BDRVLUKSState *s;
+    int ret = -1;
+
+    if (qemu_opt_take_size(opts, "size", 0, &cs.size, errp) < 0 ||
+        luks_take_prealloc(opts, &cs.prealloc, errp) < 0 ||
+        luks_take_create_opts(opts, &copts, true, errp) < 0) {
+        return -1;
+    }
+    cs.detached = copts.detached_header;
+    if (cs.detached && pbs) {
+        error_setg(errp, "A detached header cannot be written here: create "
+                   "it with 'create', then write the data with 'convert -n' "
+                   "and --target-image-opts");
+        goto out;
+    }
+    if (bdrv_create_check_leftovers(opts, errp) < 0 ||
+        bdrv_create_file(filename, 0, PREALLOC_MODE_OFF, errp) < 0) {
+        goto out;
+    }
+    cs.file = bdrv_open(filename, "file", NULL, BDRV_O_RDWR | flags, errp);
+    if (!cs.file) {
+        unlink(filename);
+        goto out;
+    }
+    block = qcrypto_block_create(&copts, luks_create_init, luks_create_write,
+                                 &cs, errp);
+    if (!block || bdrv_flush(cs.file, errp) < 0) {
+        bdrv_close(cs.file);
+        unlink(filename);
+        goto out;
+    }
+    ret = 0;
+    if (!pbs) {
+        bdrv_close(cs.file);
+        goto out;
+    }
+    /* Hand over the image with the master key just made. */
+    *pbs = bdrv_new_node(&bdrv_luks, cs.file, BDRV_O_RDWR | flags);
+    s = (*pbs)->opaque;
+    s->block = g_steal_pointer(&block);
+    s->payload_offset = qcrypto_block_get_payload_offset(s->block);
+    s->sector_size = qcrypto_block_get_sector_size(s->block);
+
+out:
+    luks_secret_free(&copts.secret);
+    return ret;
+}
+
+static int luks_measure(GHashTable *opts, uint64_t size, uint64_t *required,
+                        uint64_t *fully_allocated, Error **errp)
+{
+    QCryptoBlockCreateOptions copts;
+    PreallocMode prealloc;
+    uint64_t header;
+    int ret = -1;
+
+    /* The layout does not depend on the passphrase: it is not needed. */
+    if (luks_take_prealloc(opts, &prealloc, errp) < 0 ||
+        luks_take_create_opts(opts, &copts, false, errp) < 0) {
+        return -1;
+    }
+    if (bdrv_create_check_leftovers(opts, errp) < 0 ||
+        qcrypto_block_calculate_payload_offset(&copts, &header, errp) < 0) {
+        goto out;
+    }
+    /* As qemu-img: the header plus the size as given (not rounded). */
+    *required = *fully_allocated = header + size;
+    ret = 0;
+
+out:
+    luks_secret_free(&copts.secret);
+    return ret;
+}
+
+static int luks_take_amend_opts(GHashTable *opts,
+                                QCryptoBlockAmendOptions *aopts,
+                                Error **errp)
+{
+    g_autofree char *state = qemu_opt_take(opts, "state");
+    uint64_t keyslot;
+
+    memset(aopts, 0, sizeof(*aopts));
+    if (!state) {
+        error_setg(errp, "Parameter 'state' is required");
+        return -1;
+    }
+    if (g_str_equal(state, "active")) {
+        aopts->state = QCRYPTO_BLOCK_AMEND_STATE_ACTIVE;
+    } else if (g_str_equal(state, "inactive")) {
+        aopts->state = QCRYPTO_BLOCK_AMEND_STATE_INACTIVE;
+    } else {
+        error_setg(errp, "Parameter 'state' does not accept value '%s' "
+                   "(use active or inactive)", state);
+        return -1;
+    }
+    if (g_hash_table_contains(opts, "keyslot")) {
+        if (qemu_opt_take_uint(opts, "keyslot", 0, &keyslot, errp) < 0) {
+            return -1;
+        }
+        if (keyslot > G_MAXINT) {
+            error_setg(errp, "Invalid keyslot %" G_GUINT64_FORMAT, keyslot);
+            return -1;
+        }
+        aopts->has_keyslot = true;
+        aopts->keyslot = keyslot;
+    }
+    if (g_hash_table_contains(opts, "iter-time")) {
+        aopts->has_iter_time = true;
+        if (qemu_opt_take_uint(opts, "iter-time", 0, &aopts->iter_time,
+                               errp) < 0) {
+            return -1;
+        }
+    }
+    if (luks_take_secret(opts, "old-secret", false, &aopts->has_old_secret,
+                         &aopts->old_secret, errp) < 0 ||
+        luks_take_secret(opts, "new-secret", false, &aopts->has_new_secret,
+                         &aopts->new_secret, errp) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static int luks_amend(BlockDriverState *bs, GHashTable *opts, bool force,
+                      Error **errp)
+{
+    BDRVLUKSState *s = bs->opaque;
+    QCryptoBlockAmendOptions aopts;
+    g_autofree char *unknown = NULL;
+    int ret = -1;
+
+    if (luks_take_amend_opts(opts, &aopts, errp) < 0) {
+        goto out;
+    }
+    unknown = qemu_opts_first_key(opts);
+    if (unknown) {
+        error_setg(errp, "Invalid parameter '%s'", unknown);
+        goto out;
+    }
+    ret = qcrypto_block_amend_options(s->block, luks_header_read,
+                                      luks_header_write,
+                                      s->detached ? s->header : bs->file,
+                                      &aopts, force, errp);
+out:
+    luks_secret_free(&aopts.old_secret);
+    luks_secret_free(&aopts.new_secret);
+    return ret;
+}
+
+const BlockDriver bdrv_luks = {
+    .format_name = "luks",
+    .instance_size = sizeof(BDRVLUKSState),
+    .bdrv_open = luks_open,
+    .bdrv_close = luks_close,
+    .bdrv_pread = luks_pread,
+    .bdrv_pwrite = luks_pwrite,
+    .bdrv_getlength = luks_getlength,
+    .bdrv_truncate = luks_truncate,
+    .bdrv_flush = luks_flush,
+    .bdrv_is_encrypted = luks_is_encrypted,
+    .bdrv_get_allocated_file_size = luks_get_allocated_file_size,
+    .bdrv_create = luks_create,
+    .bdrv_measure = luks_measure,
+    .bdrv_get_info = luks_get_info,
+    .bdrv_amend = luks_amend,
+};

@@ -1,0 +1,306 @@
+/*
+ * The "file" protocol driver: an image's bytes in a POSIX file (or a block
+ * device), with pread/pwrite, and fallocate for preallocation.
+ */
+#include <errno.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "block/block_int.h"
+
+typedef struct BDRVFileState {
+    int fd;
+} BDRVFileState;
+
+/* Zero-filled chunk used by full preallocation. */
+#define FILE_PREALLOC_CHUNK (1024 * 1024)
+
+static int file_open(BlockDriverState *bs, GHashTable *opts, int flags,
+                     Error **errp)
+{
+    BDRVFileState *s = bs->opaque;
+    g_autofree char *filename = qemu_opt_take(opts, "filename");
+    struct stat st;
+
+    s->fd = -1;
+    if (!filename) {
+        error_setg(errp, "Parameter 'filename' is required");
+        return -1;
+    }
+    /* Read-only opens are O_RDONLY: a source image is never writable. */
+    s->fd = open(filename, ((flags & BDRV_O_RDWR) ? O_RDWR : O_RDONLY) |
+                 O_CLOEXEC);
+    if (s->fd < 0) {
+        error_setg_errno(errp, errno, "Could not open '%s'", filename);
+        return -1;
+    }
+    st.st_mode = 0;
+    if (fstat(s->fd, &st) < 0 || S_ISDIR(st.st_mode)) {
+        int err = S_ISDIR(st.st_mode) ? EISDIR : errno;
+
+        error_setg_errno(errp, err, "Could not open '%s'", filename);
+        close(s->fd);
+        s->fd = -1;
+        return -1;
+    }
+    bs->filename = g_steal_pointer(&filename);
+    return 0;
+}
+
+static void file_close(BlockDriverState *bs)
+{
+    BDRVFileState *s = bs->opaque;
+
+    if (s->fd >= 0) {
+        close(s->fd);
+    }
+}
+
+static int file_pread(BlockDriverState *bs, uint64_t offset, void *buf,
+                      size_t bytes, Error **errp)
+{
+    BDRVFileState *s = bs->opaque;
+    uint8_t *p = buf;
+
+    while (bytes) {
+        ssize_t n = pread(s->fd, p, bytes, offset);
+
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            error_setg_errno(errp, errno, "Could not read '%s' at offset %"
+                             G_GUINT64_FORMAT, bs->filename, offset);
+            return -1;
+        }
+        if (n == 0) {
+            /* Past the end of the file: reads as zeroes, as in QEMU. */
+            memset(p, 0, bytes);
+            break;
+        }
+        p += n;
+        offset += n;
+        bytes -= n;
+    }
+    return 0;
+}
+
+static int file_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
+                       size_t bytes, int flags, Error **errp)
+{
+    BDRVFileState *s = bs->opaque;
+    const uint8_t *p = buf;
+
+    while (bytes) {
+        ssize_t n = pwrite(s->fd, p, bytes, offset);
+
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            error_setg_errno(errp, errno, "Could not write '%s' at offset %"
+                             G_GUINT64_FORMAT, bs->filename, offset);
+            return -1;
+        }
+        p += n;
+        offset += n;
+        bytes -= n;
+    }
+    return 0;
+}
+
+static int64_t file_getlength(BlockDriverState *bs, Error **errp)
+{
+    BDRVFileState *s = bs->opaque;
+    /* SEEK_END works for block devices too, where st_size is 0. */
+    off_t len = lseek(s->fd, 0, SEEK_END);
+
+    if (len < 0) {
+        error_setg_errno(errp, errno, "Could not get the size of '%s'",
+                         bs->filename);
+        return -1;
+    }
+    return len;
+}
+
+static int file_write_zeroes(int fd, uint64_t offset, uint64_t end,
+                             Error **errp)
+{
+    g_autofree uint8_t *zeroes = g_malloc0(FILE_PREALLOC_CHUNK);
+
+    while (offset < end) {
+        size_t n = MIN(end - offset, FILE_PREALLOC_CHUNK);
+        ssize_t r = pwrite(fd, zeroes, n, offset);
+
+        if (r < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            error_setg_errno(errp, errno, "Could not preallocate data");
+            return -1;
+        }
+        offset += r;
+    }
+    return 0;
+}
+
+/* Resize fd to size; grown space is allocated as prealloc says. */
+static int file_resize_fd(int fd, uint64_t size, PreallocMode prealloc,
+                          Error **errp)
+{
+    struct stat st;
+
+    if (fstat(fd, &st) < 0) {
+        error_setg_errno(errp, errno, "Could not stat the image");
+        return -1;
+    }
+    if (prealloc != PREALLOC_MODE_OFF && size > (uint64_t)st.st_size) {
+        int ret = 0;
+
+        if (prealloc == PREALLOC_MODE_FALLOC) {
+            /* posix_fallocate() returns the error rather than setting errno */
+            ret = posix_fallocate(fd, st.st_size, size - st.st_size);
+            if (ret) {
+                error_setg_errno(errp, ret, "Could not preallocate data");
+                return -1;
+            }
+        } else if (file_write_zeroes(fd, st.st_size, size, errp) < 0) {
+            return -1;
+        }
+    }
+    if (ftruncate(fd, size) < 0) {
+        error_setg_errno(errp, errno, "Could not resize the image");
+        return -1;
+    }
+    return 0;
+}
+
+static int file_truncate(BlockDriverState *bs, uint64_t size,
+                         PreallocMode prealloc, Error **errp)
+{
+    BDRVFileState *s = bs->opaque;
+
+    return file_resize_fd(s->fd, size, prealloc, errp);
+}
+
+static int file_flush(BlockDriverState *bs, Error **errp)
+{
+    BDRVFileState *s = bs->opaque;
+
+    if (bs->open_flags & BDRV_O_NO_FLUSH) {
+        return 0;
+    }
+    if (fdatasync(s->fd) < 0) {
+        error_setg_errno(errp, errno, "Could not flush '%s'", bs->filename);
+        return -1;
+    }
+    return 0;
+}
+
+/* Holes in the file read as zeroes: SEEK_DATA / SEEK_HOLE find them. */
+static bool file_block_status_is_data(BlockDriverState *bs, uint64_t offset,
+                                      uint64_t bytes, uint64_t *pnum)
+{
+    BDRVFileState *s = bs->opaque;
+    off_t data, hole;
+
+    *pnum = bytes;
+    data = lseek(s->fd, offset, SEEK_DATA);
+    if (data < 0) {
+        /* ENXIO: only a hole up to the end; anything else: assume data. */
+        return errno != ENXIO;
+    }
+    if ((uint64_t)data > offset) {
+        *pnum = MIN(bytes, (uint64_t)data - offset);
+        return false;
+    }
+    hole = lseek(s->fd, offset, SEEK_HOLE);
+    if (hole > (off_t)offset) {
+        *pnum = MIN(bytes, (uint64_t)hole - offset);
+    }
+    return true;
+}
+
+static bool file_has_zero_init(BlockDriverState *bs)
+{
+    BDRVFileState *s = bs->opaque;
+    struct stat st;
+
+    /* A block device keeps whatever it held; a new file is all zeroes. */
+    return fstat(s->fd, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int64_t file_get_allocated_file_size(BlockDriverState *bs)
+{
+    BDRVFileState *s = bs->opaque;
+    struct stat st;
+
+    if (fstat(s->fd, &st) < 0) {
+        return -1;
+    }
+    return (int64_t)st.st_blocks * 512;     /* st_blocks: 512-byte units */
+}
+
+int bdrv_create_file(const char *filename, uint64_t size,
+                     PreallocMode prealloc, Error **errp)
+{
+    /* O_EXCL: never overwrite what is there (see bdrv_create()). */
+    int fd = open(filename, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int ret;
+
+    if (fd < 0) {
+        error_setg_errno(errp, errno, "Could not create '%s'", filename);
+        return -1;
+    }
+    ret = file_resize_fd(fd, size, prealloc, errp);
+    if (close(fd) < 0 && ret == 0) {
+        error_setg_errno(errp, errno, "Could not create '%s'", filename);
+        ret = -1;
+    }
+    if (ret < 0) {
+        unlink(filename);   /* ours: O_EXCL made it */
+    }
+    return ret;
+}
+
+static int file_create(const char *filename, GHashTable *opts, int flags,
+                       BlockDriverState **pbs, Error **errp)
+{
+    g_autofree char *prealloc_str = qemu_opt_take(opts, "preallocation");
+    int prealloc = PREALLOC_MODE_OFF;
+    uint64_t size;
+
+    if (qemu_opt_take_size(opts, "size", 0, &size, errp) < 0) {
+        return -1;
+    }
+    if (prealloc_str) {
+        prealloc = prealloc_mode_parse(prealloc_str);
+        if (prealloc < 0) {
+            error_setg(errp, "Invalid preallocation mode: '%s'", prealloc_str);
+            return -1;
+        }
+    }
+    if (bdrv_create_check_leftovers(opts, errp) < 0) {
+        return -1;
+    }
+    return bdrv_create_file(filename, size, prealloc, errp);
+}
+
+const BlockDriver bdrv_file = {
+    .format_name = "file",
+    .instance_size = sizeof(BDRVFileState),
+    .is_protocol = true,
+    .bdrv_open = file_open,
+    .bdrv_close = file_close,
+    .bdrv_pread = file_pread,
+    .bdrv_pwrite = file_pwrite,
+    .bdrv_getlength = file_getlength,
+    .bdrv_truncate = file_truncate,
+    .bdrv_flush = file_flush,
+    .bdrv_block_status_is_data = file_block_status_is_data,
+    .bdrv_has_zero_init = file_has_zero_init,
+    .bdrv_get_allocated_file_size = file_get_allocated_file_size,
+    .bdrv_create = file_create,
+};

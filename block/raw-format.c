@@ -1,0 +1,99 @@
+/*
+ * The "raw" format driver: the image is its file's bytes, one to one.
+ */
+#include "block/block_int.h"
+
+static int raw_open(BlockDriverState *bs, GHashTable *opts, int flags,
+                    Error **errp)
+{
+    return 0;
+}
+
+static int raw_pread(BlockDriverState *bs, uint64_t offset, void *buf,
+                     size_t bytes, Error **errp)
+{
+    return bs->file->drv->bdrv_pread(bs->file, offset, buf, bytes, errp);
+}
+
+static int raw_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
+                      size_t bytes, int flags, Error **errp)
+{
+    return bs->file->drv->bdrv_pwrite(bs->file, offset, buf, bytes, flags,
+                                      errp);
+}
+
+static int64_t raw_getlength(BlockDriverState *bs, Error **errp)
+{
+    return bdrv_getlength_exact(bs->file, errp);
+}
+
+static int raw_truncate(BlockDriverState *bs, uint64_t size,
+                        PreallocMode prealloc, Error **errp)
+{
+    return bdrv_truncate(bs->file, size, prealloc, errp);
+}
+
+static bool raw_block_status_is_data(BlockDriverState *bs, uint64_t offset,
+                                     uint64_t bytes, uint64_t *pnum)
+{
+    return bdrv_block_status_is_data(bs->file, offset, bytes, pnum);
+}
+
+static bool raw_has_zero_init(BlockDriverState *bs)
+{
+    return bdrv_has_zero_init(bs->file);
+}
+
+static int raw_create(const char *filename, GHashTable *opts, int flags,
+                      BlockDriverState **pbs, Error **errp)
+{
+    g_autofree char *prealloc_str = qemu_opt_take(opts, "preallocation");
+    int prealloc = PREALLOC_MODE_OFF;
+    uint64_t size;
+
+    if (qemu_opt_take_size(opts, "size", 0, &size, errp) < 0) {
+        return -1;
+    }
+    if (prealloc_str) {
+        prealloc = prealloc_mode_parse(prealloc_str);
+        if (prealloc < 0) {
+            error_setg(errp, "Invalid preallocation mode: '%s'", prealloc_str);
+            return -1;
+        }
+    }
+    if (bdrv_create_check_leftovers(opts, errp) < 0) {
+        return -1;
+    }
+    /* qemu-img makes raw images a whole number of sectors long. */
+    return bdrv_create_file(filename, ROUND_UP(size, BDRV_SECTOR_SIZE),
+                            prealloc, errp);
+}
+
+static int raw_measure(GHashTable *opts, uint64_t size, uint64_t *required,
+                       uint64_t *fully_allocated, Error **errp)
+{
+    g_autofree char *prealloc = qemu_opt_take(opts, "preallocation");
+
+    if (prealloc && prealloc_mode_parse(prealloc) < 0) {
+        error_setg(errp, "Invalid preallocation mode: '%s'", prealloc);
+        return -1;
+    }
+    if (bdrv_create_check_leftovers(opts, errp) < 0) {
+        return -1;
+    }
+    *required = *fully_allocated = ROUND_UP(size, BDRV_SECTOR_SIZE);
+    return 0;
+}
+
+const BlockDriver bdrv_raw = {
+    .format_name = "raw",
+    .bdrv_open = raw_open,
+    .bdrv_pread = raw_pread,
+    .bdrv_pwrite = raw_pwrite,
+    .bdrv_getlength = raw_getlength,
+    .bdrv_truncate = raw_truncate,
+    .bdrv_block_status_is_data = raw_block_status_is_data,
+    .bdrv_has_zero_init = raw_has_zero_init,
+    .bdrv_create = raw_create,
+    .bdrv_measure = raw_measure,
+};

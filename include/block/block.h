@@ -1,0 +1,150 @@
+/*
+ * A small block layer (QEMU's block/ shape): a graph of nodes, each a
+ * BlockDriverState run by a BlockDriver. A format node ("raw", "luks")
+ * sits on a protocol node ("file") that holds the bytes: its "file"
+ * child. The image tool talks to the top node only.
+ *
+ * Nodes are opened from options in QEMU's dotted form
+ * (include/block/options.h): "driver=luks,key-secret=s0,file.filename=x".
+ *
+ * Requests are byte-addressed and synchronous. Different nodes may be used
+ * from different threads, and one node may serve concurrent requests on
+ * distinct, sector-aligned ranges (the convert loop does this).
+ */
+#ifndef BLOCK_BLOCK_H
+#define BLOCK_BLOCK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "qemu/error.h"
+#include "crypto/block.h"
+
+typedef struct BlockDriverState BlockDriverState;
+
+#ifndef ROUND_UP
+/* Round n down / up to a multiple of d (d need not be a power of two). */
+#define ROUND_DOWN(n, d) ((n) / (d) * (d))
+#define ROUND_UP(n, d) ROUND_DOWN((n) + (d) - 1, (d))
+#endif
+
+/* QEMU's sector: the unit of image sizes (virtual sizes round up to it). */
+#define BDRV_SECTOR_SIZE 512
+
+/* Open flags */
+#define BDRV_O_RDWR    (1 << 0)
+/* Metadata only (e.g. info): a LUKS image opens without its passphrase. */
+#define BDRV_O_NO_IO   (1 << 1)
+/*
+ * Never sync to disk (QEMU's cache=unsafe, qemu-img convert's default for
+ * its target): the page cache writes the data back when it likes.
+ */
+#define BDRV_O_NO_FLUSH (1 << 2)
+
+/* Write flags */
+/*
+ * The caller does not need the buffer's contents after the write, so a
+ * driver may transform it in place (luks encrypts it there) instead of
+ * copying it to a bounce buffer first.
+ */
+#define BDRV_REQ_MAY_CLOBBER (1 << 0)
+
+typedef enum {
+    PREALLOC_MODE_OFF,
+    PREALLOC_MODE_FALLOC,
+    PREALLOC_MODE_FULL,
+    PREALLOC_MODE__MAX,
+} PreallocMode;
+
+/* "off", "falloc", "full"; -1 if unknown */
+int prealloc_mode_parse(const char *name);
+const char *prealloc_mode_name(PreallocMode mode);
+
+/*
+ * Open an image. filename may be NULL when options say where the bytes
+ * are (--image-opts). format NULL means: options["driver"], or else probe
+ * (a LUKS header means "luks", anything else "raw"). options may be NULL;
+ * it is not modified.
+ */
+BlockDriverState *bdrv_open(const char *filename, const char *format,
+                            GHashTable *options, int flags, Error **errp);
+/* Close a node and its children, flushing them first. NULL is allowed. */
+void bdrv_close(BlockDriverState *bs);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(BlockDriverState, bdrv_close)
+
+const char *bdrv_get_format_name(BlockDriverState *bs);
+/* The file name the image was opened from (the protocol node's). */
+const char *bdrv_get_filename(BlockDriverState *bs);
+bool bdrv_is_read_only(BlockDriverState *bs);
+bool bdrv_is_encrypted(BlockDriverState *bs);
+
+/* Whether the named format exists; whether it can be created. */
+bool bdrv_format_is_known(const char *format);
+
+/*
+ * Virtual size in bytes, rounded up to BDRV_SECTOR_SIZE as QEMU reports
+ * it; -1 on error.
+ */
+int64_t bdrv_getlength(BlockDriverState *bs, Error **errp);
+/* Bytes the image occupies on disk (all its files), -1 if unknown. */
+int64_t bdrv_get_allocated_file_size(BlockDriverState *bs);
+
+/* Read / write bytes inside [0, bdrv_getlength()). */
+int bdrv_pread(BlockDriverState *bs, uint64_t offset, void *buf,
+               size_t bytes, Error **errp);
+int bdrv_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
+                size_t bytes, int flags, Error **errp);
+int bdrv_flush(BlockDriverState *bs, Error **errp);
+/* Resize to size bytes of virtual size. */
+int bdrv_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
+                  Error **errp);
+
+/*
+ * Whether [offset, offset + bytes) may hold data: false only where the
+ * node knows it reads as zeroes (a hole in a raw file). *pnum receives the
+ * length of the run that shares the answer (at least 1 byte).
+ */
+bool bdrv_block_status_is_data(BlockDriverState *bs, uint64_t offset,
+                               uint64_t bytes, uint64_t *pnum);
+/* Whether a node, just created, reads as all zeroes (a new raw file). */
+bool bdrv_has_zero_init(BlockDriverState *bs);
+
+/* What "qemu-img info" shows. */
+typedef struct BlockImageInfo {
+    char *filename;
+    char *format;
+    uint64_t virtual_size;
+    int64_t actual_size;            /* -1: unknown */
+    bool encrypted;
+    QCryptoBlockInfo *luks;         /* format-specific data, or NULL */
+} BlockImageInfo;
+
+BlockImageInfo *bdrv_get_image_info(BlockDriverState *bs, Error **errp);
+void bdrv_image_info_free(BlockImageInfo *info);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(BlockImageInfo, bdrv_image_info_free)
+
+/*
+ * Create an image of the given format at filename. opts holds "size" and
+ * the format's creation options (-o); the ones understood are removed,
+ * and any left over is an error. The file must not exist yet: it is
+ * created exclusively, so that nothing the user had is ever overwritten.
+ * On failure, nothing is left behind.
+ */
+int bdrv_create(const char *format, const char *filename, GHashTable *opts,
+                Error **errp);
+/* The same, and return the new image open read-write (with flags). */
+BlockDriverState *bdrv_create_open(const char *format, const char *filename,
+                                   GHashTable *opts, int flags, Error **errp);
+
+/*
+ * Bytes a new image of this format needs for size bytes of data
+ * ("qemu-img measure"); opts as for bdrv_create() (minus "size").
+ */
+int bdrv_measure(const char *format, GHashTable *opts, uint64_t size,
+                 uint64_t *required, uint64_t *fully_allocated, Error **errp);
+
+/* Change format options in place ("qemu-img amend -o ..."). */
+int bdrv_amend(BlockDriverState *bs, GHashTable *opts, bool force,
+               Error **errp);
+
+#endif

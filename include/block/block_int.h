@@ -1,0 +1,114 @@
+/*
+ * The block driver table: what a driver provides (private to block/).
+ *
+ * A driver is a BlockDriver; each open node (BlockDriverState) points at
+ * one, with the driver's own state in bs->opaque (instance_size bytes).
+ * block/block.c checks request bounds and read-only before calling a
+ * driver, and opens a format node's "file" child before the driver's
+ * bdrv_open runs, so drivers need not.
+ */
+#ifndef BLOCK_BLOCK_INT_H
+#define BLOCK_BLOCK_INT_H
+
+#include "block/block.h"
+#include "block/options.h"
+
+typedef struct BlockDriver BlockDriver;
+
+struct BlockDriverState {
+    const BlockDriver *drv;
+    void *opaque;
+    int open_flags;
+    char *filename;             /* protocol nodes: the path */
+    BlockDriverState *file;     /* format nodes: the child holding the bytes */
+};
+
+struct BlockDriver {
+    const char *format_name;
+    size_t instance_size;
+    /* A protocol driver holds bytes itself ("file"); a format needs a child. */
+    bool is_protocol;
+
+    /* Take the options understood from opts; leftovers are an error. */
+    int (*bdrv_open)(BlockDriverState *bs, GHashTable *opts, int flags,
+                     Error **errp);
+    void (*bdrv_close)(BlockDriverState *bs);
+
+    int (*bdrv_pread)(BlockDriverState *bs, uint64_t offset, void *buf,
+                      size_t bytes, Error **errp);
+    /* With BDRV_REQ_MAY_CLOBBER the driver may write into buf. */
+    int (*bdrv_pwrite)(BlockDriverState *bs, uint64_t offset, const void *buf,
+                       size_t bytes, int flags, Error **errp);
+    /* Exact length in bytes (not rounded). */
+    int64_t (*bdrv_getlength)(BlockDriverState *bs, Error **errp);
+    int (*bdrv_truncate)(BlockDriverState *bs, uint64_t size,
+                         PreallocMode prealloc, Error **errp);
+    int (*bdrv_flush)(BlockDriverState *bs, Error **errp);
+
+    /* Optional; the default: data everywhere. */
+    bool (*bdrv_block_status_is_data)(BlockDriverState *bs, uint64_t offset,
+                                      uint64_t bytes, uint64_t *pnum);
+    bool (*bdrv_has_zero_init)(BlockDriverState *bs);
+    /* Optional; the default: the sum over the children. */
+    int64_t (*bdrv_get_allocated_file_size)(BlockDriverState *bs);
+    bool (*bdrv_is_encrypted)(BlockDriverState *bs);
+
+    /*
+     * opts holds "size" and the creation options. Take what is understood,
+     * then call bdrv_create_check_leftovers() before touching the disk: a
+     * typo must not leave a file behind, nor cost a PBKDF2 calibration.
+     * If pbs is set, the driver may return the new image already open
+     * read-write with flags (a LUKS image keeps the master key it just
+     * made: no second PBKDF2 run to unlock it); if it leaves *pbs NULL,
+     * the image is opened the usual way. On failure the driver removes
+     * the file if it made it.
+     */
+    int (*bdrv_create)(const char *filename, GHashTable *opts, int flags,
+                       BlockDriverState **pbs, Error **errp);
+    int (*bdrv_measure)(GHashTable *opts, uint64_t size, uint64_t *required,
+                        uint64_t *fully_allocated, Error **errp);
+    /* Fill in the format-specific part of info (optional). */
+    int (*bdrv_get_info)(BlockDriverState *bs, BlockImageInfo *info,
+                         Error **errp);
+    int (*bdrv_amend)(BlockDriverState *bs, GHashTable *opts, bool force,
+                      Error **errp);
+};
+
+extern const BlockDriver bdrv_file;
+extern const BlockDriver bdrv_raw;
+extern const BlockDriver bdrv_luks;
+
+/* Whether opts says anything about the child called name. */
+bool bdrv_opts_has_child(GHashTable *opts, const char *name);
+
+/*
+ * Open the child node called name ("file", "header") from the options
+ * under "name." in opts (taken from opts), or from "name=PATH" as a
+ * shorthand for "name.filename=PATH". With no such options: NULL, and an
+ * error only if !allow_none. A child without "driver" is a "file" node.
+ */
+BlockDriverState *bdrv_open_child(GHashTable *opts, const char *name,
+                                  int flags, bool allow_none, Error **errp);
+
+/*
+ * Create a protocol-level file (for a format's bdrv_create): exclusively,
+ * size bytes, with prealloc. The file is left for the caller to open; on
+ * failure, nothing is left.
+ */
+int bdrv_create_file(const char *filename, uint64_t size,
+                     PreallocMode prealloc, Error **errp);
+
+/*
+ * A node of drv on file, opened by its creator (bdrv_create) rather than by
+ * drv->bdrv_open: the caller fills in bs->opaque.
+ */
+BlockDriverState *bdrv_new_node(const BlockDriver *drv,
+                                BlockDriverState *file, int flags);
+
+/* Creation options nobody understood: "Invalid parameter 'x'", as QEMU. */
+int bdrv_create_check_leftovers(GHashTable *opts, Error **errp);
+
+/* Raw size of a node, unrounded (the driver's bdrv_getlength). */
+int64_t bdrv_getlength_exact(BlockDriverState *bs, Error **errp);
+
+#endif

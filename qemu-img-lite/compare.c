@@ -1,0 +1,203 @@
+/*
+ * qemu-img-lite compare: whether two images hold the same data. As
+ * qemu-img: exit 0 identical, 1 different, 2 error; mismatches are
+ * reported at the offset of the first differing 512-byte sector.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "img.h"
+
+/* Read this much of each image at a time. */
+#define COMPARE_CHUNK (1024 * 1024)
+
+/* Offset (within len) of the sector holding the first byte a != b. */
+static size_t compare_first_mismatch(const uint8_t *a, const uint8_t *b,
+                                     size_t len)
+{
+    size_t i = 0;
+
+    while (i < len && a[i] == b[i]) {
+        i++;
+    }
+    return ROUND_DOWN(i, BDRV_SECTOR_SIZE);
+}
+
+static bool buffer_is_zero(const uint8_t *buf, size_t len)
+{
+    /* memcmp against itself shifted by one byte: all bytes equal buf[0]. */
+    return len == 0 || (buf[0] == 0 && memcmp(buf, buf + 1, len - 1) == 0);
+}
+
+/* 0: same, 1: mismatch at *where, -1: error (printed). */
+static int compare_ranges(BlockDriverState *a, const char *name_a,
+                          BlockDriverState *b, const char *name_b,
+                          uint64_t len, uint64_t *where, ImgProgress *prog,
+                          uint64_t total)
+{
+    g_autofree uint8_t *buf_a = g_malloc(COMPARE_CHUNK);
+    g_autofree uint8_t *buf_b = g_malloc(COMPARE_CHUNK);
+    Error *err = NULL;
+
+    for (uint64_t off = 0; off < len; off += COMPARE_CHUNK) {
+        size_t n = MIN(len - off, COMPARE_CHUNK);
+
+        if (img_interrupted) {
+            img_error(NULL, "Interrupted");
+            return -1;
+        }
+        if (bdrv_pread(a, off, buf_a, n, &err) < 0) {
+            img_error_free(name_a, err);
+            return -1;
+        }
+        if (bdrv_pread(b, off, buf_b, n, &err) < 0) {
+            img_error_free(name_b, err);
+            return -1;
+        }
+        if (memcmp(buf_a, buf_b, n)) {
+            *where = off + compare_first_mismatch(buf_a, buf_b, n);
+            return 1;
+        }
+        img_progress_update(prog, 100.0 * (off + n) / total);
+    }
+    return 0;
+}
+
+/* Whether [start, end) of bs reads as zeroes: 0 yes, 1 no (*where). */
+static int compare_check_zero(BlockDriverState *bs, const char *name,
+                              uint64_t start, uint64_t end, uint64_t *where)
+{
+    g_autofree uint8_t *buf = g_malloc(COMPARE_CHUNK);
+    Error *err = NULL;
+
+    for (uint64_t off = start; off < end; off += COMPARE_CHUNK) {
+        size_t n = MIN(end - off, COMPARE_CHUNK);
+
+        if (bdrv_pread(bs, off, buf, n, &err) < 0) {
+            img_error_free(name, err);
+            return -1;
+        }
+        if (!buffer_is_zero(buf, n)) {
+            uint8_t *p = buf;
+
+            while (*p == 0) {
+                p++;
+            }
+            *where = off + ROUND_DOWN((size_t)(p - buf), BDRV_SECTOR_SIZE);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int img_compare(int argc, char **argv)
+{
+    g_autofree char *fmt1 = NULL, *fmt2 = NULL;
+    g_autoptr(BlockDriverState) bs1 = NULL;
+    g_autoptr(BlockDriverState) bs2 = NULL;
+    gboolean image_opts = FALSE, strict = FALSE, progress = FALSE;
+    gboolean force_share = FALSE;
+    ImgCommonOpts common = { 0 };
+    const GOptionEntry entries[] = {
+        { "a-format", 'f', 0, G_OPTION_ARG_STRING, &fmt1,
+          "format of FILE1 (default: probe)", "FMT" },
+        { "b-format", 'F', 0, G_OPTION_ARG_STRING, &fmt2,
+          "format of FILE2 (default: probe)", "FMT" },
+        { "image-opts", 0, 0, G_OPTION_ARG_NONE, &image_opts,
+          "FILE1 and FILE2 are option strings "
+          "(driver=...,file.filename=...)", NULL },
+        { "strict", 's', 0, G_OPTION_ARG_NONE, &strict,
+          "images of different sizes differ, whatever they hold", NULL },
+        { "progress", 'p', 0, G_OPTION_ARG_NONE, &progress,
+          "show progress", NULL },
+        { "force-share", 'U', 0, G_OPTION_ARG_NONE, &force_share,
+          "accepted for qemu-img compatibility", NULL },
+        { NULL }
+    };
+    const char *name1, *name2;
+    int64_t len1, len2;
+    uint64_t where = 0;
+    ImgProgress prog;
+    Error *err = NULL;
+    int r, ret = 2;
+
+    if (img_parse_args(&argc, &argv, "FILE1 FILE2",
+                       "Compare the contents of two images. Exit status: 0 "
+                       "identical, 1 different, 2 error.",
+                       "Images of different sizes are identical if the "
+                       "larger one holds only zeroes past the end of the "
+                       "smaller (unless -s).\n\nExample:\n  qemu-img-lite "
+                       "compare --object secret,id=s0,data=pass -f raw "
+                       "--image-opts \\\n      driver=raw,file.filename=disk.raw "
+                       "driver=luks,key-secret=s0,file.filename=disk.luks",
+                       entries, &common) < 0) {
+        goto out;
+    }
+    if (argc != 3) {
+        img_error(NULL, "Expecting two image file names");
+        goto out;
+    }
+    name1 = argv[1];
+    name2 = argv[2];
+    if (img_add_objects(common.objects) < 0) {
+        goto out;
+    }
+    if (image_opts && (fmt1 || fmt2)) {
+        img_error(NULL, "--image-opts and -f/-F are mutually exclusive");
+        goto out;
+    }
+    bs1 = img_open(name1, fmt1, image_opts, 0);
+    if (!bs1) {
+        goto out;
+    }
+    bs2 = img_open(name2, fmt2, image_opts, 0);
+    if (!bs2) {
+        goto out;
+    }
+    len1 = bdrv_getlength(bs1, &err);
+    if (len1 < 0) {
+        img_error_free(name1, err);
+        goto out;
+    }
+    len2 = bdrv_getlength(bs2, &err);
+    if (len2 < 0) {
+        img_error_free(name2, err);
+        goto out;
+    }
+    if (len1 != len2 && strict) {
+        if (!common.quiet) {
+            printf("Strict mode: Image size mismatch!\n");
+        }
+        ret = 1;
+        goto out;
+    }
+
+    img_progress_init(&prog, progress && !common.quiet);
+    r = compare_ranges(bs1, name1, bs2, name2, MIN(len1, len2), &where,
+                       &prog, MAX(len1, len2) ? MAX(len1, len2) : 1);
+    if (r == 0 && len1 != len2) {
+        if (!common.quiet) {
+            printf("Warning: Image size mismatch!\n");
+        }
+        r = len1 > len2 ? compare_check_zero(bs1, name1, len2, len1, &where)
+                        : compare_check_zero(bs2, name2, len1, len2, &where);
+    }
+    img_progress_update(&prog, 100.0);
+    img_progress_end(&prog);
+    if (r < 0) {
+        goto out;
+    }
+    if (!common.quiet) {
+        if (r) {
+            printf("Content mismatch at offset %" G_GUINT64_FORMAT "!\n",
+                   where);
+        } else {
+            printf("Images are identical.\n");
+        }
+    }
+    ret = r;
+
+out:
+    img_common_opts_clear(&common);
+    return ret;
+}

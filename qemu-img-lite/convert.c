@@ -1,0 +1,481 @@
+/*
+ * qemu-img-lite convert: copy an image into a new (or, with -n, an
+ * existing) one, in another format: raw -> luks, luks -> raw, luks -> luks
+ * (re-encryption under a new key or cipher).
+ *
+ * The copy is a pipeline of large requests handed to a pool of threads:
+ * each job reads one chunk (decrypting it, for a LUKS source) and writes
+ * it (encrypting it in the same buffer, for a LUKS target), so with two
+ * cores one job's system calls run while another's cipher works. Jobs own
+ * one of a fixed set of buffers: memory stays at a few MiB whatever the
+ * image size.
+ *
+ * A raw target that we just created reads as zeroes, so runs of zeroes in
+ * the source are not written (the target stays sparse), and holes in a
+ * raw source are not even read.
+ *
+ * Nothing half-written is left behind: on an error, or on SIGINT/SIGTERM
+ * (checked between chunks), the target is removed if this run created it.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "img.h"
+
+/*
+ * Bytes per job. Large enough that system call and cipher set-up costs
+ * vanish, small enough that a chunk stays in the L2 cache between its
+ * decryption, encryption and the copy into the page cache.
+ */
+#define CONVERT_CHUNK (1024 * 1024)
+/* Default zero-run granularity (-S), as qemu-img's 4k. */
+#define CONVERT_SPARSE_DEFAULT 4096
+#define CONVERT_MAX_THREADS 16
+
+typedef struct ConvertState {
+    BlockDriverState *src, *dst;
+    const char *src_name, *dst_name;
+    uint64_t size;
+    /* The target reads as zeroes: skip zero runs of sparse_size bytes. */
+    bool skip_zeroes;
+    size_t sparse_size;
+
+    GMutex lock;
+    GCond cond;
+    GPtrArray *free_bufs;       /* buffers not owned by a job */
+    uint64_t done;              /* bytes finished */
+    Error *err;                 /* the first failure */
+    const char *err_file;
+} ConvertState;
+
+typedef struct ConvertJob {
+    uint64_t offset;
+    size_t len;
+    uint8_t *buf;
+} ConvertJob;
+
+static bool buffer_is_zero(const uint8_t *buf, size_t len)
+{
+    /* memcmp against itself shifted by one byte: all bytes equal buf[0]. */
+    return len == 0 || (buf[0] == 0 && memcmp(buf, buf + 1, len - 1) == 0);
+}
+
+/*
+ * Write buf to the target, leaving out runs of sparse_size-aligned zero
+ * blocks when the target already reads as zeroes there.
+ */
+static int convert_write(ConvertState *s, uint64_t offset, uint8_t *buf,
+                         size_t len, Error **errp)
+{
+    size_t pos = 0;
+
+    if (!s->skip_zeroes) {
+        return bdrv_pwrite(s->dst, offset, buf, len, BDRV_REQ_MAY_CLOBBER,
+                           errp);
+    }
+    while (pos < len) {
+        size_t start, n = MIN(s->sparse_size, len - pos);
+
+        /* Skip zero blocks, then write the run of data blocks that follow. */
+        if (buffer_is_zero(buf + pos, n)) {
+            pos += n;
+            continue;
+        }
+        start = pos;
+        while (pos < len && !buffer_is_zero(buf + pos, n)) {
+            pos += n;
+            n = MIN(s->sparse_size, len - pos);
+        }
+        if (bdrv_pwrite(s->dst, offset + start, buf + start, pos - start,
+                        BDRV_REQ_MAY_CLOBBER, errp) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* One chunk: read (skipping what the source knows is a hole), write. */
+static int convert_chunk(ConvertState *s, ConvertJob *job,
+                         const char **err_file, Error **errp)
+{
+    uint64_t pos = 0, pnum;
+
+    while (pos < job->len) {
+        bool data = bdrv_block_status_is_data(s->src, job->offset + pos,
+                                              job->len - pos, &pnum);
+
+        if (!data && s->skip_zeroes) {
+            pos += pnum;    /* a hole onto zeroes: nothing to do */
+            continue;
+        }
+        if (data) {
+            *err_file = s->src_name;
+            if (bdrv_pread(s->src, job->offset + pos, job->buf + pos, pnum,
+                           errp) < 0) {
+                return -1;
+            }
+        } else {
+            memset(job->buf + pos, 0, pnum);
+        }
+        *err_file = s->dst_name;
+        if (convert_write(s, job->offset + pos, job->buf + pos, pnum,
+                          errp) < 0) {
+            return -1;
+        }
+        pos += pnum;
+    }
+    return 0;
+}
+
+static void convert_worker(gpointer data, gpointer user_data)
+{
+    ConvertJob *job = data;
+    ConvertState *s = user_data;
+    const char *err_file = NULL;
+    Error *err = NULL;
+    bool failed = false;
+
+    g_mutex_lock(&s->lock);
+    failed = s->err != NULL;
+    g_mutex_unlock(&s->lock);
+    /* After a failure, queued jobs are dropped: the copy is abandoned. */
+    if (!failed && !img_interrupted) {
+        convert_chunk(s, job, &err_file, &err);
+    }
+
+    g_mutex_lock(&s->lock);
+    if (err && !s->err) {
+        s->err = err;
+        s->err_file = err_file;
+    } else if (err) {
+        error_free(err);
+    }
+    s->done += job->len;
+    g_ptr_array_add(s->free_bufs, job->buf);
+    g_cond_signal(&s->cond);
+    g_mutex_unlock(&s->lock);
+    g_free(job);
+}
+
+static unsigned convert_threads(int requested)
+{
+    if (requested > 0) {
+        return MIN(requested, CONVERT_MAX_THREADS);
+    }
+    return CLAMP(g_get_num_processors(), 1, CONVERT_MAX_THREADS);
+}
+
+/* The copy loop. Returns 0, or -1 with the error printed. */
+static int convert_copy(ConvertState *s, unsigned nthreads, bool progress)
+{
+    /* One spare buffer per thread: a job waits in the queue, ready. */
+    unsigned nbufs = 2 * nthreads;
+    g_autoptr(GError) gerr = NULL;
+    GThreadPool *pool;
+    ImgProgress prog;
+    uint64_t offset = 0;
+    int ret = 0;
+
+    g_mutex_init(&s->lock);
+    g_cond_init(&s->cond);
+    s->free_bufs = g_ptr_array_new_with_free_func(g_free);
+    for (unsigned i = 0; i < nbufs; i++) {
+        g_ptr_array_add(s->free_bufs, g_malloc(CONVERT_CHUNK));
+    }
+    pool = g_thread_pool_new(convert_worker, s, nthreads, TRUE, &gerr);
+    if (!pool) {
+        img_error(NULL, "Cannot start threads: %s", gerr->message);
+        ret = -1;
+        goto out;
+    }
+
+    img_progress_init(&prog, progress);
+    g_mutex_lock(&s->lock);
+    while (offset < s->size) {
+        ConvertJob *job;
+
+        while (s->free_bufs->len == 0 && !s->err) {
+            g_cond_wait(&s->cond, &s->lock);
+        }
+        img_progress_update(&prog, 100.0 * s->done / s->size);
+        if (s->err || img_interrupted) {
+            break;
+        }
+        job = g_new0(ConvertJob, 1);
+        job->offset = offset;
+        job->len = MIN(s->size - offset, CONVERT_CHUNK);
+        job->buf = g_ptr_array_steal_index_fast(s->free_bufs,
+                                                s->free_bufs->len - 1);
+        offset += job->len;
+        g_mutex_unlock(&s->lock);
+        g_thread_pool_push(pool, job, NULL);
+        g_mutex_lock(&s->lock);
+    }
+    /* Wait for every job: all buffers back home. */
+    while (s->free_bufs->len < nbufs) {
+        g_cond_wait(&s->cond, &s->lock);
+    }
+    g_mutex_unlock(&s->lock);
+    g_thread_pool_free(pool, FALSE, TRUE);
+
+    if (s->err) {
+        img_error_free(s->err_file, s->err);
+        s->err = NULL;
+        ret = -1;
+    } else if (img_interrupted) {
+        img_error(NULL, "Interrupted");
+        ret = -1;
+    } else {
+        img_progress_update(&prog, 100.0);
+    }
+    img_progress_end(&prog);
+
+out:
+    g_ptr_array_unref(s->free_bufs);
+    g_cond_clear(&s->cond);
+    g_mutex_clear(&s->lock);
+    return ret;
+}
+
+/* -t: which cache modes ask for a flush at the end. */
+static int convert_parse_cache(const char *cache, bool *flush)
+{
+    static const char *const flushing[] = {
+        "writeback", "none", "writethrough", "directsync",
+    };
+
+    *flush = false;
+    if (!cache || g_str_equal(cache, "unsafe")) {
+        return 0;   /* qemu-img convert's default for its target */
+    }
+    for (size_t i = 0; i < G_N_ELEMENTS(flushing); i++) {
+        if (g_str_equal(cache, flushing[i])) {
+            *flush = true;
+            return 0;
+        }
+    }
+    img_error(NULL, "Invalid cache option: %s", cache);
+    return -1;
+}
+
+/* The target of -n: an existing image, opened read-write. */
+static BlockDriverState *convert_open_target(const char *name,
+                                             const char *fmt,
+                                             bool image_opts,
+                                             GHashTable *create_opts,
+                                             int flags)
+{
+    g_autoptr(GHashTable) opts = qemu_opts_new();
+    g_autofree char *secret = qemu_opt_take(create_opts, "key-secret");
+    g_autofree char *unknown = qemu_opts_first_key(create_opts);
+    BlockDriverState *bs;
+    Error *err = NULL;
+
+    if (unknown) {
+        img_error(NULL, "With -n, -o takes key-secret only (the target "
+                  "exists): '%s' cannot be used", unknown);
+        return NULL;
+    }
+    if (image_opts) {
+        if (secret) {
+            img_error(NULL, "With --target-image-opts, give key-secret in "
+                      "the target's options");
+            return NULL;
+        }
+        return img_open(name, NULL, true, flags);
+    }
+    if (secret) {
+        g_hash_table_insert(opts, g_strdup("key-secret"),
+                            g_steal_pointer(&secret));
+    }
+    bs = bdrv_open(name, fmt, opts, flags, &err);
+    if (!bs) {
+        img_error_free(name, err);
+    }
+    return bs;
+}
+
+int img_convert(int argc, char **argv)
+{
+    g_autofree char *fmt = NULL, *out_fmt = NULL, *cache = NULL;
+    g_autofree char *src_cache = NULL, *sparse_str = NULL;
+    g_auto(GStrv) opt_strs = NULL;
+    g_autoptr(GHashTable) opts = NULL;
+    g_autoptr(BlockDriverState) src = NULL;
+    BlockDriverState *dst = NULL;
+    gboolean image_opts = FALSE, target_image_opts = FALSE;
+    gboolean no_create = FALSE, progress = FALSE, out_of_order = FALSE;
+    gint num_threads = 0;
+    ImgCommonOpts common = { 0 };
+    const GOptionEntry entries[] = {
+        { "format", 'f', 0, G_OPTION_ARG_STRING, &fmt,
+          "source format (default: probe)", "FMT" },
+        { "target-format", 'O', 0, G_OPTION_ARG_STRING, &out_fmt,
+          "target format: raw (default) or luks", "FMT" },
+        { "options", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &opt_strs,
+          "target creation options (as for create; with -n only "
+          "key-secret)", "OPTIONS" },
+        { "no-create", 'n', 0, G_OPTION_ARG_NONE, &no_create,
+          "write into an existing target instead of creating it", NULL },
+        { "progress", 'p', 0, G_OPTION_ARG_NONE, &progress,
+          "show progress", NULL },
+        { "image-opts", 0, 0, G_OPTION_ARG_NONE, &image_opts,
+          "SRC is an option string (driver=...,file.filename=...)", NULL },
+        { "target-image-opts", 0, 0, G_OPTION_ARG_NONE, &target_image_opts,
+          "DST is an option string (needs -n)", NULL },
+        { "sparse-size", 'S', 0, G_OPTION_ARG_STRING, &sparse_str,
+          "zero runs this long are not written to a new raw target "
+          "(default 4k; 0: write everything)", "SIZE" },
+        { "cache", 't', 0, G_OPTION_ARG_STRING, &cache,
+          "target cache mode: unsafe (default, no sync) or writeback (sync "
+          "at the end)", "CACHE" },
+        { "source-cache", 'T', 0, G_OPTION_ARG_STRING, &src_cache,
+          "accepted for qemu-img compatibility", "CACHE" },
+        { "parallel", 'm', 0, G_OPTION_ARG_INT, &num_threads,
+          "number of threads copying at once (default: one per CPU)", "N" },
+        { "out-of-order", 'W', 0, G_OPTION_ARG_NONE, &out_of_order,
+          "accepted for qemu-img compatibility (writes are always out of "
+          "order)", NULL },
+        { NULL }
+    };
+    ConvertState s = { 0 };
+    const char *src_name, *dst_name;
+    int dst_flags = BDRV_O_RDWR;
+    bool created = false, flush;
+    uint64_t sparse_size = CONVERT_SPARSE_DEFAULT;
+    int64_t len;
+    Error *err = NULL;
+    int ret = 1;
+
+    if (img_parse_args(&argc, &argv, "SRC DST",
+                       "Convert the image SRC into DST (raw <-> luks, or "
+                       "luks -> luks to re-encrypt).",
+                       "DST must not exist (it is created, and removed if "
+                       "the copy fails or is interrupted), unless -n is "
+                       "given.\n\nExamples:\n"
+                       "  qemu-img-lite convert --object secret,id=s0,"
+                       "data=pass -O luks -o key-secret=s0 disk.raw "
+                       "disk.luks\n"
+                       "  qemu-img-lite convert --object secret,id=s0,"
+                       "data=pass --image-opts \\\n"
+                       "      driver=luks,key-secret=s0,file.filename="
+                       "disk.luks -O raw disk.raw",
+                       entries, &common) < 0) {
+        goto out;
+    }
+    if (argc != 3) {
+        img_error(NULL, argc < 3 ? "Expecting a source and a target image" :
+                  "Only one source image is supported");
+        goto out;
+    }
+    src_name = argv[1];
+    dst_name = argv[2];
+    if (target_image_opts && !no_create) {
+        img_error(NULL, "--target-image-opts requires use of -n flag");
+        goto out;
+    }
+    if (target_image_opts && out_fmt) {
+        img_error(NULL, "--target-image-opts and -O are mutually exclusive");
+        goto out;
+    }
+    if (convert_parse_cache(cache, &flush) < 0) {
+        goto out;
+    }
+    if (!flush) {
+        dst_flags |= BDRV_O_NO_FLUSH;
+    }
+    if (sparse_str && qemu_strtosz(sparse_str, &sparse_size, NULL) < 0) {
+        img_error(NULL, "Invalid buffer size for sparse output specified");
+        goto out;
+    }
+    if (sparse_size % BDRV_SECTOR_SIZE || sparse_size > CONVERT_CHUNK) {
+        img_error(NULL, "-S takes a multiple of 512 bytes, at most %d",
+                  CONVERT_CHUNK);
+        goto out;
+    }
+    opts = img_parse_create_opts(opt_strs);
+    if (!opts || img_add_objects(common.objects) < 0) {
+        goto out;
+    }
+
+    /* The source is opened read-only: it is never written. */
+    src = img_open(src_name, fmt, image_opts, 0);
+    if (!src) {
+        goto out;
+    }
+    len = bdrv_getlength(src, &err);
+    if (len < 0) {
+        img_error_free(src_name, err);
+        goto out;
+    }
+
+    if (no_create) {
+        int64_t dst_len;
+
+        dst = convert_open_target(dst_name, out_fmt, target_image_opts, opts,
+                                  dst_flags);
+        if (!dst) {
+            goto out;
+        }
+        dst_len = bdrv_getlength(dst, &err);
+        if (dst_len < 0) {
+            img_error_free(dst_name, err);
+            goto out;
+        }
+        if (dst_len < len) {
+            img_error(dst_name, "The target image is smaller than the "
+                      "source (%" G_GINT64_FORMAT " < %" G_GINT64_FORMAT
+                      " bytes)", dst_len, len);
+            goto out;
+        }
+    } else {
+        struct stat st;
+
+        if (stat(dst_name, &st) == 0) {
+            img_error(dst_name, "The target exists: it is only written with "
+                      "-n (or remove it first)");
+            goto out;
+        }
+        g_hash_table_insert(opts, g_strdup("size"),
+                            g_strdup_printf("%" G_GINT64_FORMAT, len));
+        dst = bdrv_create_open(out_fmt ? out_fmt : "raw", dst_name, opts,
+                               dst_flags, &err);
+        if (!dst) {
+            img_error_free(dst_name, err);
+            goto out;
+        }
+        created = true;
+    }
+
+    s.src = src;
+    s.dst = dst;
+    s.src_name = src_name;
+    s.dst_name = dst_name;
+    s.size = len;
+    s.sparse_size = sparse_size;
+    /* Only a target we made ourselves is known to read as zeroes. */
+    s.skip_zeroes = created && sparse_size && bdrv_has_zero_init(dst);
+    if (img_interrupted) {
+        img_error(NULL, "Interrupted");
+        goto out;
+    }
+    if (convert_copy(&s, convert_threads(num_threads),
+                     progress && !common.quiet) < 0) {
+        goto out;
+    }
+    if (flush && bdrv_flush(dst, &err) < 0) {
+        img_error_free(dst_name, err);
+        goto out;
+    }
+    ret = 0;
+
+out:
+    bdrv_close(dst);
+    if (ret && created) {
+        unlink(dst_name);
+    }
+    img_common_opts_clear(&common);
+    return ret;
+}

@@ -1,0 +1,76 @@
+/*
+ * qemu-img-lite: what the commands share (qemu-img-lite/main.c).
+ */
+#ifndef QEMU_IMG_LITE_H
+#define QEMU_IMG_LITE_H
+
+#include <signal.h>
+
+#include "block/block.h"
+#include "block/options.h"
+
+/* Set by SIGINT / SIGTERM; long-running loops check it and stop. */
+extern volatile sig_atomic_t img_interrupted;
+
+/* "qemu-img-lite: <file>: <message>" (file may be NULL) on stderr. */
+void img_error(const char *file, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+/* The same with err's message; frees err. */
+void img_error_free(const char *file, Error *err);
+
+/*
+ * Parse a command's options with GOptionContext. entries is the command's
+ * own table; --object and -q are added for every command. On a usage error
+ * prints it and returns -1. *argc / *argv are left with the positional
+ * arguments, the command name first.
+ */
+typedef struct ImgCommonOpts {
+    char **objects;
+    gboolean quiet;
+} ImgCommonOpts;
+
+int img_parse_args(int *argc, char ***argv, const char *params,
+                   const char *summary, const char *description,
+                   const GOptionEntry *entries, ImgCommonOpts *common);
+void img_common_opts_clear(ImgCommonOpts *common);
+
+/* Register the --object secret,... arguments; prints errors. */
+int img_add_objects(char **objects);
+
+/* Merge every -o string into one option set; prints errors. */
+GHashTable *img_parse_create_opts(char **opt_strs);
+
+/*
+ * Open an image: name is a file name, or with image_opts a QEMU option
+ * string ("driver=luks,key-secret=s0,file.filename=x"). Prints errors.
+ */
+BlockDriverState *img_open(const char *name, const char *fmt,
+                           bool image_opts, int flags);
+
+/* A user-given size ("1G", "1.5G", "512M", "4k"); prints errors. */
+int img_parse_size(const char *str, uint64_t *size);
+
+/* qemu-img's human-readable size: "16 MiB", "0.977 KiB", "256 KiB". */
+char *img_size_to_str(uint64_t size);
+
+/* --output=human|json; prints errors. Returns true for json. */
+int img_parse_output_format(const char *str, bool *json);
+
+/* qemu-img -p: "    (12.34/100%)\r" lines on stdout. */
+typedef struct ImgProgress {
+    bool enabled;
+    double last;
+} ImgProgress;
+
+void img_progress_init(ImgProgress *p, bool enabled);
+void img_progress_update(ImgProgress *p, double percent);
+void img_progress_end(ImgProgress *p);
+
+int img_create(int argc, char **argv);
+int img_convert(int argc, char **argv);
+int img_info(int argc, char **argv);
+int img_amend(int argc, char **argv);
+int img_compare(int argc, char **argv);
+int img_measure(int argc, char **argv);
+int img_resize(int argc, char **argv);
+
+#endif

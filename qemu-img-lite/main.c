@@ -1,0 +1,343 @@
+/*
+ * qemu-img-lite: a disk image tool whose command lines are qemu-img's
+ * (create, convert, info, amend, compare, measure, resize), for raw and
+ * LUKS images. This file dispatches the commands and holds what they
+ * share: option parsing, secrets, errors, progress and signals.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "img.h"
+#include "crypto/secret.h"
+
+volatile sig_atomic_t img_interrupted;
+
+void img_error(const char *file, const char *fmt, ...)
+{
+    va_list ap;
+
+    fflush(stdout);
+    fputs("qemu-img-lite: ", stderr);
+    if (file) {
+        fprintf(stderr, "%s: ", file);
+    }
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+void img_error_free(const char *file, Error *err)
+{
+    img_error(file, "%s", error_get_pretty(err));
+    error_free(err);
+}
+
+int img_parse_args(int *argc, char ***argv, const char *params,
+                   const char *summary, const char *description,
+                   const GOptionEntry *entries, ImgCommonOpts *common)
+{
+    const GOptionEntry common_entries[] = {
+        { "object", 0, 0, G_OPTION_ARG_STRING_ARRAY, &common->objects,
+          "define a secret: secret,id=ID,data=STRING[,format=raw|base64] "
+          "or secret,id=ID,file=PATH (any bytes)", "OBJECTDEF" },
+        { "quiet", 'q', 0, G_OPTION_ARG_NONE, &common->quiet,
+          "quiet mode: no progress, no messages but errors", NULL },
+        { NULL }
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new(params);
+    g_autoptr(GError) gerr = NULL;
+
+    g_option_context_set_summary(ctx, summary);
+    if (description) {
+        g_option_context_set_description(ctx, description);
+    }
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    g_option_context_add_main_entries(ctx, common_entries, NULL);
+    if (!g_option_context_parse(ctx, argc, argv, &gerr)) {
+        img_error(NULL, "%s", gerr->message);
+        fprintf(stderr, "Try '%s --help' for more information.\n",
+                g_get_prgname());
+        return -1;
+    }
+    return 0;
+}
+
+void img_common_opts_clear(ImgCommonOpts *common)
+{
+    g_clear_pointer(&common->objects, g_strfreev);
+}
+
+/* --object secret,id=ID,data=STR|file=PATH[,format=raw|base64] */
+static int img_add_object(const char *def)
+{
+    g_autoptr(GHashTable) opts = NULL;
+    g_autofree char *type = NULL, *id = NULL, *data = NULL, *file = NULL;
+    g_autofree char *format = NULL, *unknown = NULL;
+    QCryptoSecretFormat fmt = QCRYPTO_SECRET_FORMAT_RAW;
+    Error *err = NULL;
+
+    opts = qemu_opts_parse(def, "qom-type", &err);
+    if (!opts) {
+        img_error_free(NULL, err);
+        return -1;
+    }
+    type = qemu_opt_take(opts, "qom-type");
+    if (!type || !g_str_equal(type, "secret")) {
+        img_error(NULL, "Invalid object type '%s': only 'secret' objects "
+                  "are supported", type ? type : "");
+        return -1;
+    }
+    id = qemu_opt_take(opts, "id");
+    data = qemu_opt_take(opts, "data");
+    file = qemu_opt_take(opts, "file");
+    format = qemu_opt_take(opts, "format");
+    if (format) {
+        if (g_str_equal(format, "base64")) {
+            fmt = QCRYPTO_SECRET_FORMAT_BASE64;
+        } else if (!g_str_equal(format, "raw")) {
+            img_error(NULL, "Invalid secret format '%s' (use raw or base64)",
+                      format);
+            return -1;
+        }
+    }
+    unknown = qemu_opts_first_key(opts);
+    if (unknown) {
+        img_error(NULL, "Property 'secret.%s' not found", unknown);
+        return -1;
+    }
+    if (qcrypto_secret_add(id, data, file, fmt, &err) < 0) {
+        img_error_free(NULL, err);
+        return -1;
+    }
+    if (data) {
+        explicit_bzero(data, strlen(data));
+    }
+    return 0;
+}
+
+int img_add_objects(char **objects)
+{
+    for (char **o = objects; o && *o; o++) {
+        if (img_add_object(*o) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+GHashTable *img_parse_create_opts(char **opt_strs)
+{
+    g_autoptr(GHashTable) opts = qemu_opts_new();
+
+    for (char **o = opt_strs; o && *o; o++) {
+        Error *err = NULL;
+
+        if (g_str_equal(*o, "help") || g_str_equal(*o, "?")) {
+            g_hash_table_insert(opts, g_strdup("help"), g_strdup("on"));
+            continue;
+        }
+        if (qemu_opts_parse_into(opts, *o, NULL, &err) < 0) {
+            img_error_free(NULL, err);
+            return NULL;
+        }
+    }
+    return g_steal_pointer(&opts);
+}
+
+BlockDriverState *img_open(const char *name, const char *fmt,
+                           bool image_opts, int flags)
+{
+    BlockDriverState *bs;
+    Error *err = NULL;
+
+    if (image_opts) {
+        g_autoptr(GHashTable) opts = NULL;
+
+        if (fmt) {
+            img_error(NULL, "--image-opts and --format are mutually "
+                      "exclusive");
+            return NULL;
+        }
+        /* A bare first word is a file name, as "-drive file=..." */
+        opts = qemu_opts_parse(name, "file.filename", &err);
+        if (!opts) {
+            img_error_free(name, err);
+            return NULL;
+        }
+        bs = bdrv_open(NULL, NULL, opts, flags, &err);
+    } else {
+        bs = bdrv_open(name, fmt, NULL, flags, &err);
+    }
+    if (!bs) {
+        img_error_free(name, err);
+    }
+    return bs;
+}
+
+int img_parse_size(const char *str, uint64_t *size)
+{
+    /* Image sizes are signed in QEMU: stay below 2^63. */
+    if (qemu_strtosz(str, size, NULL) < 0 || *size > G_MAXINT64) {
+        img_error(NULL, "Invalid image size specified. You may use k, M, G, "
+                  "T, P or E suffixes for kilobytes, megabytes, gigabytes, "
+                  "terabytes, petabytes and exabytes.");
+        return -1;
+    }
+    return 0;
+}
+
+char *img_size_to_str(uint64_t size)
+{
+    static const char *const suffixes[] = {
+        "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB",
+    };
+    double value = size;
+    unsigned i = 0;
+
+    /*
+     * As qemu-img: the next unit from 1000 of the current one on, so the
+     * number never needs four digits ("0.977 KiB" for 1000 bytes).
+     */
+    while (i + 1 < G_N_ELEMENTS(suffixes) && value >= 1000) {
+        value /= 1024;
+        i++;
+    }
+    return g_strdup_printf("%0.3g %s", value, suffixes[i]);
+}
+
+int img_parse_output_format(const char *str, bool *json)
+{
+    if (!str || g_str_equal(str, "human")) {
+        *json = false;
+    } else if (g_str_equal(str, "json")) {
+        *json = true;
+    } else {
+        img_error(NULL, "--output must be used with human or json as "
+                  "argument.");
+        return -1;
+    }
+    return 0;
+}
+
+void img_progress_init(ImgProgress *p, bool enabled)
+{
+    p->enabled = enabled;
+    p->last = 0;
+    if (enabled) {
+        printf("    (%3.2f/100%%)\r", 0.0);
+        fflush(stdout);
+    }
+}
+
+void img_progress_update(ImgProgress *p, double percent)
+{
+    /* One line per whole percent at most, as qemu-img. */
+    if (p->enabled && percent - p->last >= 1.0) {
+        p->last = percent;
+        printf("    (%3.2f/100%%)\r", percent);
+        fflush(stdout);
+    }
+}
+
+void img_progress_end(ImgProgress *p)
+{
+    if (p->enabled) {
+        printf("\n");
+        fflush(stdout);
+    }
+}
+
+static void img_signal_handler(int sig)
+{
+    img_interrupted = 1;
+}
+
+static void img_install_signal_handlers(void)
+{
+    struct sigaction sa = { .sa_handler = img_signal_handler };
+
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+typedef struct ImgCommand {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *synopsis;
+} ImgCommand;
+
+static const ImgCommand img_commands[] = {
+    { "amend", img_amend,
+      "amend [--object OBJ] [--image-opts] [-f FMT] [--force] -o OPTIONS "
+      "FILENAME" },
+    { "compare", img_compare,
+      "compare [--object OBJ] [--image-opts] [-f FMT] [-F FMT] [-p] [-q] "
+      "[-s] FILE1 FILE2" },
+    { "convert", img_convert,
+      "convert [--object OBJ] [--image-opts] [--target-image-opts] [-f FMT] "
+      "[-O FMT] [-o OPTIONS] [-n] [-p] [-q] [-S SIZE] [-t CACHE] "
+      "SRC DST" },
+    { "create", img_create,
+      "create [--object OBJ] [-f FMT] [-o OPTIONS] [-q] FILENAME [SIZE]" },
+    { "info", img_info,
+      "info [--object OBJ] [--image-opts] [-f FMT] [--output=human|json] "
+      "FILENAME" },
+    { "measure", img_measure,
+      "measure [--object OBJ] [--output=human|json] [-O FMT] [-o OPTIONS] "
+      "[--size N | [--image-opts] [-f FMT] FILENAME]" },
+    { "resize", img_resize,
+      "resize [--object OBJ] [--image-opts] [-f FMT] [--preallocation=MODE] "
+      "[-q] [--shrink] FILENAME [+|-]SIZE" },
+};
+
+static void img_help(void)
+{
+    printf("qemu-img-lite version " QIL_VERSION
+           ": raw and LUKS disk images, with qemu-img's command lines\n"
+           "usage: qemu-img-lite [--help | --version] COMMAND [ARGS]\n\n"
+           "Commands:\n");
+    for (size_t i = 0; i < G_N_ELEMENTS(img_commands); i++) {
+        printf("  %s\n", img_commands[i].synopsis);
+    }
+    printf("\n'qemu-img-lite COMMAND --help' describes a command's options.\n"
+           "Formats: raw, luks. Sizes take the suffixes k, M, G, T, P, E "
+           "(powers of 1024).\n");
+}
+
+int main(int argc, char **argv)
+{
+    const char *cmd;
+    int ret;
+
+    if (argc < 2) {
+        img_error(NULL, "Not enough arguments");
+        fprintf(stderr, "Try 'qemu-img-lite --help' for more information\n");
+        return 1;
+    }
+    cmd = argv[1];
+    if (g_str_equal(cmd, "--help") || g_str_equal(cmd, "-h")) {
+        img_help();
+        return 0;
+    }
+    if (g_str_equal(cmd, "--version") || g_str_equal(cmd, "-V")) {
+        printf("qemu-img-lite version " QIL_VERSION "\n");
+        return 0;
+    }
+    for (size_t i = 0; i < G_N_ELEMENTS(img_commands); i++) {
+        if (g_str_equal(cmd, img_commands[i].name)) {
+            g_autofree char *prgname = g_strdup_printf("qemu-img-lite %s",
+                                                       cmd);
+
+            g_set_prgname(prgname);
+            img_install_signal_handlers();
+            ret = img_commands[i].run(argc - 1, argv + 1);
+            qcrypto_secret_clear_all();
+            return ret;
+        }
+    }
+    img_error(NULL, "Command not found: %s", cmd);
+    fprintf(stderr, "Try 'qemu-img-lite --help' for more information\n");
+    return 1;
+}

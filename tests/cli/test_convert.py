@@ -1,0 +1,211 @@
+"""qemu-img-lite convert: raw <-> luks, luks -> luks, -n, --image-opts,
+progress, sparse targets, and never a half-written target."""
+import os
+import signal
+import subprocess
+import time
+
+from qiltest import (ITER_TIME, SECRET, TOOL, TestCase, file_bytes, luks_opts,
+                     main, qil, random_file)
+
+
+class ConvertRaw(TestCase):
+    def test_raw_to_raw(self):
+        src = self.path("src.raw")
+        random_file(src, 3 << 20)
+        qil("convert", "-f", "raw", "-O", "raw", src, self.path("dst.raw"))
+        self.assertEqual(file_bytes(src), file_bytes(self.path("dst.raw")))
+
+    def test_sparse_target(self):
+        src = self.path("src.raw")
+        with open(src, "wb") as f:
+            f.truncate(16 << 20)
+            f.seek(5 << 20)
+            f.write(b"x" * 4096)
+            f.seek(9 << 20)
+            f.write(bytes(1 << 20))         # explicit zeroes: a hole too
+        dst = self.path("dst.raw")
+        qil("convert", "-O", "raw", src, dst)
+        self.assertEqual(file_bytes(src), file_bytes(dst))
+        self.assertEqual(os.path.getsize(dst), 16 << 20)
+        self.assertLessEqual(os.stat(dst).st_blocks * 512, 64 << 10)
+        # -S 0: everything written
+        full = self.path("full.raw")
+        qil("convert", "-S", "0", "-O", "raw", src, full)
+        self.assertGreaterEqual(os.stat(full).st_blocks * 512, 16 << 20)
+
+    def test_unaligned_size(self):
+        src = self.path("odd.raw")
+        random_file(src, 1000)
+        dst = self.path("dst.raw")
+        qil("convert", "-f", "raw", "-O", "raw", src, dst)
+        # Sizes count whole sectors, as in qemu-img.
+        self.assertEqual(file_bytes(dst), file_bytes(src) + bytes(24))
+
+    def test_progress(self):
+        src = self.path("src.raw")
+        random_file(src, 4 << 20)
+        # bytes: text mode would turn the \r into \n
+        out = subprocess.run([TOOL, "convert", "-p", "-O", "raw", src,
+                              self.path("dst.raw")], check=True,
+                             capture_output=True).stdout
+        self.assertTrue(out.startswith(b"    (0.00/100%)\r"), out)
+        self.assertTrue(out.endswith(b"    (100.00/100%)\r\n"), out)
+
+    def test_existing_target_needs_n(self):
+        src = self.path("src.raw")
+        random_file(src, 1 << 20)
+        dst = self.path("dst.raw")
+        random_file(dst, 2 << 20, seed=2)
+        before = file_bytes(dst)
+        self.assertFails(["convert", "-O", "raw", src, dst], "only written "
+                         "with -n")
+        self.assertEqual(file_bytes(dst), before)
+        qil("convert", "-n", "-O", "raw", src, dst)
+        after = file_bytes(dst)
+        self.assertEqual(after[:1 << 20], file_bytes(src))
+        self.assertEqual(after[1 << 20:], before[1 << 20:])
+
+    def test_n_target_too_small(self):
+        src = self.path("src.raw")
+        random_file(src, 2 << 20)
+        dst = self.path("dst.raw")
+        random_file(dst, 1 << 20)
+        self.assertFails(["convert", "-n", "-O", "raw", src, dst],
+                         "smaller than the source")
+
+    def test_target_image_opts_needs_n(self):
+        src = self.path("src.raw")
+        random_file(src, 1 << 20)
+        self.assertFails(["convert", "--target-image-opts", src,
+                          f"driver=raw,file.filename={self.path('d')}"],
+                         "--target-image-opts requires use of -n flag")
+
+    def test_source_opened_read_only(self):
+        src = self.path("src.raw")
+        random_file(src, 1 << 20)
+        os.chmod(src, 0o444)
+        qil("convert", "-O", "raw", src, self.path("dst.raw"))
+
+    def test_missing_source_creates_nothing(self):
+        self.assertFails(["convert", self.path("nope"), self.path("dst")],
+                         "No such file or directory")
+        self.assertFalse(os.path.exists(self.path("dst")))
+
+
+class ConvertLuks(TestCase):
+    def setUp(self):
+        super().setUp()
+        self.need_luks()
+
+    def test_round_trip(self):
+        luks, raw = self.make_luks("a.luks", "3M")
+        self.assertEqual(self.info_json(luks)["format"], "luks")
+        # The data is encrypted: no plaintext block in the file.
+        self.assertNotIn(file_bytes(raw)[:4096], file_bytes(luks))
+        back = self.path("back.raw")
+        qil("convert", "--object", SECRET, "--image-opts", luks_opts(luks),
+            "-O", "raw", back)
+        self.assertEqual(file_bytes(back), file_bytes(raw))
+
+    def test_probed_luks_source_with_o_style_is_refused_without_key(self):
+        luks, _ = self.make_luks("a.luks", "1M")
+        self.assertFails(["convert", "-O", "raw", luks, self.path("x")],
+                         "key-secret")
+        self.assertFalse(os.path.exists(self.path("x")))
+
+    def test_reencrypt_luks_to_luks(self):
+        luks, raw = self.make_luks("a.luks", "2M")
+        other = self.path("b.luks")
+        qil("convert", "--object", SECRET, "--object",
+            "secret,id=sec1,data=another", "--image-opts", luks_opts(luks),
+            "-O", "luks", "-o",
+            f"key-secret=sec1,cipher-alg=aes-128,cipher-mode=cbc,"
+            f"ivgen-alg=essiv,iter-time={ITER_TIME}", other)
+        data = self.info_json(other)["format-specific"]["data"]
+        self.assertEqual((data["cipher-alg"], data["cipher-mode"]),
+                         ("aes-128", "cbc"))
+        back = self.path("back.raw")
+        qil("convert", "--object", "secret,id=sec1,data=another",
+            "--image-opts", f"driver=luks,key-secret=sec1,"
+            f"file.filename={other}", "-O", "raw", back)
+        self.assertEqual(file_bytes(back), file_bytes(raw))
+
+    def test_n_into_existing_luks(self):
+        luks, _ = self.make_luks("a.luks", "2M")
+        src = self.path("new.raw")
+        random_file(src, 2 << 20, seed=7)
+        qil("convert", "-n", "--object", SECRET, "-f", "raw",
+            "--target-image-opts", src, luks_opts(luks))
+        back = self.path("back.raw")
+        qil("convert", "--object", SECRET, "--image-opts", luks_opts(luks),
+            "-O", "raw", back)
+        self.assertEqual(file_bytes(back), file_bytes(src))
+        # -O luks -o key-secret=... works as well as --target-image-opts.
+        random_file(src, 2 << 20, seed=8)
+        os.unlink(back)
+        qil("convert", "-n", "--object", SECRET, "-f", "raw", "-O", "luks",
+            "-o", "key-secret=sec0", src, luks)
+        qil("convert", "--object", SECRET, "--image-opts", luks_opts(luks),
+            "-O", "raw", back)
+        self.assertEqual(file_bytes(back), file_bytes(src))
+
+    def test_detached_header_target(self):
+        hdr, data = self.path("hdr"), self.path("data")
+        qil("create", "-q", "-f", "luks", "--object", SECRET, "-o",
+            f"key-secret=sec0,iter-time={ITER_TIME},detached-header=true",
+            hdr)
+        qil("create", "-q", "-f", "raw", data, "1M")
+        src = self.path("src.raw")
+        random_file(src, 1 << 20)
+        opts = (f"driver=luks,key-secret=sec0,file.filename={data},"
+                f"header.filename={hdr}")
+        qil("convert", "-n", "--object", SECRET, "-f", "raw",
+            "--target-image-opts", src, opts)
+        back = self.path("back.raw")
+        qil("convert", "--object", SECRET, "--image-opts", opts, "-O", "raw",
+            back)
+        self.assertEqual(file_bytes(back), file_bytes(src))
+
+    def test_failed_create_leaves_nothing(self):
+        src = self.path("src.raw")
+        random_file(src, 1 << 20)
+        before = file_bytes(src)
+        self.assertFails(["convert", "--object", SECRET, "-O", "luks", "-o",
+                          "key-secret=sec0,hash-alg=nohash", src,
+                          self.path("dst")])
+        self.assertFalse(os.path.exists(self.path("dst")))
+        self.assertEqual(file_bytes(src), before)
+
+    def test_wrong_passphrase(self):
+        luks, _ = self.make_luks("a.luks", "1M")
+        proc = self.assertFails(
+            ["convert", "--object", "secret,id=sec0,data=wrong",
+             "--image-opts", luks_opts(luks), "-O", "raw", self.path("x")],
+            "Invalid password, cannot unlock any keyslot")
+        self.assertTrue(proc.stderr.startswith(
+            f"qemu-img-lite: {luks_opts(luks)}: "), proc.stderr)
+        self.assertFalse(os.path.exists(self.path("x")))
+
+    def test_interrupted_convert_removes_target(self):
+        src = self.path("big.raw")
+        with open(src, "wb") as f:
+            f.truncate(2 << 30)     # sparse: costs nothing on disk
+        dst = self.path("dst.luks")
+        proc = subprocess.Popen(
+            [TOOL, "convert", "-m", "1", "--object", SECRET, "-O", "luks",
+             "-o", f"key-secret=sec0,iter-time={ITER_TIME}", src, dst],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 30
+        while not os.path.exists(dst) and time.time() < deadline:
+            time.sleep(0.005)
+        time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 1, err)
+        self.assertIn("Interrupted", err)
+        self.assertFalse(os.path.exists(dst))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""qemu-img-lite create: raw and LUKS images, sizes, options, refusals."""
+import os
+
+from qiltest import (ITER_TIME, SECRET, TestCase, main, qemu_img, qil)
+
+
+class CreateRaw(TestCase):
+    def test_sizes(self):
+        for arg, size in [("4k", 4096), ("512M", 512 << 20),
+                          ("1G", 1 << 30), ("1.5G", 3 << 29),
+                          ("1000", 1024), ("65536", 65536)]:
+            path = self.path(f"img-{arg}")
+            proc = qil("create", "-f", "raw", path, arg)
+            self.assertEqual(proc.stdout,
+                             f"Formatting '{path}', fmt=raw size="
+                             f"{size if arg != '1000' else 1000}\n")
+            # qemu-img rounds raw images up to whole 512-byte sectors.
+            self.assertEqual(os.path.getsize(path), size)
+            self.assertEqual(self.info_json(path)["virtual-size"], size)
+
+    def test_default_format_is_raw(self):
+        path = self.path("a")
+        qil("create", "-q", path, "1M")
+        self.assertEqual(self.info_json(path)["format"], "raw")
+
+    def test_preallocation(self):
+        for mode in ["off", "falloc", "full"]:
+            path = self.path(mode)
+            qil("create", "-q", "-f", "raw", "-o", f"preallocation={mode}",
+                path, "1M")
+            allocated = os.stat(path).st_blocks * 512
+            if mode == "off":
+                self.assertLess(allocated, 1 << 20)
+            else:
+                self.assertGreaterEqual(allocated, 1 << 20)
+
+    def test_existing_file_is_never_overwritten(self):
+        path = self.path("keep")
+        with open(path, "wb") as f:
+            f.write(b"precious")
+        self.assertFails(["create", "-f", "raw", path, "1M"], "File exists")
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(), b"precious")
+
+    def test_bad_arguments(self):
+        self.assertFails(["create", "-f", "raw", self.path("x"), "12Q"],
+                         "Invalid image size")
+        self.assertFails(["create", "-f", "raw", self.path("x")],
+                         "needs a size")
+        self.assertFails(["create", "-f", "qcow9", self.path("x"), "1M"],
+                         "Unknown file format 'qcow9'")
+        self.assertFails(["create", "-f", "raw", "-o", "bogus=1",
+                          self.path("x"), "1M"], "Invalid parameter 'bogus'")
+        self.assertFalse(os.path.exists(self.path("x")))
+
+    def test_help(self):
+        self.assertIn("Usage", qil("create", "--help").stdout)
+        self.assertIn("preallocation",
+                      qil("create", "-f", "raw", "-o", "help").stdout)
+
+
+class CreateLuks(TestCase):
+    def setUp(self):
+        super().setUp()
+        self.need_luks()
+
+    def create(self, name, opts="", size="4M"):
+        path = self.path(name)
+        o = f"key-secret=sec0,iter-time={ITER_TIME}"
+        if opts:
+            o += "," + opts
+        proc = qil("create", "-f", "luks", "--object", SECRET, "-o", o, path,
+                   size)
+        return path, proc
+
+    def test_formatting_line_as_qemu_img(self):
+        path, proc = self.create("a")
+        self.assertEqual(proc.stdout,
+                         f"Formatting '{path}', fmt=luks size=4194304 "
+                         f"key-secret=sec0 iter-time={ITER_TIME}\n")
+
+    def test_defaults(self):
+        path, _ = self.create("a")
+        info = self.info_json(path)
+        self.assertEqual(info["format"], "luks")
+        self.assertTrue(info["encrypted"])
+        self.assertEqual(info["virtual-size"], 4 << 20)
+        data = info["format-specific"]["data"]
+        self.assertEqual(data["cipher-alg"], "aes-256")
+        self.assertEqual(data["cipher-mode"], "xts")
+        self.assertEqual(data["ivgen-alg"], "plain64")
+        self.assertEqual(data["hash-alg"], "sha256")
+        self.assertEqual([s["active"] for s in data["slots"]],
+                         [True] + [False] * 7)
+
+    def test_options(self):
+        path, _ = self.create("b", "cipher-alg=aes-128,cipher-mode=cbc,"
+                              "ivgen-alg=essiv,ivgen-hash-alg=sha256,"
+                              "hash-alg=sha1")
+        data = self.info_json(path)["format-specific"]["data"]
+        self.assertEqual((data["cipher-alg"], data["cipher-mode"],
+                          data["ivgen-alg"], data["ivgen-hash-alg"],
+                          data["hash-alg"]),
+                         ("aes-128", "cbc", "essiv", "sha256", "sha1"))
+
+    def test_align_payload(self):
+        # aes-128-cbc: 8 slots of 16 x 4000 bytes fit below 1 MiB
+        path, _ = self.create("c", "align-payload=2048,cipher-alg=aes-128,"
+                              "cipher-mode=cbc")
+        data = self.info_json(path)["format-specific"]["data"]
+        self.assertEqual(data["payload-offset"], 1 << 20)
+        self.assertEqual(os.path.getsize(path), (1 << 20) + (4 << 20))
+        # aes-256-xts: 64-byte keys need 2 MiB, as cryptsetup lays it out
+        path, _ = self.create("d", "align-payload=2048")
+        data = self.info_json(path)["format-specific"]["data"]
+        self.assertEqual(data["payload-offset"], 2 << 20)
+
+    def test_preallocation(self):
+        path, _ = self.create("e", "preallocation=falloc")
+        self.assertGreaterEqual(os.stat(path).st_blocks * 512, 4 << 20)
+
+    def test_qemu_layout_matches_qemu_img(self):
+        self.need_qemu_img()
+        ours, _ = self.create("ours")
+        theirs = self.path("theirs")
+        qemu_img("create", "-q", "-f", "luks", "--object", SECRET, "-o",
+                 f"key-secret=sec0,iter-time={ITER_TIME}", theirs, "4M")
+        self.assertEqual(os.path.getsize(ours), os.path.getsize(theirs))
+        a = self.info_json(ours)["format-specific"]["data"]
+        b = self.info_json(theirs)["format-specific"]["data"]
+        self.assertEqual(a["payload-offset"], b["payload-offset"])
+        self.assertEqual([s["key-offset"] for s in a["slots"]],
+                         [s["key-offset"] for s in b["slots"]])
+
+    def test_detached_header(self):
+        hdr = self.path("hdr")
+        qil("create", "-q", "-f", "luks", "--object", SECRET, "-o",
+            f"key-secret=sec0,iter-time={ITER_TIME},detached-header=true",
+            hdr)
+        data = self.path("data")
+        qil("create", "-q", "-f", "raw", data, "2M")
+        opts = (f"driver=luks,key-secret=sec0,file.filename={data},"
+                f"header.filename={hdr}")
+        info = self.info_json("--object", SECRET, "--image-opts", opts)
+        self.assertEqual(info["virtual-size"], 2 << 20)
+        self.assertEqual(info["format-specific"]["data"]["payload-offset"],
+                         0)
+
+    def test_refusals(self):
+        self.assertFails(["create", "-f", "luks", "-o", "iter-time=10",
+                          self.path("x"), "1M"],
+                         "Parameter 'key-secret' is required")
+        self.assertFails(["create", "-f", "luks", "-o", "key-secret=nope",
+                          self.path("x"), "1M"], "No secret with id 'nope'")
+        self.assertFails(["create", "-f", "luks", "--object", SECRET, "-o",
+                          "key-secret=sec0,cipher-alg=rot13",
+                          self.path("x"), "1M"], "rot13")
+        self.assertFalse(os.path.exists(self.path("x")))
+
+
+if __name__ == "__main__":
+    main()
