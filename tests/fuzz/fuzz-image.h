@@ -13,6 +13,7 @@
 #include <glib.h>
 #include <inttypes.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "crypto/block.h"
@@ -51,6 +52,18 @@ static inline int fuzz_image_read(QCryptoBlock *block, uint64_t offset,
 }
 
 /*
+ * A broken promise: say which and abort (libFuzzer saves the input on
+ * SIGABRT; g_error() would raise SIGTRAP, which it does not catch).
+ */
+#define fuzz_fail(...)                                                  \
+    do {                                                                \
+        g_printerr("%s:%d: ", __FILE__, __LINE__);                      \
+        g_printerr(__VA_ARGS__);                                        \
+        g_printerr("\n");                                               \
+        abort();                                                        \
+    } while (0)
+
+/*
  * With QIL_FUZZ_DEBUG set in the environment, say why an input was
  * refused (for crafting seeds; silent while fuzzing).
  */
@@ -59,6 +72,15 @@ static inline void fuzz_debug(const char *what, const Error *err)
     if (g_getenv("QIL_FUZZ_DEBUG")) {
         g_printerr("%s: %s\n", what, err ? error_get_pretty(err) : "ok");
     }
+}
+
+/* A heap copy of exactly size bytes (ASan sees any read past it). */
+static inline uint8_t *fuzz_memdup(const uint8_t *data, size_t size)
+{
+    uint8_t *copy = g_malloc(MAX(size, 1));
+
+    memcpy(copy, data, size);
+    return copy;
 }
 
 /* Big-endian 32-bit field at off, or 0 beyond the input. */

@@ -26,8 +26,8 @@ static int replay_file(const char *path)
      * ASan sees a read one byte past the end: so do we (the buffer of
      * g_file_get_contents() has a NUL after it).
      */
-    g_autofree uint8_t *copy = g_malloc(MAX(len, 1));
-    memcpy(copy, data, len);
+    g_autofree uint8_t *copy = fuzz_memdup((const uint8_t *)data, len);
+
     LLVMFuzzerTestOneInput(copy, len);
     return 0;
 }

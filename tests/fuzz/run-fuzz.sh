@@ -38,10 +38,14 @@ status=0
 summary=
 for t in "$@"; do
     mkdir -p "$work/corpus/$t" "$work/artifacts/$t" "$src/regress/$t"
+    # fuzz-luks2-open.dict, else the family's fuzz-luks2.dict
     dict=
-    if [ -f "$src/$t.dict" ]; then
-        dict="-dict=$src/$t.dict"
-    fi
+    for d in "$src/$t.dict" "$src/${t%-*}.dict"; do
+        if [ -f "$d" ]; then
+            dict="-dict=$d"
+            break
+        fi
+    done
     echo "== $t: ${seconds}s, log in $work/$t.log"
     # -timeout: one input running this long is a hang (the format's own
     # limits keep a valid open well under it). Leaks are reported
