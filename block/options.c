@@ -238,10 +238,19 @@ int qemu_strtosz(const char *str, uint64_t *size, Error **errp)
     }
     p = end;
     if (*p == '.') {
-        /* "1.5G": the fraction is read as a double and scaled below. */
+        /*
+         * "1.5G": the fraction is read as a double and scaled below. Only
+         * decimal digits: strtod would also take an exponent ("1.5e30E"
+         * overflows the conversion to an integer, undefined behaviour).
+         */
         frac = g_ascii_strtod(p, &end);
         if (end == p + 1) {
             goto invalid;
+        }
+        for (const char *d = p + 1; d < end; d++) {
+            if (!g_ascii_isdigit(*d)) {
+                goto invalid;
+            }
         }
         p = end;
     }
