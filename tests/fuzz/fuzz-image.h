@@ -64,6 +64,30 @@ static inline int fuzz_image_read(QCryptoBlock *block, uint64_t offset,
     } while (0)
 
 /*
+ * A GLib critical or warning is a broken precondition (g_return_if_fail
+ * in GLib or json-glib, say): a bug like any other, so abort on it.
+ */
+static void fuzz_log_handler(const char *domain, GLogLevelFlags level,
+                             const char *message, gpointer opaque)
+{
+    if (level & (G_LOG_LEVEL_ERROR | G_LOG_LEVEL_CRITICAL |
+                 G_LOG_LEVEL_WARNING)) {
+        fuzz_fail("%s: %s", domain ? domain : "", message);
+    }
+}
+
+/* Called first by every target. */
+static inline void fuzz_init(void)
+{
+    static bool done;
+
+    if (!done) {
+        g_log_set_default_handler(fuzz_log_handler, NULL);
+        done = true;
+    }
+}
+
+/*
  * With QIL_FUZZ_DEBUG set in the environment, say why an input was
  * refused (for crafting seeds; silent while fuzzing).
  */

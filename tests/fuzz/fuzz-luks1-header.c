@@ -38,6 +38,7 @@ static void fuzz_open_header(const uint8_t *data, size_t size, bool strict,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    fuzz_init();
     qcrypto_block_has_format(QCRYPTO_BLOCK_FORMAT_LUKS, data, size);
     fuzz_open_header(data, size, false, 0, "open");
     fuzz_open_header(data, size, false, QCRYPTO_BLOCK_OPEN_DETACHED,

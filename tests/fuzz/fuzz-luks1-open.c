@@ -75,6 +75,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     g_autoptr(QCryptoBlockInfo) info = NULL;
     unsigned flags = 0;
 
+    fuzz_init();
+
     if (!fuzz_iterations_bounded(data, size)) {
         fuzz_debug("skipped: too many iterations", NULL);
         return -1;      /* not added to the corpus */

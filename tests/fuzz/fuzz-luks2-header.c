@@ -43,6 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     g_autofree uint8_t *buf = fuzz_memdup(data, size);
 
+    fuzz_init();
+
     fuzz_luks2_fix_checksums(buf, size);
     qcrypto_block_has_format(QCRYPTO_BLOCK_FORMAT_LUKS, buf, size);
     fuzz_open_header(buf, size, false, 0, "open");

@@ -41,6 +41,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     g_autoptr(QCryptoBlockInfo) info = NULL;
     unsigned flags = 0;
 
+    fuzz_init();
+
     if (!fuzz_luks2_costs_bounded(data, size)) {
         fuzz_debug("skipped: costly key slots", NULL);
         return -1;      /* not added to the corpus */

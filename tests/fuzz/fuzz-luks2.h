@@ -222,6 +222,7 @@ static inline bool fuzz_luks2_costs_bounded(const uint8_t *buf, size_t size)
         }
         parser = json_parser_new();
         if (json_parser_load_from_data(parser, json, -1, NULL) &&
+            json_parser_get_root(parser) &&
             !fuzz_luks2_node_bounded(json_parser_get_root(parser))) {
             return false;
         }

@@ -176,6 +176,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     g_autofree char *str = g_strndup((const char *)data, size);
 
+    fuzz_init();
+
     check_size(str);
     fuzz_object(str);
     fuzz_image_opts(str);
