@@ -70,6 +70,16 @@ int qemu_opts_parse_into(GHashTable *opts, const char *str,
             error_setg(errp, "Invalid parameter '%s': empty name", elem->str);
             return -1;
         }
+        /*
+         * ",," is a literal comma for values ("file.filename=a,,b"): a
+         * name holding one names no option, and could not be printed
+         * back by qemu_opts_to_string() (",,," is ambiguous there).
+         */
+        if (memchr(elem->str, ',', eq - elem->str)) {
+            error_setg(errp, "Invalid parameter '%s': a name cannot contain "
+                       "a comma", elem->str);
+            return -1;
+        }
         g_hash_table_insert(opts, g_strndup(elem->str, eq - elem->str),
                             g_strdup(eq + 1));
         first = false;
