@@ -60,12 +60,15 @@ luks1 aes-128-cbc-plain64-wrong-passphrase --cipher aes-128 --mode cbc \
     --passphrase not-fuzz
 
 # name, then make-seed-luks2 options; the same image's two header copies
-# (2 x 16 KiB) seed the header target.
+# (2 x 16 KiB) seed the header target, and so does its JSON text alone
+# (the target wraps JSON in headers of its own).
 luks2() {
     name=$1
     shift
     "$seed_luks2" "$@" "$corpus/fuzz-luks2-open/$name"
-    "$seed_luks2" --header-only "$@" "$corpus/fuzz-luks2-header/$name"
+    hdr="$corpus/fuzz-luks2-header/$name"
+    "$seed_luks2" --header-only "$@" "$hdr"
+    tail -c +4097 "$hdr" | head -c 12288 | tr -d '\000' > "$hdr.json"
 }
 
 luks2 aes-128-xts-argon2id-4k --passphrase fuzz
