@@ -50,4 +50,4 @@ bench: all
 	$(BUILD)/tests/benchmark-crypto-cipher $(BENCH_ARGS)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(SANITIZE_BUILD) $(FUZZ_BUILD)
