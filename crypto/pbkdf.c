@@ -105,8 +105,11 @@ int qcrypto_pbkdf2(QCryptoHashAlgo hash,
  *  - a sample counts only once it took at least CALIBRATE_MIN_NS of CPU
  *    time; shorter ones just make the next one longer (16x while they are
  *    too short to scale from, else scaled to aim at CALIBRATE_TARGET_NS).
- *    At 100 ms even a 4 ms accounting granularity is a 4% error, and a
- *    zero reading is never an error, only a reason to run longer;
+ *    Linux reads this clock in nanoseconds from the scheduler's clock, so
+ *    25 ms is far beyond its resolution, and a zero reading is never an
+ *    error, only a reason to run longer. Short samples matter:
+ *    every LUKS create and key-slot change pays for the calibration, and
+ *    QEMU's spends half a second or more;
  *  - we keep the fastest of CALIBRATE_SAMPLES samples: interference
  *    (a busy SMT sibling, cache eviction, frequency dips) only ever slows
  *    a sample down, so the fastest is the steadiest estimate of what this
@@ -115,8 +118,8 @@ int qcrypto_pbkdf2(QCryptoHashAlgo hash,
  * still over so much work that it cannot be a CPU clock.
  */
 #define CALIBRATE_START_ITERS  1024    /* HMAC pairs in the first sample */
-#define CALIBRATE_MIN_NS       (100 * 1000 * 1000ull)
-#define CALIBRATE_TARGET_NS    (150 * 1000 * 1000ull)
+#define CALIBRATE_MIN_NS       (25 * 1000 * 1000ull)
+#define CALIBRATE_TARGET_NS    (40 * 1000 * 1000ull)
 #define CALIBRATE_SAMPLES      3
 /*
  * 2^22 HMAC pairs in under CALIBRATE_MIN_NS / 16 would be over 600 million

@@ -129,7 +129,7 @@ static QCryptoBlock *open_path(const char *path, unsigned flags,
 
 static void test_base_opens(void)
 {
-    Base b;
+    Base b = { 0 };
     g_autoptr(Error) err = NULL;
     g_autoptr(QCryptoBlock) block = NULL;
     g_autoptr(QCryptoBlockInfo) info = NULL;
@@ -150,7 +150,7 @@ static void test_base_opens(void)
 static void test_hostile_image(gconstpointer data)
 {
     const HostileImage *h = data;
-    Base b;
+    Base b = { 0 };
     g_autofree char *json = NULL;
 
     if (!base_load(&b)) {

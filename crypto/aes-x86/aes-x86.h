@@ -1,0 +1,82 @@
+/*
+ * Built-in AES for x86-64: what the three paths (aesni, vaes-256, vaes-512)
+ * share. Private to crypto/aes-x86/.
+ *
+ * Each path is a table of mode functions (AesX86Ops) over expanded keys
+ * (AesX86Key). aes-x86.c picks the table at cipher creation and keeps the
+ * chaining state (CBC IV, CTR counter, XTS running tweak); the functions
+ * here are pure transforms of whole runs of blocks and never allocate.
+ */
+#ifndef QCRYPTO_AES_X86_H
+#define QCRYPTO_AES_X86_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <immintrin.h>
+
+#include "crypto/xts.h"
+
+/* FIPS-197 section 5, figure 4: Nr = 10, 12 or 14. */
+#define AES_X86_MAX_ROUNDS 14
+#define AES_X86_BLOCK 16
+
+typedef struct AesX86Key {
+    /* Round keys for the cipher, then for the equivalent inverse cipher. */
+    __m128i enc[AES_X86_MAX_ROUNDS + 1];
+    __m128i dec[AES_X86_MAX_ROUNDS + 1];
+    unsigned rounds;
+} AesX86Key;
+
+/* Sectors of one run, for the XTS multi-sector entry point. */
+typedef struct AesX86Sectors {
+    uint64_t first;             /* sector number of the first sector */
+    unsigned iv_shift;          /* IV = sector << iv_shift (LUKS2 4K) */
+    bool iv_32bit;              /* "plain": IV truncated to 32 bits */
+    size_t sector_size;         /* a multiple of 16 */
+    size_t count;
+} AesX86Sectors;
+
+typedef struct AesX86Ops {
+    const char *name;
+    /* nblocks whole 16-byte blocks; in == out allowed. */
+    void (*ecb_encrypt)(const AesX86Key *key, const uint8_t *in,
+                        uint8_t *out, size_t nblocks);
+    void (*ecb_decrypt)(const AesX86Key *key, const uint8_t *in,
+                        uint8_t *out, size_t nblocks);
+    /* iv is updated to the last ciphertext block. */
+    void (*cbc_encrypt)(const AesX86Key *key, uint8_t *iv,
+                        const uint8_t *in, uint8_t *out, size_t nblocks);
+    void (*cbc_decrypt)(const AesX86Key *key, uint8_t *iv,
+                        const uint8_t *in, uint8_t *out, size_t nblocks);
+    /* ctr: 128-bit big-endian counter, advanced by nblocks. */
+    void (*ctr_crypt)(const AesX86Key *key, uint8_t *ctr,
+                      const uint8_t *in, uint8_t *out, size_t nblocks);
+    /*
+     * XTS over len >= 16 bytes with running tweak *T (advanced past the
+     * data); a ragged len ends with ciphertext stealing.
+     */
+    void (*xts_encrypt)(const AesX86Key *key, xts_uint128 *T,
+                        const uint8_t *in, uint8_t *out, size_t len);
+    void (*xts_decrypt)(const AesX86Key *key, xts_uint128 *T,
+                        const uint8_t *in, uint8_t *out, size_t len);
+    /* Whole sectors in place, tweak of each = E_tkey(IV of its sector). */
+    void (*xts_encrypt_sectors)(const AesX86Key *key, const AesX86Key *tkey,
+                                const AesX86Sectors *s, uint8_t *buf);
+    void (*xts_decrypt_sectors)(const AesX86Key *key, const AesX86Key *tkey,
+                                const AesX86Sectors *s, uint8_t *buf);
+} AesX86Ops;
+
+/* aes-ni.c: key expansion (FIPS-197 section 5.2) and the xmm path. */
+void aes_x86_expand_key(AesX86Key *key, const uint8_t *bytes, size_t nkey);
+/* The CBC encryption every path shares: serial by nature, see aes-ni.c. */
+void aes_x86_cbc_encrypt(const AesX86Key *key, uint8_t *iv,
+                         const uint8_t *in, uint8_t *out, size_t nblocks);
+extern const AesX86Ops aes_x86_ops_aesni;
+
+/* aes-vaes.c: the same modes on ymm and zmm vectors. */
+extern const AesX86Ops aes_x86_ops_vaes256;
+extern const AesX86Ops aes_x86_ops_vaes512;
+
+#endif

@@ -1,0 +1,386 @@
+/*
+ * The built-in AES paths (crypto/aes-x86/): every path this CPU can run
+ * ("vaes-512", "vaes-256", "aesni") must agree with nettle on random
+ * input of every shape, and the multi-sector XTS entry point with the
+ * per-sector loop. (The standards' vectors run on every backend, these
+ * paths included, in test-crypto-cipher.c and test-crypto-xts.c.)
+ *
+ * Each test is registered once per path and forces that path with
+ * qcrypto_cipher_set_backend(), then checks that the ciphers it creates
+ * report it as their implementation.
+ */
+#include <string.h>
+
+#include <glib.h>
+
+#include "crypto/cipher.h"
+#include "crypto/ivgen.h"
+#include "crypto-test-hex.h"
+
+/* ---- helpers ---- */
+
+/* Call fn(args..., &err); an error fails the test with its message. */
+#define MUST(fn, ...)                                                   \
+    ({                                                                  \
+        Error *err_ = NULL;                                             \
+        __auto_type ret_ = fn(__VA_ARGS__, &err_);                      \
+        if (err_) {                                                     \
+            g_error("%s: %s", #fn, error_get_pretty(err_));             \
+        }                                                               \
+        ret_;                                                           \
+    })
+
+static void fill_random(uint8_t *buf, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        buf[i] = (uint8_t)g_test_rand_int();
+    }
+}
+
+static QCryptoCipher *new_cipher(const char *backend, QCryptoCipherAlgo alg,
+                                 QCryptoCipherMode mode, const uint8_t *key,
+                                 size_t nkey)
+{
+    QCryptoCipher *cipher;
+
+    g_assert_cmpint(MUST(qcrypto_cipher_set_backend, backend), ==, 0);
+    cipher = MUST(qcrypto_cipher_new, alg, mode, key, nkey);
+    g_assert_nonnull(cipher);
+    g_assert_cmpstr(qcrypto_cipher_get_impl_name(cipher), ==, backend);
+    return cipher;
+}
+
+static void set_iv(QCryptoCipher *cipher, const uint8_t *iv)
+{
+    if (qcrypto_cipher_get_mode(cipher) != QCRYPTO_CIPHER_MODE_ECB) {
+        g_assert_cmpint(MUST(qcrypto_cipher_setiv, cipher, iv, 16), ==, 0);
+    }
+}
+
+static void cipher_run(QCryptoCipher *cipher, bool encrypt,
+                       const uint8_t *in, uint8_t *out, size_t len)
+{
+    int ret = encrypt ?
+        MUST(qcrypto_cipher_encrypt, cipher, in, out, len) :
+        MUST(qcrypto_cipher_decrypt, cipher, in, out, len);
+    g_assert_cmpint(ret, ==, 0);
+}
+
+/*
+ * CTR is E(counter) XOR data with a 128-bit big-endian counter (SP 800-38A
+ * section 6.5, B.1): check the carries against ECB of counters built here,
+ * starting just before the low 64 bits wrap and just before all 128 do.
+ */
+static void test_ctr_counter(gconstpointer data)
+{
+    const char *path = data;
+    static const char *const starts[] = {
+        "0123456789abcdeffffffffffffffff0",
+        "ffffffffffffffffffffffffffffffe9",
+        "00000000000000000000000000000000",
+    };
+    uint8_t key[32], pt[16 * 100], ctrs[16 * 100], want[16 * 100];
+    uint8_t out[16 * 100];
+
+    fill_random(key, sizeof(key));
+    fill_random(pt, sizeof(pt));
+    for (size_t i = 0; i < G_N_ELEMENTS(starts); i++) {
+        g_autofree uint8_t *iv = test_unhex(starts[i], NULL);
+        g_autoptr(QCryptoCipher) ecb =
+            new_cipher(path, QCRYPTO_CIPHER_ALGO_AES_256,
+                       QCRYPTO_CIPHER_MODE_ECB, key, 32);
+        g_autoptr(QCryptoCipher) ctr =
+            new_cipher(path, QCRYPTO_CIPHER_ALGO_AES_256,
+                       QCRYPTO_CIPHER_MODE_CTR, key, 32);
+        uint8_t c[16];
+
+        memcpy(c, iv, 16);
+        for (size_t b = 0; b < 100; b++) {
+            memcpy(ctrs + 16 * b, c, 16);
+            for (int j = 15; j >= 0 && ++c[j] == 0; j--) {
+                /* carry into the next byte up */
+            }
+        }
+        cipher_run(ecb, true, ctrs, want, sizeof(want));
+        for (size_t j = 0; j < sizeof(want); j++) {
+            want[j] ^= pt[j];
+        }
+        set_iv(ctr, iv);
+        cipher_run(ctr, true, pt, out, 16 * 37);
+        cipher_run(ctr, true, pt + 16 * 37, out + 16 * 37, 16 * 63);
+        g_assert_cmpmem(out, sizeof(out), want, sizeof(want));
+    }
+}
+
+/* ---- differential, random input ---- */
+
+typedef struct {
+    const char *path;
+    QCryptoCipherMode mode;
+} DiffCase;
+
+static const QCryptoCipherAlgo aes_algs[] = {
+    QCRYPTO_CIPHER_ALGO_AES_128,
+    QCRYPTO_CIPHER_ALGO_AES_192,
+    QCRYPTO_CIPHER_ALGO_AES_256,
+};
+
+/*
+ * Lengths around every width's boundaries: one block, one vector of each
+ * width (16, 32, 64 bytes), eight vectors (the main loops: 128, 256, 512
+ * bytes), one off either side, sector sizes, and 64 KiB.
+ */
+static const size_t diff_lengths[] = {
+    16, 32, 48, 64, 80, 96, 112, 128, 144, 192, 240, 256, 272, 384, 496,
+    512, 528, 576, 1008, 1024, 1040, 2048 + 48, 4096, 4096 + 16 * 7,
+    8192 - 16, 65536,
+};
+
+/* Ragged XTS lengths: ciphertext stealing after every kind of body. */
+static const size_t xts_ragged_lengths[] = {
+    17, 18, 31, 33, 47, 63, 65, 79, 100, 127, 129, 255, 257, 511, 513,
+    527, 1000, 4095, 4097, 65535,
+};
+
+static void diff_one(const DiffCase *dc, QCryptoCipherAlgo alg, size_t len,
+                     const char *ref)
+{
+    QCryptoCipherMode mode = dc->mode;
+    size_t nkey = qcrypto_cipher_get_mode_key_len(alg, mode);
+    g_autofree uint8_t *key = g_malloc(nkey);
+    g_autofree uint8_t *pt = g_malloc(len);
+    g_autofree uint8_t *want = g_malloc(len);
+    /* Room to misalign input and output by up to 15 bytes. */
+    g_autofree uint8_t *inbuf = g_malloc(len + 16);
+    g_autofree uint8_t *outbuf = g_malloc(len + 16);
+    g_autoptr(QCryptoCipher) rc = NULL;
+    g_autoptr(QCryptoCipher) tc = NULL;
+    uint8_t iv[16];
+
+    fill_random(key, nkey);
+    fill_random(pt, len);
+    fill_random(iv, sizeof(iv));
+    if (mode == QCRYPTO_CIPHER_MODE_XTS && nkey == 32 &&
+        memcmp(key, key + 16, 16) == 0) {
+        key[0] ^= 1;
+    }
+    if (mode == QCRYPTO_CIPHER_MODE_CTR && g_test_rand_bit()) {
+        /* Start a few blocks before the low 64 bits (or all 128) wrap. */
+        memset(iv + (g_test_rand_bit() ? 0 : 8), 0xff, 8);
+        memset(iv + 8, 0xff, 8);
+        iv[15] = (uint8_t)(0xff - g_test_rand_int_range(0, 40));
+    }
+    rc = new_cipher(ref, alg, mode, key, nkey);
+    tc = new_cipher(dc->path, alg, mode, key, nkey);
+    set_iv(rc, iv);
+    cipher_run(rc, true, pt, want, len);
+
+    for (unsigned trial = 0; trial < 4; trial++) {
+        unsigned in_off = trial ? g_test_rand_int_range(0, 16) : 0;
+        unsigned out_off = trial ? g_test_rand_int_range(0, 16) : 0;
+        bool in_place = trial & 1;
+        uint8_t *in = inbuf + in_off;
+        uint8_t *out = in_place ? in : outbuf + out_off;
+        size_t done = 0;
+
+        /* Encrypt in up to four calls cut at block boundaries. */
+        memcpy(in, pt, len);
+        set_iv(tc, iv);
+        for (unsigned call = 0; done < len; call++) {
+            size_t part = len - done;
+            if (call < 3 && trial >= 2 && part > 32) {
+                part = 16 * g_test_rand_int_range(1, (part - 16) / 16 + 1);
+            }
+            cipher_run(tc, true, in + done, out + done, part);
+            done += part;
+        }
+        g_assert_cmpmem(out, len, want, len);
+
+        memcpy(in, want, len);
+        set_iv(tc, iv);
+        cipher_run(tc, false, in, out, len);
+        g_assert_cmpmem(out, len, pt, len);
+    }
+}
+
+static void test_differential(gconstpointer data)
+{
+    const DiffCase *dc = data;
+    const char *ref = "nettle";     /* always built: the portable backend */
+
+    for (size_t a = 0; a < G_N_ELEMENTS(aes_algs); a++) {
+        for (size_t i = 0; i < G_N_ELEMENTS(diff_lengths); i++) {
+            diff_one(dc, aes_algs[a], diff_lengths[i], ref);
+        }
+        for (unsigned i = 0; i < 8; i++) {
+            diff_one(dc, aes_algs[a], 16 * g_test_rand_int_range(1, 600),
+                     ref);
+        }
+        if (dc->mode == QCRYPTO_CIPHER_MODE_XTS) {
+            for (size_t i = 0; i < G_N_ELEMENTS(xts_ragged_lengths); i++) {
+                diff_one(dc, aes_algs[a], xts_ragged_lengths[i], ref);
+            }
+        }
+    }
+}
+
+/* ---- the multi-sector entry point ---- */
+
+static void sectors_one(const char *path, QCryptoCipherAlgo alg,
+                        QCryptoIVGenAlgo ivalg, size_t sector_size,
+                        unsigned shift, uint64_t first, size_t count)
+{
+    size_t nkey = qcrypto_cipher_get_mode_key_len(alg,
+                                                  QCRYPTO_CIPHER_MODE_XTS);
+    size_t len = sector_size * count;
+    g_autofree uint8_t *key = g_malloc(nkey);
+    g_autofree uint8_t *pt = g_malloc(len);
+    g_autofree uint8_t *want = g_malloc(len);
+    g_autofree uint8_t *buf = g_malloc(len);
+    g_autoptr(QCryptoIVGen) ivgen = NULL;
+    g_autoptr(QCryptoCipher) tc = NULL;
+    uint8_t iv[16];
+
+    fill_random(key, nkey);
+    fill_random(pt, len);
+    ivgen = MUST(qcrypto_ivgen_new, ivalg, alg, 0, NULL, 0);
+    qcrypto_ivgen_set_sector_shift(ivgen, shift);
+    tc = new_cipher(path, alg, QCRYPTO_CIPHER_MODE_XTS, key, nkey);
+
+    /* What the per-sector loop of a block layer would write. */
+    for (size_t s = 0; s < count; s++) {
+        g_assert_cmpint(MUST(qcrypto_ivgen_calculate, ivgen, first + s, iv,
+                             16), ==, 0);
+        set_iv(tc, iv);
+        cipher_run(tc, true, pt + s * sector_size, want + s * sector_size,
+              sector_size);
+    }
+
+    memcpy(buf, pt, len);
+    g_assert_cmpint(MUST(qcrypto_cipher_encrypt_sectors, tc, ivgen, first,
+                                                   sector_size, buf, len), ==, 0);
+    g_assert_cmpmem(buf, len, want, len);
+    g_assert_cmpint(MUST(qcrypto_cipher_decrypt_sectors, tc, ivgen, first,
+                                                   sector_size, buf, len), ==, 0);
+    g_assert_cmpmem(buf, len, pt, len);
+}
+
+static void test_sectors(gconstpointer data)
+{
+    const char *path = data;
+    static const size_t counts[] = { 1, 2, 3, 7, 31, 32, 33, 65, 128, 130 };
+
+    for (size_t a = 0; a < G_N_ELEMENTS(aes_algs); a++) {
+        for (size_t c = 0; c < G_N_ELEMENTS(counts); c++) {
+            uint64_t first = g_test_rand_int();
+            sectors_one(path, aes_algs[a], QCRYPTO_IVGEN_ALGO_PLAIN64, 512,
+                        0, first << 20, counts[c]);
+            sectors_one(path, aes_algs[a], QCRYPTO_IVGEN_ALGO_PLAIN64, 4096,
+                        0, first, counts[c] % 40);
+        }
+        /* LUKS2 4 KiB sectors counted in 512-byte units. */
+        sectors_one(path, aes_algs[a], QCRYPTO_IVGEN_ALGO_PLAIN64, 4096, 3,
+                    1000, 9);
+        /* plain: the 32-bit IV wraps mid-run. */
+        sectors_one(path, aes_algs[a], QCRYPTO_IVGEN_ALGO_PLAIN, 512, 0,
+                    UINT32_MAX - 20, 64);
+        /* Odd sector sizes that leave tails on every width. */
+        sectors_one(path, aes_algs[a], QCRYPTO_IVGEN_ALGO_PLAIN64, 16, 0,
+                    5, 40);
+        sectors_one(path, aes_algs[a], QCRYPTO_IVGEN_ALGO_PLAIN64, 16 * 37,
+                    0, 77, 11);
+    }
+    /* No fast path for ESSIV-less generators other than plain/plain64:
+     * the generic loop must still run (plain64be here). */
+    sectors_one(path, QCRYPTO_CIPHER_ALGO_AES_256,
+                QCRYPTO_IVGEN_ALGO_PLAIN64BE, 512, 0, 3, 5);
+}
+
+/* ---- backend choice ---- */
+
+static void test_paths_listed(void)
+{
+    const char *const *list = qcrypto_cipher_backend_list();
+    static const char *const order[] = { "vaes-512", "vaes-256", "aesni" };
+    size_t pos = 0;
+
+    /* Paths appear best first; a CPU with a wide path has the narrower. */
+    for (size_t i = 0; list[i]; i++) {
+        for (size_t j = 0; j < G_N_ELEMENTS(order); j++) {
+            if (g_str_equal(list[i], order[j])) {
+                g_assert_cmpuint(j, >=, pos);
+                pos = j;
+            }
+        }
+    }
+    g_assert_cmpint(MUST(qcrypto_cipher_set_backend, "auto"), ==, 0);
+    /* LRW is not built in: auto must pick another backend or none. */
+    if (qcrypto_cipher_supports(QCRYPTO_CIPHER_ALGO_AES_128,
+                                QCRYPTO_CIPHER_MODE_LRW)) {
+        uint8_t key[32] = { 1 };
+        g_autoptr(QCryptoCipher) c =
+            MUST(qcrypto_cipher_new, QCRYPTO_CIPHER_ALGO_AES_128,
+                               QCRYPTO_CIPHER_MODE_LRW, key, 32);
+        g_assert_cmpstr(qcrypto_cipher_get_impl_name(c), ==, "nettle");
+    }
+}
+
+static void test_path_refuses_lrw(gconstpointer data)
+{
+    Error *err = NULL;
+    uint8_t key[32] = { 0 };
+
+    g_assert_cmpint(MUST(qcrypto_cipher_set_backend, data), ==, 0);
+    g_assert_null(qcrypto_cipher_new(QCRYPTO_CIPHER_ALGO_AES_128,
+                                     QCRYPTO_CIPHER_MODE_LRW, key, 32,
+                                     &err));
+    g_assert_nonnull(err);
+    error_free(err);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct {
+        QCryptoCipherMode mode;
+        const char *name;
+    } modes[] = {
+        { QCRYPTO_CIPHER_MODE_ECB, "ecb" },
+        { QCRYPTO_CIPHER_MODE_CBC, "cbc" },
+        { QCRYPTO_CIPHER_MODE_CTR, "ctr" },
+        { QCRYPTO_CIPHER_MODE_XTS, "xts" },
+    };
+    bool any = false;
+
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/crypto/aes-x86/paths-listed", test_paths_listed);
+    for (const char *const *b = qcrypto_cipher_backend_list(); *b; b++) {
+        const char *path = *b;
+        if (!g_str_equal(path, "vaes-512") && !g_str_equal(path, "vaes-256")
+            && !g_str_equal(path, "aesni")) {
+            continue;
+        }
+        any = true;
+#define ADD(what, fn, d)                                                \
+        do {                                                            \
+            g_autofree char *name =                                     \
+                g_strdup_printf("/crypto/aes-x86/%s/%s", path, what);   \
+            g_test_add_data_func(name, d, fn);                          \
+        } while (0)
+        ADD("refuses-lrw", test_path_refuses_lrw, path);
+        ADD("ctr-counter", test_ctr_counter, path);
+        for (size_t m = 0; m < G_N_ELEMENTS(modes); m++) {
+            DiffCase *dc = g_new0(DiffCase, 1);   /* lives until exit */
+            g_autofree char *what =
+                g_strdup_printf("differential-%s", modes[m].name);
+            dc->path = path;
+            dc->mode = modes[m].mode;
+            ADD(what, test_differential, dc);
+        }
+        ADD("sectors", test_sectors, path);
+#undef ADD
+    }
+    if (!any) {
+        g_test_message("no built-in AES path on this CPU or host");
+    }
+    return g_test_run();
+}
