@@ -70,6 +70,16 @@ int qemu_opts_parse_into(GHashTable *opts, const char *str,
             error_setg(errp, "Invalid parameter '%s': empty name", elem->str);
             return -1;
         }
+        /*
+         * ",," is a literal comma for values ("file.filename=a,,b"): a
+         * name holding one names no option, and could not be printed
+         * back by qemu_opts_to_string() (",,," is ambiguous there).
+         */
+        if (memchr(elem->str, ',', eq - elem->str)) {
+            error_setg(errp, "Invalid parameter '%s': a name cannot contain "
+                       "a comma", elem->str);
+            return -1;
+        }
         g_hash_table_insert(opts, g_strndup(elem->str, eq - elem->str),
                             g_strdup(eq + 1));
         first = false;
@@ -238,10 +248,19 @@ int qemu_strtosz(const char *str, uint64_t *size, Error **errp)
     }
     p = end;
     if (*p == '.') {
-        /* "1.5G": the fraction is read as a double and scaled below. */
+        /*
+         * "1.5G": the fraction is read as a double and scaled below. Only
+         * decimal digits: strtod would also take an exponent ("1.5e30E"
+         * overflows the conversion to an integer, undefined behaviour).
+         */
         frac = g_ascii_strtod(p, &end);
         if (end == p + 1) {
             goto invalid;
+        }
+        for (const char *d = p + 1; d < end; d++) {
+            if (!g_ascii_isdigit(*d)) {
+                goto invalid;
+            }
         }
         p = end;
     }

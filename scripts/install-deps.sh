@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install whatever of the build and test dependencies is missing (Debian 12).
 # Idempotent, and quiet when everything is already there.
+# --fuzz: also clang and its libFuzzer runtime (make fuzz).
 set -euo pipefail
 
 packages=(
@@ -14,6 +15,9 @@ packages=(
     # the demo's sample file system and the shared test images
     dosfstools mtools xz-utils
 )
+if [ "${1:-}" = --fuzz ]; then
+    packages+=(clang libclang-rt-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
