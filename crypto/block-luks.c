@@ -17,6 +17,7 @@
 #include "crypto/afsplit.h"
 #include "crypto/pbkdf.h"
 #include "crypto/random.h"
+#include "crypto/secure-mem.h"
 #include "lukspriv.h"
 
 /* QEMU's and cryptsetup's default PBKDF2 time per key slot. */
@@ -34,7 +35,10 @@ typedef struct QCryptoBlockLUKS {
     QCryptoLUKSCipherSpec spec;
 } QCryptoBlockLUKS;
 
-/* Key-sized secrets on the heap, wiped when freed. */
+/*
+ * Key-sized secrets (slot keys, AF split material, master keys) in secure
+ * memory (crypto/secure-mem.c): locked where allowed, wiped when freed.
+ */
 typedef struct LUKSKeyBuf {
     size_t len;
     uint8_t data[];
@@ -42,7 +46,7 @@ typedef struct LUKSKeyBuf {
 
 static LUKSKeyBuf *luks_keybuf_new(size_t len)
 {
-    LUKSKeyBuf *buf = g_malloc0(sizeof(LUKSKeyBuf) + len);
+    LUKSKeyBuf *buf = qcrypto_secure_alloc(sizeof(LUKSKeyBuf) + len);
 
     buf->len = len;
     return buf;
@@ -51,8 +55,7 @@ static LUKSKeyBuf *luks_keybuf_new(size_t len)
 static void luks_keybuf_free(LUKSKeyBuf *buf)
 {
     if (buf) {
-        explicit_bzero(buf->data, buf->len);
-        g_free(buf);
+        qcrypto_secure_free(buf, sizeof(LUKSKeyBuf) + buf->len);
     }
 }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(LUKSKeyBuf, luks_keybuf_free)

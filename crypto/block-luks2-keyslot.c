@@ -22,6 +22,7 @@
 #include "crypto/afsplit.h"
 #include "crypto/pbkdf.h"
 #include "crypto/random.h"
+#include "crypto/secure-mem.h"
 #include "luks2priv.h"
 
 /* Sectors of a key-slot area are 512 bytes (as LUKS1's key material). */
@@ -150,13 +151,10 @@ static int luks2_area_crypt(const QCryptoLUKS2Keyslot *ks,
                                        buf, len, errp);
 }
 
-/* Free-and-wipe for key material buffers. */
+/* Key material buffers are secure memory (crypto/secure-mem.c). */
 static void luks2_secret_free(uint8_t *buf, size_t len)
 {
-    if (buf) {
-        explicit_bzero(buf, len);
-        g_free(buf);
-    }
+    qcrypto_secure_free(buf, len);
 }
 
 int qcrypto_luks2_keyslot_open(const QCryptoLUKS2Metadata *md,
@@ -167,8 +165,8 @@ int qcrypto_luks2_keyslot_open(const QCryptoLUKS2Metadata *md,
                                uint8_t *key, Error **errp)
 {
     size_t afbytes = luks2_af_bytes(ks->key_size, ks->af_stripes);
-    uint8_t *areakey = g_malloc(ks->area_key_size);
-    uint8_t *material = g_malloc(afbytes);
+    uint8_t *areakey = qcrypto_secure_alloc(ks->area_key_size);
+    uint8_t *material = qcrypto_secure_alloc(afbytes);
     int ret = -1;
 
     if (ks->digest < 0 || !md->digests[ks->digest]) {
@@ -230,7 +228,7 @@ int qcrypto_luks2_unlock(const QCryptoLUKS2Metadata *md,
             if (!ks || ks->priority != prio || !(d->keyslots & (1u << i))) {
                 continue;
             }
-            candidate = g_malloc(ks->key_size);
+            candidate = qcrypto_secure_alloc(ks->key_size);
             r = qcrypto_luks2_keyslot_open(md, ks, secret, block, readfunc,
                                            opaque, candidate, errp);
             if (r < 0) {
@@ -293,8 +291,8 @@ int qcrypto_luks2_keyslot_store(const QCryptoLUKS2Keyslot *ks,
                                 void *opaque, Error **errp)
 {
     size_t afbytes = luks2_af_bytes(nkey, ks->af_stripes);
-    uint8_t *areakey = g_malloc(ks->area_key_size);
-    uint8_t *material = g_malloc0(afbytes);
+    uint8_t *areakey = qcrypto_secure_alloc(ks->area_key_size);
+    uint8_t *material = qcrypto_secure_alloc(afbytes);
     int ret = -1;
 
     g_assert(nkey == ks->key_size && afbytes <= ks->area_size);

@@ -15,6 +15,7 @@
 #include "blockpriv.h"
 #include "crypto/pbkdf.h"
 #include "crypto/random.h"
+#include "crypto/secure-mem.h"
 #include "luks2priv.h"
 
 /* cryptsetup 2.6's default layout (lib/luks2/luks2.h, lib/setup.c). */
@@ -160,8 +161,7 @@ static int luks2_open(QCryptoBlock *block,
         return -1;
     }
     ret = luks2_init_cipher(block, seg, key, nkey, errp);
-    explicit_bzero(key, nkey);
-    g_free(key);
+    qcrypto_secure_free(key, nkey);
     return ret;
 }
 
@@ -361,7 +361,7 @@ static int luks2_create(QCryptoBlock *block,
     uint32_t sector_size = options->sector_size ?
         options->sector_size : LUKS2_DEFAULT_SECTOR_SIZE;
     size_t nkey = qcrypto_luks2_cipher_key_len(&c);
-    g_autofree uint8_t *key = g_malloc(nkey);
+    uint8_t *key = qcrypto_secure_alloc(nkey);
     g_autofree char *cipher = NULL, *json = NULL;
     QCryptoLUKS2KDFParams params;
     LUKS2Layout l;
@@ -409,7 +409,7 @@ static int luks2_create(QCryptoBlock *block,
     ret = luks2_init_cipher(block, luks->md->segments[0], key, nkey, errp);
 
 out:
-    explicit_bzero(key, nkey);
+    qcrypto_secure_free(key, nkey);
     return ret;
 }
 
@@ -435,7 +435,8 @@ static int luks2_amend_volume_key(QCryptoBlock *block,
                    "give 'old-secret' or open the image with its secret");
         return -1;
     }
-    *key = g_memdup2(block->master_key, block->master_key_len);
+    *key = qcrypto_secure_alloc(block->master_key_len);
+    memcpy(*key, block->master_key, block->master_key_len);
     *nkey = block->master_key_len;
     return 0;
 }
@@ -535,10 +536,7 @@ static int luks2_amend_add(QCryptoBlock *block,
     ret = 0;
 
 out:
-    if (key) {
-        explicit_bzero(key, nkey);
-        g_free(key);
-    }
+    qcrypto_secure_free(key, nkey);
     return ret;
 }
 
@@ -573,16 +571,16 @@ static int luks2_erase_selection(QCryptoBlock *block,
     }
     for (int i = 0; i < QCRYPTO_LUKS2_KEYSLOTS_MAX; i++) {
         const QCryptoLUKS2Keyslot *ks = luks->md->keyslots[i];
-        g_autofree uint8_t *key = NULL;
+        uint8_t *key;
         int r;
 
         if (!ks || ks->digest < 0) {
             continue;
         }
-        key = g_malloc(ks->key_size);
+        key = qcrypto_secure_alloc(ks->key_size);
         r = qcrypto_luks2_keyslot_open(luks->md, ks, &options->old_secret,
                                        block, readfunc, opaque, key, errp);
-        explicit_bzero(key, ks->key_size);
+        qcrypto_secure_free(key, ks->key_size);
         if (r < 0) {
             return -1;
         }

@@ -6,6 +6,7 @@
 
 #include "blockpriv.h"
 #include "luks2priv.h"
+#include "crypto/secure-mem.h"
 
 /*
  * Upper bound of the cipher pool: more threads than this encrypting at the
@@ -260,7 +261,8 @@ int qcrypto_block_init_cipher(QCryptoBlock *block,
     block->cipher_mode = cipher_mode;
     block->ivgen_alg = ivgen_alg;
     block->ivgen_hash_alg = ivgen_hash_alg;
-    block->master_key = g_memdup2(key, nkey);
+    block->master_key = qcrypto_secure_alloc(nkey);
+    memcpy(block->master_key, key, nkey);
     block->master_key_len = nkey;
     block->has_master_key = true;
 
@@ -376,8 +378,7 @@ void qcrypto_block_free(QCryptoBlock *block)
     }
     g_free(block->free_ctx);
     if (block->master_key) {
-        explicit_bzero(block->master_key, block->master_key_len);
-        g_free(block->master_key);
+        qcrypto_secure_free(block->master_key, block->master_key_len);
     }
     g_free(block->warning);
     g_mutex_clear(&block->lock);

@@ -302,7 +302,8 @@ int qcrypto_luks2_digest_verify(const QCryptoLUKS2Digest *d,
 /*
  * Recover the volume key of segment 0 with the secret, trying every key
  * slot bound to its digest (high priority first; "ignore" ones are skipped, as
- * cryptsetup does). *key (g_malloc'ed, the caller wipes it) gets *nkey bytes;
+ * cryptsetup does). *key (secure memory: free it with qcrypto_secure_free(*key, *nkey))
+ * gets *nkey bytes;
  * *slot the slot that opened. Wrong secret: "Invalid password, cannot unlock
  * any keyslot".
  */

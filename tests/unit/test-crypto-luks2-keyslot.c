@@ -10,6 +10,7 @@
  * --pbkdf-memory) so that the tests stay fast.
  */
 #include "crypto/luks2priv.h"
+#include "crypto/secure-mem.h"
 #include "luks2-testutil.h"
 
 typedef struct Image {
@@ -55,8 +56,7 @@ static GBytes *image_unlock(Image *img, const char *pass, int *slot,
         return NULL;
     }
     b = g_bytes_new(key, nkey);
-    explicit_bzero(key, nkey);
-    g_free(key);
+    qcrypto_secure_free(key, nkey);
     return b;
 }
 
