@@ -7,9 +7,22 @@
 
 #include "block/options.h"
 
+/*
+ * Values may be passphrases (--object secret,data=...): wiped when freed.
+ * Options are short, so the cost is nothing.
+ */
+static void opts_value_free(gpointer value)
+{
+    if (value) {
+        explicit_bzero(value, strlen(value));
+        g_free(value);
+    }
+}
+
 GHashTable *qemu_opts_new(void)
 {
-    return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    return g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                 opts_value_free);
 }
 
 GHashTable *qemu_opts_copy(GHashTable *opts)
@@ -44,10 +57,20 @@ static const char *opts_next_element(const char *p, GString *out)
     return p;
 }
 
+/* The parser's scratch copy of an element: it may be a passphrase. */
+static void opts_elem_free(GString *elem)
+{
+    explicit_bzero(elem->str, elem->allocated_len);
+    g_string_free(elem, TRUE);
+}
+typedef GString OptsElem;
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(OptsElem, opts_elem_free)
+
 int qemu_opts_parse_into(GHashTable *opts, const char *str,
                          const char *implied_key, Error **errp)
 {
-    g_autoptr(GString) elem = g_string_new(NULL);
+    /* Sized for the whole string, so it never grows (and leaves copies). */
+    g_autoptr(OptsElem) elem = g_string_sized_new(strlen(str) + 1);
     const char *p = str;
     bool first = true;
 

@@ -4,11 +4,16 @@
  * LUKS images. This file dispatches the commands and holds what they
  * share: option parsing, secrets, errors, progress and signals.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <termios.h>
+#include <unistd.h>
 
 #include "img.h"
 #include "crypto/secret.h"
+#include "crypto/secure-mem.h"
 
 volatile sig_atomic_t img_interrupted;
 
@@ -39,8 +44,10 @@ int img_parse_args(int *argc, char ***argv, const char *params,
 {
     const GOptionEntry common_entries[] = {
         { "object", 0, 0, G_OPTION_ARG_STRING_ARRAY, &common->objects,
-          "define a secret: secret,id=ID,data=STRING[,format=raw|base64] "
-          "or secret,id=ID,file=PATH (any bytes)", "OBJECTDEF" },
+          "define a secret: secret,id=ID,data=STRING[,format=raw|base64], "
+          "secret,id=ID,file=PATH (any bytes; file=/dev/stdin reads a pipe) "
+          "or secret,id=ID,prompt=on (asks on the terminal, no echo); "
+          "data= shows the passphrase in the process list", "OBJECTDEF" },
         { "quiet", 'q', 0, G_OPTION_ARG_NONE, &common->quiet,
           "quiet mode: no progress, no messages but errors", NULL },
         { NULL }
@@ -65,21 +72,132 @@ int img_parse_args(int *argc, char ***argv, const char *params,
 
 void img_common_opts_clear(ImgCommonOpts *common)
 {
+    /* --object definitions may hold a passphrase (data=): wipe them. */
+    for (char **o = common->objects; o && *o; o++) {
+        explicit_bzero(*o, strlen(*o));
+    }
     g_clear_pointer(&common->objects, g_strfreev);
 }
 
-/* --object secret,id=ID,data=STR|file=PATH[,format=raw|base64] */
+/* A string that may hold a secret: wiped when freed. */
+typedef char *ImgSecretStr;
+
+static void img_secret_str_free(char *s)
+{
+    if (s) {
+        explicit_bzero(s, strlen(s));
+        g_free(s);
+    }
+}
+G_DEFINE_AUTO_CLEANUP_FREE_FUNC(ImgSecretStr, img_secret_str_free, NULL)
+
+/* A bound on one typed line: far beyond any passphrase typed at a prompt. */
+#define IMG_PROMPT_MAX 4096
+
+/*
+ * prompt=on: read one line from the controlling terminal with echo off
+ * (termios), without its trailing newline, into secure memory (*len + 1
+ * bytes, NUL-terminated; free with qcrypto_secure_free()). /dev/tty rather
+ * than stdin, so stdin can still be a pipe and the prompt still reaches
+ * the user when stdout is redirected, as ssh and cryptsetup do.
+ */
+static uint8_t *img_prompt_secret(const char *id, size_t *len)
+{
+    struct termios saved, noecho;
+    g_autofree char *prompt = g_strdup_printf("Enter passphrase for "
+                                              "secret '%s': ", id);
+    uint8_t *line;
+    size_t n = 0;
+    bool ok = false;
+    int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+
+    if (fd < 0 || tcgetattr(fd, &saved) < 0) {
+        img_error(NULL, "Secret '%s': prompt=on needs a terminal, and this "
+                  "process has none (%s); pipe the passphrase in with "
+                  "file=/dev/stdin instead", id,
+                  g_strerror(fd < 0 ? errno : ENOTTY));
+        if (fd >= 0) {
+            close(fd);
+        }
+        return NULL;
+    }
+    noecho = saved;
+    /* No echo, but the newline the user types still shows (ECHONL). */
+    noecho.c_lflag &= ~(ECHO | ECHOE | ECHOK);
+    noecho.c_lflag |= ECHONL;
+    if (tcsetattr(fd, TCSAFLUSH, &noecho) < 0) {
+        img_error(NULL, "Secret '%s': cannot turn the terminal's echo off: "
+                  "%s", id, g_strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    (void)!write(fd, prompt, strlen(prompt));
+
+    /*
+     * SIGINT and SIGTERM only set img_interrupted (no SA_RESTART), so ^C
+     * ends the read() with EINTR and the echo is restored below.
+     */
+    line = qcrypto_secure_alloc(IMG_PROMPT_MAX + 1);
+    for (;;) {
+        char ch;
+        ssize_t got = read(fd, &ch, 1);
+
+        if (got < 0 && errno == EINTR && !img_interrupted) {
+            continue;
+        }
+        if (got < 0) {
+            img_error(NULL, "Secret '%s': %s", id, img_interrupted ?
+                      "interrupted" : g_strerror(errno));
+            break;
+        }
+        if (got == 0 || ch == '\n') {       /* EOF (^D) ends the line too */
+            ok = true;
+            break;
+        }
+        if (n == IMG_PROMPT_MAX) {
+            img_error(NULL, "Secret '%s': passphrase longer than %d bytes",
+                      id, IMG_PROMPT_MAX);
+            break;
+        }
+        line[n++] = ch;
+    }
+    tcsetattr(fd, TCSAFLUSH, &saved);
+    close(fd);
+    if (!ok) {
+        qcrypto_secure_free(line, IMG_PROMPT_MAX + 1);
+        return NULL;
+    }
+    *len = n;
+    return line;
+}
+
+/*
+ * --object secret,id=ID,data=STR|file=PATH|prompt=on[,format=raw|base64]
+ *
+ * No message here repeats a value or an unknown name of a definition that
+ * has data=: with an undoubled comma in the passphrase ("data=ab,cd"), part
+ * of it becomes a name ("cd"), and an error must not show it.
+ */
 static int img_add_object(const char *def)
 {
     g_autoptr(GHashTable) opts = NULL;
-    g_autofree char *type = NULL, *id = NULL, *data = NULL, *file = NULL;
+    g_autofree char *type = NULL, *id = NULL, *file = NULL;
+    g_auto(ImgSecretStr) data = NULL;
     g_autofree char *format = NULL, *unknown = NULL;
     QCryptoSecretFormat fmt = QCRYPTO_SECRET_FORMAT_RAW;
+    uint8_t *typed = NULL;
+    size_t typed_len = 0;
+    bool prompt;
     Error *err = NULL;
+    int ret;
 
     opts = qemu_opts_parse(def, "qom-type", &err);
     if (!opts) {
-        img_error_free(NULL, err);
+        /* The parser's message quotes the offending text: not shown. */
+        error_free(err);
+        img_error(NULL, "Invalid --object definition (not shown: it may "
+                  "hold a secret): every property is NAME=VALUE, and a "
+                  "comma inside a value is written ',,'");
         return -1;
     }
     type = qemu_opt_take(opts, "qom-type");
@@ -92,6 +210,10 @@ static int img_add_object(const char *def)
     data = qemu_opt_take(opts, "data");
     file = qemu_opt_take(opts, "file");
     format = qemu_opt_take(opts, "format");
+    if (qemu_opt_take_bool(opts, "prompt", false, &prompt, &err) < 0) {
+        img_error_free(NULL, err);
+        return -1;
+    }
     if (format) {
         if (g_str_equal(format, "base64")) {
             fmt = QCRYPTO_SECRET_FORMAT_BASE64;
@@ -102,16 +224,37 @@ static int img_add_object(const char *def)
         }
     }
     unknown = qemu_opts_first_key(opts);
+    if (unknown && data) {
+        img_error(NULL, "Unknown property in a secret with data= (its name "
+                  "is not shown: it may be part of the passphrase, split "
+                  "off at a comma; write a comma inside data= as ',,')");
+        return -1;
+    }
     if (unknown) {
         img_error(NULL, "Property 'secret.%s' not found", unknown);
         return -1;
     }
-    if (qcrypto_secret_add(id, data, file, fmt, &err) < 0) {
+    if (prompt) {
+        if (data || file) {
+            img_error(NULL, "Secret '%s': prompt=on cannot be combined with "
+                      "'data' or 'file'", id ? id : "");
+            return -1;
+        }
+        if (!id || !*id) {
+            img_error(NULL, "Parameter 'id' is missing");
+            return -1;
+        }
+        typed = img_prompt_secret(id, &typed_len);
+        if (!typed) {
+            return -1;
+        }
+    }
+    ret = qcrypto_secret_add(id, typed ? (const char *)typed : data, file,
+                             fmt, &err);
+    qcrypto_secure_free(typed, IMG_PROMPT_MAX + 1);
+    if (ret < 0) {
         img_error_free(NULL, err);
         return -1;
-    }
-    if (data) {
-        explicit_bzero(data, strlen(data));
     }
     return 0;
 }

@@ -1,8 +1,14 @@
-"""--object secret,...: data, base64, file (any bytes), and refusals."""
+"""--object secret,...: data, base64, file (any bytes), file=/dev/stdin,
+prompt=on, refusals, and no secret in any message."""
 import base64
 import os
+import pty
+import select
+import subprocess
+import time
 
-from qiltest import ITER_TIME, TestCase, file_bytes, main, qil, random_file
+from qiltest import (ITER_TIME, PASSPHRASE, SECRET, TOOL, TestCase,
+                     file_bytes, main, qil, random_file, run)
 
 
 class Secrets(TestCase):
@@ -66,11 +72,165 @@ class Secrets(TestCase):
                  "Unable to read secret file"),
                 ("secret,id=k,data=!!!,format=base64", "not valid base64"),
                 ("memory-backend-ram,id=m", "Invalid object type"),
-                ("secret,id=k,data=x,keyid=y", "Property 'secret.keyid'")]:
+                ("secret,id=k,file=/dev/null,keyid=y",
+                 "Property 'secret.keyid'"),
+                ("secret,id=k,prompt=maybe", "expects 'on' or 'off'"),
+                ("secret,id=k,data=x,prompt=on", "cannot be combined")]:
             self.assertFails(["info", "--object", obj, img], msg)
         self.assertFails(["info", "--object", "secret,id=k,data=x",
                           "--object", "secret,id=k,data=y", img],
                          "Duplicate ID 'k'")
+
+
+def pty_run(args, answer, timeout=60):
+    """Run args on a new pseudo-terminal; when the passphrase prompt shows,
+    type answer and Enter. Returns (exit status, everything the terminal
+    showed)."""
+    pid, master = pty.fork()
+    if pid == 0:
+        try:
+            os.execvp(args[0], args)
+        finally:
+            os._exit(127)
+    shown, typed = b"", False
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 1)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:         # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            shown += chunk
+            # Type only once the prompt is up: the tool flushes pending
+            # input (TCSAFLUSH) when it turns the echo off.
+            if not typed and b"Enter passphrase" in shown:
+                os.write(master, answer.encode() + b"\n")
+                typed = True
+    finally:
+        os.close(master)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), shown.decode(errors="replace")
+
+
+class SecretInput(TestCase):
+    """The ways a passphrase reaches the tool without being on its command
+    line: a pipe (file=/dev/stdin) and the terminal (prompt=on)."""
+
+    def setUp(self):
+        super().setUp()
+        self.need_luks()
+        self.luks, self.raw = self.make_luks("a.luks", size="1M")
+
+    def compare_args(self, secret):
+        return ["compare", "--object", secret, "--image-opts",
+                f"driver=raw,file.filename={self.raw}",
+                f"driver=luks,key-secret=k,file.filename={self.luks}"]
+
+    def test_file_dev_stdin(self):
+        args = [TOOL, *self.compare_args("secret,id=k,file=/dev/stdin")]
+        proc = run(args, check=False, input=PASSPHRASE)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        proc = run(args, check=False, input=PASSPHRASE + "x")
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("Invalid password", proc.stderr)
+        self.assertNotIn(PASSPHRASE, proc.stderr + proc.stdout)
+
+    def test_file_fifo(self):
+        """A named pipe is no regular file: read to EOF all the same."""
+        fifo = self.path("fifo")
+        os.mkfifo(fifo)
+        proc = subprocess.Popen(
+            [TOOL, *self.compare_args(f"secret,id=k,file={fifo}")],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        with open(fifo, "w") as f:
+            f.write(PASSPHRASE)
+        out, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 0, err)
+
+    def test_prompt_on_terminal(self):
+        rc, shown = pty_run([TOOL, *self.compare_args(
+            "secret,id=k,prompt=on")], PASSPHRASE)
+        self.assertIn("Enter passphrase for secret 'k'", shown)
+        self.assertEqual(rc, 0, shown)
+        # The terminal never showed what was typed (no echo).
+        self.assertNotIn(PASSPHRASE, shown)
+
+    def test_prompt_wrong_passphrase(self):
+        rc, shown = pty_run([TOOL, *self.compare_args(
+            "secret,id=k,prompt=on")], "not " + PASSPHRASE)
+        self.assertEqual(rc, 2, shown)
+        self.assertIn("Invalid password", shown)
+        self.assertNotIn(PASSPHRASE, shown)
+
+    def test_prompt_without_terminal(self):
+        # A new session has no controlling terminal: /dev/tty cannot open.
+        proc = subprocess.run(
+            [TOOL, *self.compare_args("secret,id=k,prompt=on")],
+            capture_output=True, text=True, stdin=subprocess.DEVNULL,
+            start_new_session=True)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("prompt=on needs a terminal", proc.stderr)
+        self.assertIn("file=/dev/stdin", proc.stderr)
+
+
+class NoSecretInMessages(TestCase):
+    """Whatever goes wrong, stderr and stdout never show a passphrase."""
+
+    SECRETS = ["Xyzzy0pass", "Plugh1word"]
+
+    def assertHidden(self, proc):
+        for s in self.SECRETS:
+            self.assertNotIn(s, proc.stdout + proc.stderr)
+
+    def test_bad_object_definitions(self):
+        img = self.path("a.raw")
+        qil("create", "-q", img, "1M")
+        a, b = self.SECRETS
+        for obj in [
+                f"secret,id=s0,data={a},bogus=1",
+                f"secret,id=s0,data={a},{b}",           # undoubled comma
+                f"secret,id=s0,data={a},{b}=1",         # ... before an '='
+                f"secret,id=s0,data={a},format=hex",
+                f"secret,id=s0,data={a},file=/etc/hostname",
+                f"secret,id=s0,data={a},prompt=on",
+                f"secret,id=s0,data={a},prompt={b}",
+                f"secret,id=s0,data={a}!{b},format=base64",
+                f"secret,data={a}",
+                f"secret,id=s0,data={a},=x",
+                f"memory-backend-ram,id=m,data={a}"]:
+            proc = self.assertFails(["info", "--object", obj, img])
+            self.assertHidden(proc)
+
+    def test_duplicate_and_unused_secrets(self):
+        img = self.path("a.raw")
+        qil("create", "-q", img, "1M")
+        a, b = self.SECRETS
+        proc = self.assertFails(["info", "--object", f"secret,id=k,data={a}",
+                                 "--object", f"secret,id=k,data={b}", img],
+                                "Duplicate ID 'k'")
+        self.assertHidden(proc)
+
+    def test_wrong_passphrase_and_info(self):
+        self.need_luks()
+        luks, _ = self.make_luks("a.luks", size="1M")
+        a, _ = self.SECRETS
+        proc = self.assertFails(
+            ["compare", "--object", f"secret,id=sec0,data={a}",
+             "--image-opts", f"driver=raw,file.filename={luks}",
+             f"driver=luks,key-secret=sec0,file.filename={luks}"],
+            "Invalid password", rc=2)
+        self.assertHidden(proc)
+        # info (human and JSON) names the secret's id, never its value.
+        for out in ["human", "json"]:
+            proc = qil("info", f"--output={out}", "--object", SECRET,
+                       "--image-opts",
+                       f"driver=luks,key-secret=sec0,file.filename={luks}")
+            self.assertNotIn(PASSPHRASE, proc.stdout + proc.stderr)
 
 
 if __name__ == "__main__":
