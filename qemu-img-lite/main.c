@@ -151,7 +151,11 @@ static uint8_t *img_prompt_secret(const char *id, size_t *len)
             break;
         }
         if (got == 0 || ch == '\n') {       /* EOF (^D) ends the line too */
-            ok = true;
+            /* ^C then Enter may complete the line before SIGINT lands. */
+            ok = !img_interrupted;
+            if (!ok) {
+                img_error(NULL, "Secret '%s': interrupted", id);
+            }
             break;
         }
         if (n == IMG_PROMPT_MAX) {

@@ -82,9 +82,9 @@ class Secrets(TestCase):
                          "Duplicate ID 'k'")
 
 
-def pty_run(args, answer, timeout=60):
+def pty_run(args, answer, timeout=60, enter=True):
     """Run args on a new pseudo-terminal; when the passphrase prompt shows,
-    type answer and Enter. Returns (exit status, everything the terminal
+    type answer (and Enter). Returns (exit status, everything the terminal
     showed)."""
     pid, master = pty.fork()
     if pid == 0:
@@ -109,7 +109,8 @@ def pty_run(args, answer, timeout=60):
             # Type only once the prompt is up: the tool flushes pending
             # input (TCSAFLUSH) when it turns the echo off.
             if not typed and b"Enter passphrase" in shown:
-                os.write(master, answer.encode() + b"\n")
+                end = b"\n" if enter else b""
+                os.write(master, answer.encode() + end)
                 typed = True
     finally:
         os.close(master)
@@ -166,6 +167,13 @@ class SecretInput(TestCase):
         self.assertEqual(rc, 2, shown)
         self.assertIn("Invalid password", shown)
         self.assertNotIn(PASSPHRASE, shown)
+
+    def test_prompt_interrupted(self):
+        # ^C at the prompt (the terminal sends SIGINT) ends it cleanly.
+        rc, shown = pty_run([TOOL, *self.compare_args(
+            "secret,id=k,prompt=on")], "\x03", enter=False)
+        self.assertNotEqual(rc, 0, shown)
+        self.assertIn("interrupted", shown)
 
     def test_prompt_without_terminal(self):
         # A new session has no controlling terminal: /dev/tty cannot open.
