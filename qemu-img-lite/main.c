@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/select.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -95,6 +96,35 @@ G_DEFINE_AUTO_CLEANUP_FREE_FUNC(ImgSecretStr, img_secret_str_free, NULL)
 #define IMG_PROMPT_MAX 4096
 
 /*
+ * One byte from the terminal; -1 with errno EINTR once SIGINT or SIGTERM
+ * (whose handler only sets img_interrupted) has come, so ^C ends the
+ * prompt and the caller restores the echo. The caller blocks both signals;
+ * pselect() unblocks them only while it waits, atomically, so a ^C that
+ * lands between the check of the flag and the wait is not lost.
+ */
+static ssize_t img_prompt_getc(int fd, char *ch, const sigset_t *waitmask)
+{
+    for (;;) {
+        fd_set readable;
+
+        if (img_interrupted) {
+            errno = EINTR;
+            return -1;
+        }
+        FD_ZERO(&readable);
+        FD_SET(fd, &readable);
+        if (pselect(fd + 1, &readable, NULL, NULL, NULL, waitmask) < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return -1;
+        }
+        /* Canonical mode: readable means a whole line is there. */
+        return read(fd, ch, 1);
+    }
+}
+
+/*
  * prompt=on: read one line from the controlling terminal with echo off
  * (termios), without its trailing newline, into secure memory (*len + 1
  * bytes, NUL-terminated; free with qcrypto_secure_free()). /dev/tty rather
@@ -104,6 +134,7 @@ G_DEFINE_AUTO_CLEANUP_FREE_FUNC(ImgSecretStr, img_secret_str_free, NULL)
 static uint8_t *img_prompt_secret(const char *id, size_t *len)
 {
     struct termios saved, noecho;
+    sigset_t stop, waitmask;
     g_autofree char *prompt = g_strdup_printf("Enter passphrase for "
                                               "secret '%s': ", id);
     uint8_t *line;
@@ -133,18 +164,15 @@ static uint8_t *img_prompt_secret(const char *id, size_t *len)
     }
     (void)!write(fd, prompt, strlen(prompt));
 
-    /*
-     * SIGINT and SIGTERM only set img_interrupted (no SA_RESTART), so ^C
-     * ends the read() with EINTR and the echo is restored below.
-     */
     line = qcrypto_secure_alloc(IMG_PROMPT_MAX + 1);
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    sigprocmask(SIG_BLOCK, &stop, &waitmask);
     for (;;) {
         char ch;
-        ssize_t got = read(fd, &ch, 1);
+        ssize_t got = img_prompt_getc(fd, &ch, &waitmask);
 
-        if (got < 0 && errno == EINTR && !img_interrupted) {
-            continue;
-        }
         if (got < 0) {
             img_error(NULL, "Secret '%s': %s", id, img_interrupted ?
                       "interrupted" : g_strerror(errno));
@@ -165,6 +193,7 @@ static uint8_t *img_prompt_secret(const char *id, size_t *len)
         }
         line[n++] = ch;
     }
+    sigprocmask(SIG_SETMASK, &waitmask, NULL);
     tcsetattr(fd, TCSAFLUSH, &saved);
     close(fd);
     if (!ok) {

@@ -4,6 +4,7 @@ import base64
 import os
 import pty
 import select
+import signal
 import subprocess
 import time
 
@@ -89,6 +90,9 @@ def pty_run(args, answer, timeout=60, enter=True):
     pid, master = pty.fork()
     if pid == 0:
         try:
+            # A test runner may start us with SIGINT blocked (the mask
+            # survives exec): the ^C test needs it delivered.
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
             os.execvp(args[0], args)
         finally:
             os._exit(127)
