@@ -117,9 +117,7 @@ void lrw_crypt(const void *ctx, xts_cipher_func *func, const LRWKey *key,
         size_t bytes = n * LRW_BLOCK_SIZE;
 
         lrw_tweaks(key, tweak, tw, n);
-        xts_xor_blocks(dst, src, tw, n);
-        func(ctx, bytes, dst, dst);
-        xts_xor_blocks(dst, dst, tw, n);
+        xts_xex_blocks(ctx, func, tw, n, dst, src);
         length -= bytes;
         src += bytes;
         dst += bytes;

@@ -55,9 +55,7 @@ static void xts_crypt_blocks(const void *ctx, xts_cipher_func *func,
         size_t bytes = n * XTS_BLOCK_SIZE;
 
         xts_tweaks(T, tw, n);
-        xts_xor_blocks(dst, src, tw, n);
-        func(ctx, bytes, dst, dst);
-        xts_xor_blocks(dst, dst, tw, n);
+        xts_xex_blocks(ctx, func, tw, n, dst, src);
         length -= bytes;
         src += bytes;
         dst += bytes;
@@ -70,9 +68,7 @@ static void xts_crypt_blocks(const void *ctx, xts_cipher_func *func,
 static void xts_crypt_one(const void *ctx, xts_cipher_func *func,
                           const xts_uint128 *t, uint8_t *block)
 {
-    xts_xor_blocks(block, block, t, 1);
-    func(ctx, XTS_BLOCK_SIZE, block, block);
-    xts_xor_blocks(block, block, t, 1);
+    xts_xex_blocks(ctx, func, t, 1, block, block);
 }
 
 void xts_tweak_init(const void *tweakctx, xts_cipher_func *encfunc,
