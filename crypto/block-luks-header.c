@@ -151,10 +151,6 @@ static int luks_parse_cipher_mode(const char *str, QCryptoLUKSCipherSpec *spec,
     case QCRYPTO_DMCRYPT_CHAIN_BAD_MODE:
         error_setg(errp, "Unsupported LUKS cipher mode '%s'", str);
         return -1;
-    case QCRYPTO_DMCRYPT_CHAIN_ECB_IVGEN:
-        error_setg(errp, "LUKS cipher mode '%s': ECB takes no IV "
-                   "generator", str);
-        return -1;
     case QCRYPTO_DMCRYPT_CHAIN_NO_IVGEN:
         error_setg(errp, "LUKS cipher mode '%s' lacks an IV generator "
                    "(as in '%s-plain64')", str, str);

@@ -26,9 +26,6 @@ static void luks2_cipher_chain_error(QCryptoDMCryptChainStatus status,
         error_setg(errp, "cipher '%s': unsupported mode '%s'", spec,
                    chain->mode_str);
         return;
-    case QCRYPTO_DMCRYPT_CHAIN_ECB_IVGEN:
-        error_setg(errp, "cipher '%s': ECB takes no IV", spec);
-        return;
     case QCRYPTO_DMCRYPT_CHAIN_NO_IVGEN:
         error_setg(errp, "cipher '%s' names no IV generator", spec);
         return;

@@ -119,10 +119,14 @@ QCryptoDMCryptChainStatus qcrypto_dmcrypt_chain_parse(
         return QCRYPTO_DMCRYPT_CHAIN_BAD_MODE;
     }
     chain->mode = mode;
-    /* ECB takes no IV; every other mode names its generator. */
-    if (mode == QCRYPTO_CIPHER_MODE_ECB) {
-        return ivgen ? QCRYPTO_DMCRYPT_CHAIN_ECB_IVGEN :
-            QCRYPTO_DMCRYPT_CHAIN_OK;
+    /*
+     * ECB takes no IV, and every other mode names its generator. A
+     * generator named with ECB is parsed but never used: QEMU writes its
+     * ECB images as "ecb-plain64", and dm-crypt ignores the IV mode of a
+     * cipher without IVs (with a warning), so such images are valid.
+     */
+    if (mode == QCRYPTO_CIPHER_MODE_ECB && !ivgen) {
+        return QCRYPTO_DMCRYPT_CHAIN_OK;
     }
     if (!ivgen) {
         return QCRYPTO_DMCRYPT_CHAIN_NO_IVGEN;

@@ -35,7 +35,6 @@ bool qcrypto_dmcrypt_cipher_find(const char *name, QCryptoCipherMode mode,
 typedef enum QCryptoDMCryptChainStatus {
     QCRYPTO_DMCRYPT_CHAIN_OK,
     QCRYPTO_DMCRYPT_CHAIN_BAD_MODE,         /* "gcm-plain64" */
-    QCRYPTO_DMCRYPT_CHAIN_ECB_IVGEN,        /* "ecb-plain" */
     QCRYPTO_DMCRYPT_CHAIN_NO_IVGEN,         /* "xts" */
     QCRYPTO_DMCRYPT_CHAIN_BAD_IVGEN,        /* "xts-foo" */
     QCRYPTO_DMCRYPT_CHAIN_NO_HASH,          /* "cbc-essiv" */
