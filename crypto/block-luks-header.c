@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "crypto/pbkdf.h"
+#include "dmcryptpriv.h"
 #include "lukspriv.h"
 
 /* ---- Big-endian fields (the spec: "all values are stored big endian") */
@@ -136,137 +137,46 @@ uint64_t qcrypto_luks_key_material_len(uint32_t key_bytes, uint32_t stripes)
 /* ---- Cipher spec strings (dm-crypt's "cipher-chainmode-ivmode:ivopts") */
 
 /*
- * LUKS1 cipher names as dm-crypt spells them, with the algorithm for each
- * cipher key length (the key length comes from key_bytes, not the name).
+ * "xts-plain64", "cbc-essiv:sha256", "ecb" -> mode, IV generator, hash
+ * (dmcrypt-cipher.c), with LUKS1's own messages.
  */
-static const struct {
-    const char *name;
-    size_t keylen;
-    QCryptoCipherAlgo alg;
-} luks_cipher_names[] = {
-    { "aes", 16, QCRYPTO_CIPHER_ALGO_AES_128 },
-    { "aes", 24, QCRYPTO_CIPHER_ALGO_AES_192 },
-    { "aes", 32, QCRYPTO_CIPHER_ALGO_AES_256 },
-    { "serpent", 16, QCRYPTO_CIPHER_ALGO_SERPENT_128 },
-    { "serpent", 24, QCRYPTO_CIPHER_ALGO_SERPENT_192 },
-    { "serpent", 32, QCRYPTO_CIPHER_ALGO_SERPENT_256 },
-    { "twofish", 16, QCRYPTO_CIPHER_ALGO_TWOFISH_128 },
-    { "twofish", 24, QCRYPTO_CIPHER_ALGO_TWOFISH_192 },
-    { "twofish", 32, QCRYPTO_CIPHER_ALGO_TWOFISH_256 },
-    { "cast5", 16, QCRYPTO_CIPHER_ALGO_CAST5_128 },
-    { "des3_ede", 24, QCRYPTO_CIPHER_ALGO_DES_EDE3 },
-};
-
-static const char *luks_cipher_name(QCryptoCipherAlgo alg)
-{
-    for (size_t i = 0; i < G_N_ELEMENTS(luks_cipher_names); i++) {
-        if (luks_cipher_names[i].alg == alg) {
-            return luks_cipher_names[i].name;
-        }
-    }
-    return NULL;
-}
-
-static bool luks_cipher_name_known(const char *name)
-{
-    for (size_t i = 0; i < G_N_ELEMENTS(luks_cipher_names); i++) {
-        if (g_str_equal(luks_cipher_names[i].name, name)) {
-            return true;
-        }
-    }
-    return false;
-}
-
-/*
- * The cipher's own key length within key_bytes: XTS holds two keys, LRW a
- * key and one 16-byte tweak block (dm-crypt's lrw key layout).
- */
-static bool luks_cipher_key_len(QCryptoCipherMode mode, uint32_t key_bytes,
-                                size_t *keylen)
-{
-    switch (mode) {
-    case QCRYPTO_CIPHER_MODE_XTS:
-        if (key_bytes % 2) {
-            return false;
-        }
-        *keylen = key_bytes / 2;
-        return true;
-    case QCRYPTO_CIPHER_MODE_LRW:
-        if (key_bytes <= 16) {
-            return false;
-        }
-        *keylen = key_bytes - 16;
-        return true;
-    default:
-        *keylen = key_bytes;
-        return true;
-    }
-}
-
-/* "xts-plain64", "cbc-essiv:sha256", "ecb" -> mode, IV generator, hash. */
 static int luks_parse_cipher_mode(const char *str, QCryptoLUKSCipherSpec *spec,
                                   Error **errp)
 {
-    g_autofree char *copy = g_strdup(str);
-    char *ivgen = strchr(copy, '-');
-    char *ivhash = NULL;
-    int mode, ivalg;
+    g_auto(QCryptoDMCryptChain) chain = { 0 };
 
-    if (ivgen) {
-        *ivgen++ = '\0';
-        ivhash = strchr(ivgen, ':');
-        if (ivhash) {
-            *ivhash++ = '\0';
-        }
-    }
-    mode = qcrypto_cipher_mode_parse(copy);
-    if (mode < 0) {
+    switch (qcrypto_dmcrypt_chain_parse(str, &chain)) {
+    case QCRYPTO_DMCRYPT_CHAIN_OK:
+        break;
+    case QCRYPTO_DMCRYPT_CHAIN_BAD_MODE:
         error_setg(errp, "Unsupported LUKS cipher mode '%s'", str);
         return -1;
-    }
-    spec->cipher_mode = mode;
-    spec->has_ivgen_hash_alg = false;
-    if (mode == QCRYPTO_CIPHER_MODE_ECB) {
-        if (ivgen) {
-            error_setg(errp, "LUKS cipher mode '%s': ECB takes no IV "
-                       "generator", str);
-            return -1;
-        }
-        spec->ivgen_alg = QCRYPTO_IVGEN_ALGO_NULL;
-        return 0;
-    }
-    if (!ivgen) {
+    case QCRYPTO_DMCRYPT_CHAIN_NO_IVGEN:
         error_setg(errp, "LUKS cipher mode '%s' lacks an IV generator "
                    "(as in '%s-plain64')", str, str);
         return -1;
-    }
-    ivalg = qcrypto_ivgen_algo_parse(ivgen);
-    if (ivalg < 0) {
+    case QCRYPTO_DMCRYPT_CHAIN_BAD_IVGEN:
         error_setg(errp, "Unsupported IV generator '%s' in LUKS cipher "
-                   "mode '%s'", ivgen, str);
+                   "mode '%s'", chain.ivgen_str, str);
+        return -1;
+    case QCRYPTO_DMCRYPT_CHAIN_NO_HASH:
+        error_setg(errp, "LUKS cipher mode '%s' lacks the ESSIV hash "
+                   "(as in 'essiv:sha256')", str);
+        return -1;
+    case QCRYPTO_DMCRYPT_CHAIN_BAD_HASH:
+        error_setg(errp, "Unsupported ESSIV hash '%s' in LUKS cipher "
+                   "mode '%s'", chain.hash_str, str);
+        return -1;
+    case QCRYPTO_DMCRYPT_CHAIN_IVGEN_OPTION:
+        error_setg(errp, "IV generator '%s' takes no option, yet LUKS "
+                   "cipher mode '%s' gives one", chain.ivgen_str, str);
         return -1;
     }
-    spec->ivgen_alg = ivalg;
-    if (ivalg == QCRYPTO_IVGEN_ALGO_ESSIV) {
-        int hash;
-
-        if (!ivhash) {
-            error_setg(errp, "LUKS cipher mode '%s' lacks the ESSIV hash "
-                       "(as in 'essiv:sha256')", str);
-            return -1;
-        }
-        hash = qcrypto_hash_algo_parse(ivhash);
-        if (hash < 0 || !qcrypto_hash_supports(hash)) {
-            error_setg(errp, "Unsupported ESSIV hash '%s' in LUKS cipher "
-                       "mode '%s'", ivhash, str);
-            return -1;
-        }
-        spec->has_ivgen_hash_alg = true;
-        spec->ivgen_hash_alg = hash;
-    } else if (ivhash) {
-        error_setg(errp, "IV generator '%s' takes no option, yet LUKS "
-                   "cipher mode '%s' gives one", ivgen, str);
-        return -1;
+    spec->cipher_mode = chain.mode;
+    spec->ivgen_alg = chain.ivgen;
+    spec->has_ivgen_hash_alg = chain.has_ivgen_hash;
+    if (chain.has_ivgen_hash) {
+        spec->ivgen_hash_alg = chain.ivgen_hash;
     }
     return 0;
 }
@@ -275,25 +185,18 @@ static int luks_parse_cipher_mode(const char *str, QCryptoLUKSCipherSpec *spec,
 static int luks_parse_cipher_name(const char *name, uint32_t key_bytes,
                                   QCryptoLUKSCipherSpec *spec, Error **errp)
 {
-    size_t keylen;
-
-    if (!luks_cipher_name_known(name)) {
+    if (!qcrypto_dmcrypt_cipher_name_known(name)) {
         error_setg(errp, "Unsupported LUKS cipher '%s'", name);
         return -1;
     }
-    if (luks_cipher_key_len(spec->cipher_mode, key_bytes, &keylen)) {
-        for (size_t i = 0; i < G_N_ELEMENTS(luks_cipher_names); i++) {
-            if (g_str_equal(luks_cipher_names[i].name, name) &&
-                luks_cipher_names[i].keylen == keylen) {
-                spec->cipher_alg = luks_cipher_names[i].alg;
-                return 0;
-            }
-        }
+    if (!qcrypto_dmcrypt_cipher_find(name, spec->cipher_mode, key_bytes,
+                                     &spec->cipher_alg)) {
+        error_setg(errp, "LUKS key size of %" PRIu32 " bytes does not fit "
+                   "cipher %s in mode %s", key_bytes, name,
+                   qcrypto_cipher_mode_name(spec->cipher_mode));
+        return -1;
     }
-    error_setg(errp, "LUKS key size of %" PRIu32 " bytes does not fit "
-               "cipher %s in mode %s", key_bytes, name,
-               qcrypto_cipher_mode_name(spec->cipher_mode));
-    return -1;
+    return 0;
 }
 
 /* ---- Validation: one named function per rule */
@@ -571,7 +474,7 @@ int qcrypto_luks_header_validate(const QCryptoLUKSHeader *hdr,
 int qcrypto_luks_cipher_spec_format(const QCryptoLUKSCipherSpec *spec,
                                     QCryptoLUKSHeader *hdr, Error **errp)
 {
-    const char *name = luks_cipher_name(spec->cipher_alg);
+    const char *name = qcrypto_dmcrypt_cipher_name(spec->cipher_alg);
     const char *mode = qcrypto_cipher_mode_name(spec->cipher_mode);
     g_autofree char *modestr = NULL;
     size_t keylen = qcrypto_cipher_get_mode_key_len(spec->cipher_alg,
@@ -599,26 +502,23 @@ int qcrypto_luks_cipher_spec_format(const QCryptoLUKSCipherSpec *spec,
                    qcrypto_hash_algo_name(spec->hash_alg));
         return -1;
     }
-    if (spec->cipher_mode == QCRYPTO_CIPHER_MODE_ECB) {
-        modestr = g_strdup(mode);
-    } else if (spec->ivgen_alg == QCRYPTO_IVGEN_ALGO_ESSIV) {
-        const char *hash = qcrypto_hash_algo_name(spec->ivgen_hash_alg);
-
-        if (!qcrypto_hash_supports(spec->ivgen_hash_alg)) {
-            error_setg(errp, "ESSIV hash %s is not supported", hash);
+    if (spec->cipher_mode != QCRYPTO_CIPHER_MODE_ECB) {
+        if (spec->ivgen_alg == QCRYPTO_IVGEN_ALGO_ESSIV &&
+            !qcrypto_hash_supports(spec->ivgen_hash_alg)) {
+            error_setg(errp, "ESSIV hash %s is not supported",
+                       qcrypto_hash_algo_name(spec->ivgen_hash_alg));
             return -1;
         }
-        modestr = g_strdup_printf("%s-essiv:%s", mode, hash);
-    } else if (spec->ivgen_alg == QCRYPTO_IVGEN_ALGO_NULL) {
-        error_setg(errp, "Cipher mode %s needs an IV generator", mode);
-        return -1;
-    } else {
-        modestr = g_strdup_printf("%s-%s", mode,
-                                  qcrypto_ivgen_algo_name(spec->ivgen_alg));
+        if (spec->ivgen_alg == QCRYPTO_IVGEN_ALGO_NULL) {
+            error_setg(errp, "Cipher mode %s needs an IV generator", mode);
+            return -1;
+        }
     }
     if (luks_validate_ivgen(spec, keylen, errp) < 0) {
         return -1;
     }
+    modestr = qcrypto_dmcrypt_chain_format(spec->cipher_mode, spec->ivgen_alg,
+                                           spec->ivgen_hash_alg);
     /* Longest case: "xts-essiv:ripemd160" fits easily in 31 chars. */
     g_assert(strlen(modestr) < QCRYPTO_LUKS_CIPHER_MODE_LEN);
 

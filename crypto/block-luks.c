@@ -648,9 +648,8 @@ static int luks_amend_erase_keys(QCryptoBlock *block, QCryptoBlockLUKS *luks,
     bool erase[QCRYPTO_LUKS_NUM_KEY_SLOTS] = { false };
     QCryptoLUKSHeader saved = luks->header;
     int remaining = 0;
-    size_t len = qcrypto_luks_key_material_len(luks->header.key_bytes,
-                                               QCRYPTO_LUKS_STRIPES);
-    g_autofree uint8_t *garbage = NULL;
+    uint64_t len = qcrypto_luks_key_material_len(luks->header.key_bytes,
+                                                 QCRYPTO_LUKS_STRIPES);
 
     if (options->has_new_secret) {
         error_setg(errp, "new-secret cannot be given with state=inactive");
@@ -683,7 +682,6 @@ static int luks_amend_erase_keys(QCryptoBlock *block, QCryptoBlockLUKS *luks,
         return -1;
     }
 
-    garbage = g_malloc(len);
     for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
         uint64_t offset = (uint64_t)luks->header.slots[i].key_offset *
             QCRYPTO_LUKS_SECTOR_SIZE;
@@ -691,8 +689,8 @@ static int luks_amend_erase_keys(QCryptoBlock *block, QCryptoBlockLUKS *luks,
         if (!erase[i]) {
             continue;
         }
-        if (qcrypto_random_bytes(garbage, len, errp) < 0 ||
-            writefunc(block, offset, garbage, len, opaque, errp) < 0) {
+        if (qcrypto_block_wipe_area(block, writefunc, opaque, offset, len,
+                                    errp) < 0) {
             error_prepend(errp, "Key slot %d is disabled but its key "
                           "material could not be overwritten: ", i);
             return -1;

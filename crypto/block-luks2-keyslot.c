@@ -19,6 +19,7 @@
 #include <argon2.h>
 #include <nettle/memops.h>
 
+#include "blockpriv.h"
 #include "crypto/afsplit.h"
 #include "crypto/pbkdf.h"
 #include "crypto/random.h"
@@ -321,19 +322,10 @@ int qcrypto_luks2_keyslot_wipe(const QCryptoLUKS2Keyslot *ks,
                                QCryptoBlockWriteFunc writefunc,
                                void *opaque, Error **errp)
 {
-    /* In chunks: an area may be as large as the whole key-slot area. */
-    const size_t chunk = 64 * 1024;
-    g_autofree uint8_t *buf = g_malloc(chunk);
-
-    for (uint64_t done = 0; done < ks->area_size; done += chunk) {
-        size_t n = MIN(chunk, ks->area_size - done);
-
-        if (qcrypto_random_bytes(buf, n, errp) < 0 ||
-            writefunc(block, ks->area_offset + done, buf, n, opaque,
-                      errp) < 0) {
-            error_prepend(errp, "cannot wipe LUKS2 key slot %d: ", ks->id);
-            return -1;
-        }
+    if (qcrypto_block_wipe_area(block, writefunc, opaque, ks->area_offset,
+                                ks->area_size, errp) < 0) {
+        error_prepend(errp, "cannot wipe LUKS2 key slot %d: ", ks->id);
+        return -1;
     }
     return 0;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "blockpriv.h"
+#include "crypto/random.h"
 #include "luks2priv.h"
 #include "crypto/secure-mem.h"
 
@@ -384,4 +385,23 @@ void qcrypto_block_free(QCryptoBlock *block)
     g_mutex_clear(&block->lock);
     g_cond_clear(&block->cond);
     g_free(block);
+}
+
+int qcrypto_block_wipe_area(QCryptoBlock *block,
+                            QCryptoBlockWriteFunc writefunc, void *opaque,
+                            uint64_t offset, uint64_t len, Error **errp)
+{
+    /* In chunks: a LUKS2 area may be as large as the whole key-slot area. */
+    const size_t chunk = 64 * 1024;
+    g_autofree uint8_t *buf = g_malloc(MIN(chunk, len));
+
+    for (uint64_t done = 0; done < len; done += chunk) {
+        size_t n = MIN(chunk, len - done);
+
+        if (qcrypto_random_bytes(buf, n, errp) < 0 ||
+            writefunc(block, offset + done, buf, n, opaque, errp) < 0) {
+            return -1;
+        }
+    }
+    return 0;
 }

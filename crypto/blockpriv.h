@@ -99,4 +99,13 @@ int qcrypto_block_init_cipher(QCryptoBlock *block,
                               const uint8_t *key, size_t nkey,
                               Error **errp);
 
+/*
+ * Overwrite len bytes at offset with random data through writefunc: how
+ * a format destroys the key material of an erased key slot, so that the
+ * master key cannot be recovered from it even with the old passphrase.
+ */
+int qcrypto_block_wipe_area(QCryptoBlock *block,
+                            QCryptoBlockWriteFunc writefunc, void *opaque,
+                            uint64_t offset, uint64_t len, Error **errp);
+
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "lrwpriv.h"
+#include "xtspriv.h"
 
 #define LRW_CHUNK_BLOCKS 256
 
@@ -103,21 +104,6 @@ static void lrw_tweaks(const LRWKey *key, LRWTweak *tweak,
     tweak->T.u[1] = t1;
 }
 
-static inline void lrw_xor_blocks(uint8_t *dst, const uint8_t *a,
-                                  const xts_uint128 *b, size_t nblocks)
-{
-    for (size_t i = 0; i < nblocks; i++) {
-        uint64_t w0, w1;
-
-        memcpy(&w0, a + 16 * i, 8);
-        memcpy(&w1, a + 16 * i + 8, 8);
-        w0 ^= b[i].u[0];
-        w1 ^= b[i].u[1];
-        memcpy(dst + 16 * i, &w0, 8);
-        memcpy(dst + 16 * i + 8, &w1, 8);
-    }
-}
-
 void lrw_crypt(const void *ctx, xts_cipher_func *func, const LRWKey *key,
                LRWTweak *tweak, size_t length,
                uint8_t *dst, const uint8_t *src)
@@ -131,9 +117,7 @@ void lrw_crypt(const void *ctx, xts_cipher_func *func, const LRWKey *key,
         size_t bytes = n * LRW_BLOCK_SIZE;
 
         lrw_tweaks(key, tweak, tw, n);
-        lrw_xor_blocks(dst, src, tw, n);
-        func(ctx, bytes, dst, dst);
-        lrw_xor_blocks(dst, dst, tw, n);
+        xts_xex_blocks(ctx, func, tw, n, dst, src);
         length -= bytes;
         src += bytes;
         dst += bytes;

@@ -26,25 +26,9 @@
  */
 #include <string.h>
 
-#include "crypto/xts.h"
+#include "xtspriv.h"
 
 #define XTS_CHUNK_BLOCKS 256
-
-/* dst[i] = a[i] ^ b[i] over n bytes; a and dst may be unaligned. */
-static inline void xts_xor(uint8_t *dst, const uint8_t *a,
-                           const xts_uint128 *b, size_t nblocks)
-{
-    for (size_t i = 0; i < nblocks; i++) {
-        uint64_t w0, w1;
-
-        memcpy(&w0, a + 16 * i, 8);
-        memcpy(&w1, a + 16 * i + 8, 8);
-        w0 ^= b[i].u[0];
-        w1 ^= b[i].u[1];
-        memcpy(dst + 16 * i, &w0, 8);
-        memcpy(dst + 16 * i + 8, &w1, 8);
-    }
-}
 
 /* Write the next n tweaks to buf and advance T past them. */
 static void xts_tweaks(xts_uint128 *T, xts_uint128 *buf, size_t n)
@@ -71,9 +55,7 @@ static void xts_crypt_blocks(const void *ctx, xts_cipher_func *func,
         size_t bytes = n * XTS_BLOCK_SIZE;
 
         xts_tweaks(T, tw, n);
-        xts_xor(dst, src, tw, n);
-        func(ctx, bytes, dst, dst);
-        xts_xor(dst, dst, tw, n);
+        xts_xex_blocks(ctx, func, tw, n, dst, src);
         length -= bytes;
         src += bytes;
         dst += bytes;
@@ -86,9 +68,7 @@ static void xts_crypt_blocks(const void *ctx, xts_cipher_func *func,
 static void xts_crypt_one(const void *ctx, xts_cipher_func *func,
                           const xts_uint128 *t, uint8_t *block)
 {
-    xts_xor(block, block, t, 1);
-    func(ctx, XTS_BLOCK_SIZE, block, block);
-    xts_xor(block, block, t, 1);
+    xts_xex_blocks(ctx, func, t, 1, block, block);
 }
 
 void xts_tweak_init(const void *tweakctx, xts_cipher_func *encfunc,

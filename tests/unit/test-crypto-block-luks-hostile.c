@@ -160,7 +160,8 @@ static const FieldCase field_cases[] = {
     { "cipher-mode-essiv-sha512", 40, 17, "xts-essiv:sha512\0",
       "ESSIV" },
     { "cipher-mode-option", 40, 17, "xts-plain64:sha1\0", "takes no option" },
-    { "cipher-mode-ecb-ivgen", 40, 10, "ecb-plain\0", "ECB takes no IV" },
+    { "cipher-mode-ecb-ivgen", 40, 10, "ecb-bogus\0", "Unsupported IV "
+      "generator 'bogus'" },
     { "hash-spec-unterminated", 72, 32, "sha256sha256sha256sha256sha256ss",
       "'hash-spec' is not NUL-terminated" },
     { "hash-spec-unknown", 72, 4, "md4\0", "Unsupported LUKS hash 'md4'" },

@@ -389,7 +389,7 @@ static void test_cipher_specs(void)
         { "aes", 32 }, { "aes-xts-plain64", 40 }, { "aes-xts-plain64", 33 },
         { "aes-foo-plain64", 32 }, { "aes-cbc-essiv", 32 },
         { "aes-cbc-plain64:sha256", 32 }, { "aes-cbc-essiv:nohash", 32 },
-        { "aes-ecb-plain64", 32 }, { "aes-cbc", 32 }, { "cipher_null-ecb", 0 },
+        { "aes-ecb-bogus", 32 }, { "aes-cbc", 32 }, { "cipher_null-ecb", 0 },
         { "capi:xts(aes)-plain64", 64 },
     };
 
