@@ -127,7 +127,7 @@ int img_compare(int argc, char **argv)
                        "Images of different sizes are identical if the "
                        "larger one holds only zeroes past the end of the "
                        "smaller (unless -s).\n\nExample:\n  qemu-img-lite "
-                       "compare --object secret,id=s0,data=pass -f raw "
+                       "compare --object secret,id=s0,data=pass "
                        "--image-opts \\\n      driver=raw,file.filename=disk.raw "
                        "driver=luks,key-secret=s0,file.filename=disk.luks",
                        entries, &common) < 0) {
