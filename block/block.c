@@ -409,6 +409,24 @@ static const BlockDriver *bdrv_find_create_driver(const char *format,
     return drv;
 }
 
+int bdrv_create_take_prealloc(GHashTable *opts, PreallocMode *prealloc,
+                              Error **errp)
+{
+    g_autofree char *str = qemu_opt_take(opts, "preallocation");
+    int mode;
+
+    *prealloc = PREALLOC_MODE_OFF;
+    if (str) {
+        mode = prealloc_mode_parse(str);
+        if (mode < 0) {
+            error_setg(errp, "Invalid preallocation mode: '%s'", str);
+            return -1;
+        }
+        *prealloc = mode;
+    }
+    return 0;
+}
+
 int bdrv_create_check_leftovers(GHashTable *opts, Error **errp)
 {
     g_autofree char *unknown = qemu_opts_first_key(opts);

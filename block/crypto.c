@@ -537,24 +537,6 @@ static int luks_create_write(QCryptoBlock *block, uint64_t offset,
     return luks_header_write(block, offset, buf, buflen, cs->file, errp);
 }
 
-static int luks_take_prealloc(GHashTable *opts, PreallocMode *prealloc,
-                              Error **errp)
-{
-    g_autofree char *str = qemu_opt_take(opts, "preallocation");
-    int mode;
-
-    *prealloc = PREALLOC_MODE_OFF;
-    if (str) {
-        mode = prealloc_mode_parse(str);
-        if (mode < 0) {
-            error_setg(errp, "Invalid preallocation mode: '%s'", str);
-            return -1;
-        }
-        *prealloc = mode;
-    }
-    return 0;
-}
-
 static int luks_create(const char *filename, GHashTable *opts, int flags,
                        BlockDriverState **pbs, Error **errp)
 {
@@ -565,7 +547,7 @@ static int luks_create(const char *filename, GHashTable *opts, int flags,
     int ret = -1;
 
     if (qemu_opt_take_size(opts, "size", 0, &cs.size, errp) < 0 ||
-        luks_take_prealloc(opts, &cs.prealloc, errp) < 0 ||
+        bdrv_create_take_prealloc(opts, &cs.prealloc, errp) < 0 ||
         luks_take_create_opts(opts, &copts, true, errp) < 0) {
         return -1;
     }
@@ -618,7 +600,7 @@ static int luks_measure(GHashTable *opts, uint64_t size, uint64_t *required,
     int ret = -1;
 
     /* The layout does not depend on the passphrase: it is not needed. */
-    if (luks_take_prealloc(opts, &prealloc, errp) < 0 ||
+    if (bdrv_create_take_prealloc(opts, &prealloc, errp) < 0 ||
         luks_take_create_opts(opts, &copts, false, errp) < 0) {
         return -1;
     }

@@ -277,21 +277,12 @@ int bdrv_create_file(const char *filename, uint64_t size,
 static int file_create(const char *filename, GHashTable *opts, int flags,
                        BlockDriverState **pbs, Error **errp)
 {
-    g_autofree char *prealloc_str = qemu_opt_take(opts, "preallocation");
-    int prealloc = PREALLOC_MODE_OFF;
+    PreallocMode prealloc;
     uint64_t size;
 
-    if (qemu_opt_take_size(opts, "size", 0, &size, errp) < 0) {
-        return -1;
-    }
-    if (prealloc_str) {
-        prealloc = prealloc_mode_parse(prealloc_str);
-        if (prealloc < 0) {
-            error_setg(errp, "Invalid preallocation mode: '%s'", prealloc_str);
-            return -1;
-        }
-    }
-    if (bdrv_create_check_leftovers(opts, errp) < 0) {
+    if (qemu_opt_take_size(opts, "size", 0, &size, errp) < 0 ||
+        bdrv_create_take_prealloc(opts, &prealloc, errp) < 0 ||
+        bdrv_create_check_leftovers(opts, errp) < 0) {
         return -1;
     }
     return bdrv_create_file(filename, size, prealloc, errp);

@@ -47,21 +47,12 @@ static bool raw_has_zero_init(BlockDriverState *bs)
 static int raw_create(const char *filename, GHashTable *opts, int flags,
                       BlockDriverState **pbs, Error **errp)
 {
-    g_autofree char *prealloc_str = qemu_opt_take(opts, "preallocation");
-    int prealloc = PREALLOC_MODE_OFF;
+    PreallocMode prealloc;
     uint64_t size;
 
-    if (qemu_opt_take_size(opts, "size", 0, &size, errp) < 0) {
-        return -1;
-    }
-    if (prealloc_str) {
-        prealloc = prealloc_mode_parse(prealloc_str);
-        if (prealloc < 0) {
-            error_setg(errp, "Invalid preallocation mode: '%s'", prealloc_str);
-            return -1;
-        }
-    }
-    if (bdrv_create_check_leftovers(opts, errp) < 0) {
+    if (qemu_opt_take_size(opts, "size", 0, &size, errp) < 0 ||
+        bdrv_create_take_prealloc(opts, &prealloc, errp) < 0 ||
+        bdrv_create_check_leftovers(opts, errp) < 0) {
         return -1;
     }
     /* qemu-img makes raw images a whole number of sectors long. */
@@ -72,10 +63,9 @@ static int raw_create(const char *filename, GHashTable *opts, int flags,
 static int raw_measure(GHashTable *opts, uint64_t size, uint64_t *required,
                        uint64_t *fully_allocated, Error **errp)
 {
-    g_autofree char *prealloc = qemu_opt_take(opts, "preallocation");
+    PreallocMode prealloc;
 
-    if (prealloc && prealloc_mode_parse(prealloc) < 0) {
-        error_setg(errp, "Invalid preallocation mode: '%s'", prealloc);
+    if (bdrv_create_take_prealloc(opts, &prealloc, errp) < 0) {
         return -1;
     }
     if (bdrv_create_check_leftovers(opts, errp) < 0) {

@@ -107,6 +107,10 @@ int bdrv_create_file(const char *filename, uint64_t size,
 BlockDriverState *bdrv_new_node(const BlockDriver *drv,
                                 BlockDriverState *file, int flags);
 
+/* Take the "preallocation" option (default off), refusing unknown modes. */
+int bdrv_create_take_prealloc(GHashTable *opts, PreallocMode *prealloc,
+                              Error **errp);
+
 /* Creation options nobody understood: "Invalid parameter 'x'", as QEMU. */
 int bdrv_create_check_leftovers(GHashTable *opts, Error **errp);
 
