@@ -19,7 +19,7 @@
 
 #include "crypto/afsplit.h"
 #include "crypto/pbkdf.h"
-#include "fuzz-image.h"
+#include "seed-image.h"
 
 /* The LUKS1 spec's header offsets (figures 1 and 2) and constants. */
 #define LUKS1_KEY_BYTES_OFFSET 108
@@ -34,35 +34,10 @@
 #define LUKS1_STRIPES 4000
 #define LUKS1_SECTOR 512
 
-static GByteArray *image;
-
-static int seed_write(QCryptoBlock *block, uint64_t offset, const uint8_t *buf,
-                      size_t len, void *opaque, Error **errp)
-{
-    if (offset + len > image->len) {
-        size_t old = image->len;
-
-        g_byte_array_set_size(image, offset + len);
-        memset(image->data + old, 0, image->len - old);
-    }
-    memcpy(image->data + offset, buf, len);
-    return 0;
-}
-
-static int seed_init(QCryptoBlock *block, uint64_t headerlen, void *opaque,
-                     Error **errp)
-{
-    g_byte_array_set_size(image, headerlen);
-    memset(image->data, 0, headerlen);
-    return 0;
-}
-
 static int seed_read(QCryptoBlock *block, uint64_t offset, uint8_t *buf,
                      size_t len, void *opaque, Error **errp)
 {
-    FuzzImage img = { image->data, image->len, true };
-
-    return fuzz_image_read(block, offset, buf, len, &img, errp);
+    return seed_read_image(block, offset, buf, len, true, errp);
 }
 
 static uint32_t get_be32(const uint8_t *p)
@@ -80,9 +55,7 @@ static void put_be32(uint8_t *p, uint32_t v)
 
 static G_NORETURN void die(const char *what, Error *err)
 {
-    fprintf(stderr, "make-seed-luks1: %s: %s\n", what,
-            err ? error_get_pretty(err) : "failed");
-    exit(1);
+    seed_die("make-seed-luks1", what, err);
 }
 
 /* Encrypt or decrypt a slot's key material under key (the spec, 2.4). */

@@ -23,46 +23,20 @@
 #include "crypto/luks2priv.h"   /* the key slot area cipher */
 #include "crypto/pbkdf.h"
 #include "fuzz-luks2.h"
+#include "seed-image.h"
 
 /* What create enforces as a minimum (cryptsetup's too). */
 #define SEED_ITERATIONS 1000
 
-static GByteArray *image;
-
-static int seed_write(QCryptoBlock *block, uint64_t offset, const uint8_t *buf,
-                      size_t len, void *opaque, Error **errp)
-{
-    if (offset + len > image->len) {
-        size_t old = image->len;
-
-        g_byte_array_set_size(image, offset + len);
-        memset(image->data + old, 0, image->len - old);
-    }
-    memcpy(image->data + offset, buf, len);
-    return 0;
-}
-
-static int seed_init(QCryptoBlock *block, uint64_t headerlen, void *opaque,
-                     Error **errp)
-{
-    g_byte_array_set_size(image, headerlen);
-    memset(image->data, 0, headerlen);
-    return 0;
-}
-
 static int seed_read(QCryptoBlock *block, uint64_t offset, uint8_t *buf,
                      size_t len, void *opaque, Error **errp)
 {
-    FuzzImage img = { image->data, image->len, false };
-
-    return fuzz_image_read(block, offset, buf, len, &img, errp);
+    return seed_read_image(block, offset, buf, len, false, errp);
 }
 
 static G_NORETURN void die(const char *what, Error *err)
 {
-    fprintf(stderr, "make-seed-luks2: %s: %s\n", what,
-            err ? error_get_pretty(err) : "failed");
-    exit(1);
+    seed_die("make-seed-luks2", what, err);
 }
 
 static int parse_or_die(int value, const char *what, const char *name)
