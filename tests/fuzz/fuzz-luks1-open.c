@@ -47,21 +47,6 @@ static bool fuzz_iterations_bounded(const uint8_t *data, size_t size)
     return true;
 }
 
-static void fuzz_payload(QCryptoBlock *block)
-{
-    uint64_t sector = qcrypto_block_get_sector_size(block);
-    size_t len = 2 * sector;
-    g_autofree uint8_t *buf = g_malloc0(len);
-    g_autoptr(Error) err = NULL;
-
-    /* A run of two sectors goes through the bulk path in one call. */
-    if (qcrypto_block_decrypt(block, 0, buf, len, &err) < 0 ||
-        qcrypto_block_encrypt(block, sector, buf, len, &err) < 0) {
-        fuzz_fail("payload cipher of an opened image fails: %s",
-                error_get_pretty(err));
-    }
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     FuzzImage img = { .data = data, .size = size };
