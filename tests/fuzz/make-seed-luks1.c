@@ -138,14 +138,6 @@ static size_t seed_rekey_slot(const QCryptoBlockInfo *info, int i,
     return offset + len;
 }
 
-static int parse_or_die(int value, const char *what, const char *name)
-{
-    if (value < 0) {
-        fprintf(stderr, "make-seed-luks1: unknown %s '%s'\n", what, name);
-        exit(2);
-    }
-    return value;
-}
 
 int main(int argc, char **argv)
 {
@@ -194,18 +186,8 @@ int main(int argc, char **argv)
     qcrypto_block_create_options_init(&opts);
     opts.secret = (QCryptoBlockSecret) { (const uint8_t *)passphrases[0],
                                          strlen(passphrases[0]) };
-    opts.cipher_alg = parse_or_die(qcrypto_cipher_algo_parse(cipher),
-                                   "cipher", cipher);
-    opts.cipher_mode = parse_or_die(qcrypto_cipher_mode_parse(mode), "mode",
-                                    mode);
-    opts.ivgen_alg = parse_or_die(qcrypto_ivgen_algo_parse(ivgen), "ivgen",
-                                  ivgen);
-    if (ivhash) {
-        opts.has_ivgen_hash_alg = true;
-        opts.ivgen_hash_alg = parse_or_die(qcrypto_hash_algo_parse(ivhash),
-                                           "hash", ivhash);
-    }
-    opts.hash_alg = parse_or_die(qcrypto_hash_algo_parse(hash), "hash", hash);
+    seed_cipher_options(&opts, "make-seed-luks1", cipher, mode, ivgen, ivhash,
+                        hash);
     opts.has_iter_time = true;
     opts.iter_time = 1;         /* the minimum count, 1000, is plenty */
     opts.detached_header = detached;

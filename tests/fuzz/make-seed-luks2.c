@@ -41,11 +41,7 @@ static G_NORETURN void die(const char *what, Error *err)
 
 static int parse_or_die(int value, const char *what, const char *name)
 {
-    if (value < 0) {
-        fprintf(stderr, "make-seed-luks2: unknown %s '%s'\n", what, name);
-        exit(2);
-    }
-    return value;
+    return seed_parse_or_die("make-seed-luks2", value, what, name);
 }
 
 /* En/decrypt a key slot area as the format does (512-byte sectors). */
@@ -249,18 +245,8 @@ int main(int argc, char **argv)
     qcrypto_block_create_options_init(&opts);
     opts.luks_version = 2;
     opts.secret = secret_of(passphrases[0]);
-    opts.cipher_alg = parse_or_die(qcrypto_cipher_algo_parse(cipher),
-                                   "cipher", cipher);
-    opts.cipher_mode = parse_or_die(qcrypto_cipher_mode_parse(mode), "mode",
-                                    mode);
-    opts.ivgen_alg = parse_or_die(qcrypto_ivgen_algo_parse(ivgen), "ivgen",
-                                  ivgen);
-    if (ivhash) {
-        opts.has_ivgen_hash_alg = true;
-        opts.ivgen_hash_alg = parse_or_die(qcrypto_hash_algo_parse(ivhash),
-                                           "hash", ivhash);
-    }
-    opts.hash_alg = parse_or_die(qcrypto_hash_algo_parse(hash), "hash", hash);
+    seed_cipher_options(&opts, "make-seed-luks2", cipher, mode, ivgen, ivhash,
+                        hash);
     opts.has_kdf = true;
     opts.kdf = parse_or_die(qcrypto_block_kdf_parse(kdf), "kdf", kdf);
     /* The cheapest slots create makes: 1 ms, 32 KiB, one lane. */

@@ -52,4 +52,36 @@ static G_NORETURN void seed_die(const char *prog, const char *what,
     exit(1);
 }
 
+/* An enum value parsed from a command-line name, or exit 2 saying which. */
+static int seed_parse_or_die(const char *prog, int value, const char *what,
+                             const char *name)
+{
+    if (value < 0) {
+        fprintf(stderr, "%s: unknown %s '%s'\n", prog, what, name);
+        exit(2);
+    }
+    return value;
+}
+
+/* The cipher options both seed makers take (NULL ivhash: none). */
+static void seed_cipher_options(QCryptoBlockCreateOptions *opts,
+                                const char *prog, const char *cipher,
+                                const char *mode, const char *ivgen,
+                                const char *ivhash, const char *hash)
+{
+    opts->cipher_alg = seed_parse_or_die(
+        prog, qcrypto_cipher_algo_parse(cipher), "cipher", cipher);
+    opts->cipher_mode = seed_parse_or_die(
+        prog, qcrypto_cipher_mode_parse(mode), "mode", mode);
+    opts->ivgen_alg = seed_parse_or_die(
+        prog, qcrypto_ivgen_algo_parse(ivgen), "ivgen", ivgen);
+    if (ivhash) {
+        opts->has_ivgen_hash_alg = true;
+        opts->ivgen_hash_alg = seed_parse_or_die(
+            prog, qcrypto_hash_algo_parse(ivhash), "hash", ivhash);
+    }
+    opts->hash_alg = seed_parse_or_die(prog, qcrypto_hash_algo_parse(hash),
+                                       "hash", hash);
+}
+
 #endif
