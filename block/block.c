@@ -6,11 +6,13 @@
 #include <unistd.h>
 
 #include "block/block_int.h"
+#include "block/qcow2.h"
 
 static const BlockDriver *const block_drivers[] = {
     &bdrv_file,
     &bdrv_raw,
     &bdrv_luks,
+    &bdrv_qcow2,
 };
 
 static const char *const prealloc_mode_names[PREALLOC_MODE__MAX] = {
@@ -69,6 +71,9 @@ static const char *bdrv_probe_format(BlockDriverState *file, Error **errp)
     }
     if (qcrypto_block_has_format(QCRYPTO_BLOCK_FORMAT_LUKS, buf, n)) {
         return "luks";
+    }
+    if (qcow2_probe(buf, n, NULL) > 0) {
+        return "qcow2";
     }
     return "raw";
 }
@@ -227,8 +232,14 @@ void bdrv_close(BlockDriverState *bs)
     if (bs->drv->bdrv_close) {
         bs->drv->bdrv_close(bs);
     }
+    bdrv_close(bs->backing);
     bdrv_close(bs->file);
     bdrv_free(bs);
+}
+
+BlockDriverState *bdrv_get_backing(BlockDriverState *bs)
+{
+    return bs->backing;
 }
 
 const char *bdrv_get_format_name(BlockDriverState *bs)
@@ -389,6 +400,16 @@ void bdrv_image_info_free(BlockImageInfo *info)
     if (info->luks) {
         qcrypto_block_info_free(info->luks);
     }
+    if (info->qcow2) {
+        g_free(info->qcow2->data_file);
+        if (info->qcow2->encrypt_luks) {
+            qcrypto_block_info_free(info->qcow2->encrypt_luks);
+        }
+        g_free(info->qcow2);
+    }
+    g_free(info->backing_filename);
+    g_free(info->full_backing_filename);
+    g_free(info->backing_filename_format);
     g_free(info);
 }
 

@@ -10,6 +10,8 @@ packages=(
     libglib2.0-dev nettle-dev
     # LUKS2 metadata and argon2 key slots
     libjson-glib-dev libargon2-dev
+    # qcow2 compressed clusters
+    zlib1g-dev libzstd-dev
     # interop tests: the real qemu-img and cryptsetup
     qemu-utils cryptsetup-bin
     # the demo's sample file system and the shared test images

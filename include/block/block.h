@@ -84,6 +84,9 @@ bool bdrv_is_encrypted(BlockDriverState *bs);
  */
 const char *bdrv_get_warning(BlockDriverState *bs);
 
+/* The node unallocated parts of bs read from (qcow2), or NULL. */
+BlockDriverState *bdrv_get_backing(BlockDriverState *bs);
+
 /* Whether the named format exists; whether it can be created. */
 bool bdrv_format_is_known(const char *format);
 
@@ -115,6 +118,20 @@ bool bdrv_block_status_is_data(BlockDriverState *bs, uint64_t offset,
 /* Whether a node, just created, reads as all zeroes (a new raw file). */
 bool bdrv_has_zero_init(BlockDriverState *bs);
 
+/* qcow2's "format-specific" data, as qemu-img 7.2 names it. */
+typedef struct BlockImageInfoQcow2 {
+    uint32_t version;               /* 2: compat "0.10", 3: "1.1" */
+    const char *compression_type;   /* "zlib", "zstd" */
+    bool lazy_refcounts;
+    unsigned refcount_bits;
+    bool corrupt;
+    bool extended_l2;
+    char *data_file;                /* external data file name, or NULL */
+    bool data_file_raw;
+    const char *encrypt_format;     /* NULL, "aes" or "luks" */
+    QCryptoBlockInfo *encrypt_luks; /* the LUKS header, for "luks" */
+} BlockImageInfoQcow2;
+
 /* What "qemu-img info" shows. */
 typedef struct BlockImageInfo {
     char *filename;
@@ -123,6 +140,12 @@ typedef struct BlockImageInfo {
     int64_t actual_size;            /* -1: unknown */
     bool encrypted;
     QCryptoBlockInfo *luks;         /* format-specific data, or NULL */
+    BlockImageInfoQcow2 *qcow2;     /* format-specific data, or NULL */
+    int64_t cluster_size;           /* 0: none */
+    bool dirty_flag;
+    char *backing_filename;         /* as the image names it, or NULL */
+    char *full_backing_filename;    /* as opened */
+    char *backing_filename_format;  /* NULL: not recorded */
 } BlockImageInfo;
 
 BlockImageInfo *bdrv_get_image_info(BlockDriverState *bs, Error **errp);

@@ -21,6 +21,8 @@ struct BlockDriverState {
     int open_flags;
     char *filename;             /* protocol nodes: the path */
     BlockDriverState *file;     /* format nodes: the child holding the bytes */
+    /* What unallocated parts read from (qcow2); closed with the node. */
+    BlockDriverState *backing;
 };
 
 struct BlockDriver {
@@ -79,6 +81,7 @@ struct BlockDriver {
 extern const BlockDriver bdrv_file;
 extern const BlockDriver bdrv_raw;
 extern const BlockDriver bdrv_luks;
+extern const BlockDriver bdrv_qcow2;
 
 /* Whether opts says anything about the child called name. */
 bool bdrv_opts_has_child(GHashTable *opts, const char *name);

@@ -1,0 +1,179 @@
+/*
+ * qcow2 encryption, read side (spec, "Full disk encryption header
+ * pointer" and "Data encryption"):
+ *
+ * - LUKS (crypt_method 2): a LUKS1 header and its key material live in
+ *   clusters of the image file that the FDE header extension points at.
+ *   The crypto/ layer opens it through a read callback confined to those
+ *   clusters (its offsets count from their start). Payload sectors are
+ *   encrypted with IVs from the *host* offset: sector = host offset / 512,
+ *   so the same guest data at another host cluster is another ciphertext.
+ *
+ * - Legacy AES (crypt_method 1): AES-128-CBC, IV plain64 of the *guest*
+ *   sector number, key = the passphrase's first 16 bytes, zero-padded
+ *   (QEMU's crypto/block-qcow.c). No salt, no KDF, no integrity: read
+ *   only, so that such images can be converted to LUKS.
+ *
+ * Compressed clusters are never encrypted (QEMU refuses to write them
+ * to encrypted images), so only standard clusters pass through here.
+ */
+#include <string.h>
+
+#include "block/qcow2.h"
+
+#define QCOW2_AES_KEY_LEN 16
+#define QCOW2_CRYPTO_SECTOR 512
+
+struct Qcow2Crypto {
+    int method;
+    bool no_io;                 /* header only (info): nothing to decrypt */
+    /* LUKS */
+    QCryptoBlock *luks;
+    BlockDriverState *file;
+    uint64_t hdr_offset;
+    uint64_t hdr_length;
+    /* AES: CBC keeps its IV in the cipher, so one thread at a time. */
+    GMutex aes_lock;
+    QCryptoCipher *aes;
+    QCryptoIVGen *ivgen;
+};
+
+/* The LUKS header's reads, confined to the header clusters. */
+static int qcow2_crypto_hdr_read(QCryptoBlock *block, uint64_t offset,
+                                 uint8_t *buf, size_t buflen, void *opaque,
+                                 Error **errp)
+{
+    Qcow2Crypto *c = opaque;
+
+    if (offset > c->hdr_length || buflen > c->hdr_length - offset) {
+        error_setg(errp, "LUKS header read of %zu bytes at offset %"
+                   G_GUINT64_FORMAT " is outside the qcow2 crypto header (%"
+                   G_GUINT64_FORMAT " bytes)", buflen, offset,
+                   c->hdr_length);
+        return -1;
+    }
+    return c->file->drv->bdrv_pread(c->file, c->hdr_offset + offset, buf,
+                                    buflen, errp);
+}
+
+static int qcow2_crypto_open_luks(Qcow2Crypto *c, BlockDriverState *bs,
+                                  const Qcow2Extensions *ext,
+                                  const QCryptoBlockSecret *secret,
+                                  bool no_io, Error **errp)
+{
+    QCryptoBlockOpenOptions opts = {
+        .format = QCRYPTO_BLOCK_FORMAT_LUKS,
+        .size = ext->crypto_header_length,
+    };
+
+    if (secret) {
+        opts.secret = *secret;
+    }
+    c->file = bs->file;
+    c->hdr_offset = ext->crypto_header_offset;
+    c->hdr_length = ext->crypto_header_length;
+    c->luks = qcrypto_block_open(&opts, qcow2_crypto_hdr_read, c,
+                                 no_io ? QCRYPTO_BLOCK_OPEN_NO_IO : 0, errp);
+    if (!c->luks) {
+        return -1;
+    }
+    /* QEMU writes (and reads) LUKS1, 512-byte sectors, in qcow2. */
+    if (qcrypto_block_get_sector_size(c->luks) != QCOW2_CRYPTO_SECTOR) {
+        error_setg(errp, "The LUKS header in this qcow2 image has %"
+                   G_GUINT64_FORMAT "-byte sectors; qcow2 encryption uses "
+                   "512-byte sectors", qcrypto_block_get_sector_size(c->luks));
+        return -1;
+    }
+    return 0;
+}
+
+static int qcow2_crypto_open_aes(Qcow2Crypto *c,
+                                 const QCryptoBlockSecret *secret,
+                                 Error **errp)
+{
+    uint8_t key[QCOW2_AES_KEY_LEN] = { 0 };
+    const uint8_t *nul = memchr(secret->data, 0, secret->len);
+    size_t len = nul ? (size_t)(nul - secret->data) : secret->len;
+
+    /* QEMU takes the secret as a C string: up to a NUL, at most 16 bytes. */
+    memcpy(key, secret->data, MIN(len, sizeof(key)));
+    c->aes = qcrypto_cipher_new(QCRYPTO_CIPHER_ALGO_AES_128,
+                                QCRYPTO_CIPHER_MODE_CBC, key, sizeof(key),
+                                errp);
+    memset(key, 0, sizeof(key));
+    if (!c->aes) {
+        return -1;
+    }
+    c->ivgen = qcrypto_ivgen_new(QCRYPTO_IVGEN_ALGO_PLAIN64,
+                                 QCRYPTO_CIPHER_ALGO_AES_128, 0, NULL, 0,
+                                 errp);
+    return c->ivgen ? 0 : -1;
+}
+
+Qcow2Crypto *qcow2_crypto_open(BlockDriverState *bs, const Qcow2Header *h,
+                               const Qcow2Extensions *ext,
+                               const QCryptoBlockSecret *secret, bool no_io,
+                               Error **errp)
+{
+    Qcow2Crypto *c = g_new0(Qcow2Crypto, 1);
+    int ret = 0;
+
+    c->method = h->crypt_method;
+    c->no_io = no_io;
+    g_mutex_init(&c->aes_lock);
+    if (h->crypt_method == QCOW2_CRYPT_LUKS) {
+        ret = qcow2_crypto_open_luks(c, bs, ext, secret, no_io, errp);
+    } else if (!no_io) {
+        ret = qcow2_crypto_open_aes(c, secret, errp);
+    }
+    if (ret < 0) {
+        qcow2_crypto_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void qcow2_crypto_free(Qcow2Crypto *c)
+{
+    if (!c) {
+        return;
+    }
+    qcrypto_block_free(c->luks);
+    qcrypto_cipher_free(c->aes);
+    qcrypto_ivgen_free(c->ivgen);
+    g_mutex_clear(&c->aes_lock);
+    g_free(c);
+}
+
+int qcow2_crypto_decrypt(Qcow2Crypto *c, uint64_t host_offset,
+                         uint64_t guest_offset, uint8_t *buf, size_t len,
+                         Error **errp)
+{
+    int ret;
+
+    g_assert(host_offset % QCOW2_CRYPTO_SECTOR == 0 &&
+             guest_offset % QCOW2_CRYPTO_SECTOR == 0 &&
+             len % QCOW2_CRYPTO_SECTOR == 0);
+    if (c->no_io) {
+        error_setg(errp, "The image was opened without its key");
+        return -1;
+    }
+    if (c->luks) {
+        return qcrypto_block_decrypt(c->luks, host_offset, buf, len, errp);
+    }
+    g_mutex_lock(&c->aes_lock);
+    ret = qcrypto_cipher_decrypt_sectors(c->aes, c->ivgen,
+                                         guest_offset / QCOW2_CRYPTO_SECTOR,
+                                         QCOW2_CRYPTO_SECTOR, buf, len, errp);
+    g_mutex_unlock(&c->aes_lock);
+    return ret;
+}
+
+QCryptoBlockInfo *qcow2_crypto_get_info(Qcow2Crypto *c, Error **errp)
+{
+    if (!c || !c->luks) {
+        error_setg(errp, "No LUKS header to describe");
+        return NULL;
+    }
+    return qcrypto_block_get_info(c->luks, errp);
+}

@@ -1,0 +1,1032 @@
+/*
+ * The "qcow2" format driver (read-only): the header and its extensions,
+ * open and close, options, the read path and "info". The cluster mapping
+ * is in qcow2-cluster.c, the L2 cache in qcow2-cache.c, refcounts in
+ * qcow2-refcount.c, compressed clusters in qcow2-compress.c and
+ * encryption in qcow2-crypto.c. The layout is QEMU's
+ * docs/interop/qcow2.txt ("the spec"); docs/qcow2.md says what is read
+ * and what is refused.
+ *
+ * Every number in the header is attacker-controlled: it is checked before
+ * it sizes an allocation or a read (qcow2_header_parse,
+ * qcow2_validate_table), so a hostile image is refused at open with a
+ * message, never allocated from.
+ */
+#include <string.h>
+#include <sys/stat.h>
+
+#include "block/qcow2.h"
+#include "crypto/secret.h"
+
+/*
+ * Memory for L2 tables, per image: enough for the convert loop's threads
+ * to each keep their tables (a 2 MiB-cluster table maps 512 GiB), and
+ * small enough that the image size does not matter.
+ */
+#define QCOW2_L2_CACHE_BYTES (4 * 1024 * 1024)
+/* Backing chains deeper than this are refused (each level is an open file). */
+#define QCOW2_MAX_BACKING_DEPTH 64
+/* The LUKS header area of an encrypted image: far above the 2 MiB of a
+ * LUKS1 header with 8 slots of 4000 stripes of 64-byte keys. */
+#define QCOW2_MAX_CRYPTO_HEADER (16 * 1024 * 1024)
+/* Encrypted reads that are not sector-aligned bounce in pieces this big. */
+#define QCOW2_BOUNCE_SIZE (1024 * 1024)
+
+int qcow2_probe(const uint8_t *buf, size_t len, const char *filename)
+{
+    if (len >= 8 && qcow2_ld_be32(buf) == QCOW2_MAGIC) {
+        uint32_t version = qcow2_ld_be32(buf + 4);
+
+        /* Any version claims the file: 1 (qcow) and others are refused
+         * by name at open, never read as raw. */
+        return version >= 2 ? 100 : 0;
+    }
+    return 0;
+}
+
+/* ---- Header */
+
+static int qcow2_header_check_limits(const Qcow2Header *h, uint64_t file_size,
+                                     Error **errp)
+{
+    uint64_t cluster_size = 1ull << h->cluster_bits;
+    Qcow2Geometry g;
+
+    qcow2_geometry_init(&g, h);
+    if (h->size > INT64_MAX - cluster_size) {
+        error_setg(errp, "Image size %" G_GUINT64_FORMAT " is too large",
+                   h->size);
+        return -1;
+    }
+    if (qcow2_l1_entries_needed(&g, h->size) > h->l1_size) {
+        error_setg(errp, "L1 table is too small (%" PRIu32 " entries for a "
+                   "virtual size of %" G_GUINT64_FORMAT " bytes)",
+                   h->l1_size, h->size);
+        return -1;
+    }
+    if (h->l1_size &&
+        qcow2_validate_table(h->l1_table_offset, h->l1_size, sizeof(uint64_t),
+                             QCOW2_MAX_L1_BYTES, cluster_size, file_size,
+                             "Active L1 table", errp) < 0) {
+        return -1;
+    }
+    if (h->refcount_table_clusters == 0) {
+        error_setg(errp, "Image does not contain a reference count table");
+        return -1;
+    }
+    if (qcow2_validate_table(h->refcount_table_offset,
+                             (uint64_t)h->refcount_table_clusters *
+                             (cluster_size / sizeof(uint64_t)),
+                             sizeof(uint64_t), QCOW2_MAX_REFTABLE_BYTES,
+                             cluster_size, file_size, "Reference count table",
+                             errp) < 0) {
+        return -1;
+    }
+    if (h->nb_snapshots > QCOW2_MAX_SNAPSHOTS) {
+        error_setg(errp, "Too many snapshots (%" PRIu32 ", at most %d)",
+                   h->nb_snapshots, QCOW2_MAX_SNAPSHOTS);
+        return -1;
+    }
+    /* Snapshots are not read; their table must still be where it can be. */
+    if (h->nb_snapshots &&
+        qcow2_validate_table(h->snapshots_offset, 1, 40, UINT64_MAX,
+                             cluster_size, file_size, "Snapshot table",
+                             errp) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static int qcow2_header_check_fields(const Qcow2Header *h, Error **errp)
+{
+    uint64_t cluster_size = 1ull << h->cluster_bits;
+
+    if (h->refcount_order > 6) {
+        error_setg(errp, "Reference count entry width too large; may not "
+                   "exceed 64 bits");
+        return -1;
+    }
+    if (h->crypt_method > QCOW2_CRYPT_LUKS) {
+        error_setg(errp, "Unsupported encryption method: %" PRIu32,
+                   h->crypt_method);
+        return -1;
+    }
+    if (h->incompatible_features & QCOW2_INCOMPAT_COMPRESSION) {
+        if (h->compression_type == QCOW2_COMPRESSION_ZLIB) {
+            error_setg(errp, "qcow2 header: compression type bit is set, "
+                       "but the compression type is zlib");
+            return -1;
+        }
+    } else if (h->compression_type != QCOW2_COMPRESSION_ZLIB) {
+        error_setg(errp, "qcow2 header: compression type bit is not set, "
+                   "but the compression type is not zlib");
+        return -1;
+    }
+    if (h->compression_type > QCOW2_COMPRESSION_ZSTD) {
+        error_setg(errp, "qcow2 header: unknown compression type %u",
+                   h->compression_type);
+        return -1;
+    }
+    if ((h->incompatible_features & QCOW2_INCOMPAT_EXTL2) &&
+        h->cluster_bits < QCOW2_MIN_EXTL2_CLUSTER_BITS) {
+        error_setg(errp, "Extended L2 entries need clusters of at least "
+                   "%u bytes", 1u << QCOW2_MIN_EXTL2_CLUSTER_BITS);
+        return -1;
+    }
+    if (h->backing_file_offset) {
+        if (h->backing_file_offset > cluster_size ||
+            h->backing_file_size > MIN(QCOW2_MAX_BACKING_NAME,
+                                       cluster_size - h->backing_file_offset)) {
+            error_setg(errp, "Backing file name too long");
+            return -1;
+        }
+        if (h->backing_file_offset < h->header_length) {
+            error_setg(errp, "Backing file name overlaps the qcow2 header");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int qcow2_header_parse(const uint8_t *buf, size_t len, uint64_t file_size,
+                       Qcow2Header *h, Error **errp)
+{
+    memset(h, 0, sizeof(*h));
+    if (len < QCOW2_V2_HEADER_LEN || qcow2_ld_be32(buf) != QCOW2_MAGIC) {
+        error_setg(errp, "Image is not in qcow2 format");
+        return -1;
+    }
+    h->version = qcow2_ld_be32(buf + 4);
+    if (h->version != 2 && h->version != 3) {
+        error_setg(errp, "Unsupported qcow2 version %" PRIu32 " (qcow2 "
+                   "versions 2 and 3 are read)", h->version);
+        return -1;
+    }
+    h->backing_file_offset = qcow2_ld_be64(buf + 8);
+    h->backing_file_size = qcow2_ld_be32(buf + 16);
+    h->cluster_bits = qcow2_ld_be32(buf + 20);
+    h->size = qcow2_ld_be64(buf + 24);
+    h->crypt_method = qcow2_ld_be32(buf + 32);
+    h->l1_size = qcow2_ld_be32(buf + 36);
+    h->l1_table_offset = qcow2_ld_be64(buf + 40);
+    h->refcount_table_offset = qcow2_ld_be64(buf + 48);
+    h->refcount_table_clusters = qcow2_ld_be32(buf + 56);
+    h->nb_snapshots = qcow2_ld_be32(buf + 60);
+    h->snapshots_offset = qcow2_ld_be64(buf + 64);
+
+    if (h->cluster_bits < QCOW2_MIN_CLUSTER_BITS ||
+        h->cluster_bits > QCOW2_MAX_CLUSTER_BITS) {
+        error_setg(errp, "Unsupported cluster size: 2^%" PRIu32
+                   " (512 bytes to 2 MiB are read)", h->cluster_bits);
+        return -1;
+    }
+
+    if (h->version == 2) {
+        /* The spec: version 2 is refcount order 4, header length 72. */
+        h->refcount_order = 4;
+        h->header_length = QCOW2_V2_HEADER_LEN;
+    } else {
+        if (len < QCOW2_V3_HEADER_LEN) {
+            error_setg(errp, "qcow2 header too short");
+            return -1;
+        }
+        h->incompatible_features = qcow2_ld_be64(buf + 72);
+        h->compatible_features = qcow2_ld_be64(buf + 80);
+        h->autoclear_features = qcow2_ld_be64(buf + 88);
+        h->refcount_order = qcow2_ld_be32(buf + 96);
+        h->header_length = qcow2_ld_be32(buf + 100);
+        if (h->header_length < QCOW2_V3_HEADER_LEN) {
+            error_setg(errp, "qcow2 header too short");
+            return -1;
+        }
+        if (h->header_length > (1u << h->cluster_bits) ||
+            h->header_length > len) {
+            error_setg(errp, "qcow2 header exceeds cluster size");
+            return -1;
+        }
+        if (h->header_length > QCOW2_COMPRESSION_TYPE_OFFSET) {
+            h->compression_type = buf[QCOW2_COMPRESSION_TYPE_OFFSET];
+        }
+    }
+    if (qcow2_header_check_fields(h, errp) < 0) {
+        return -1;
+    }
+    return qcow2_header_check_limits(h, file_size, errp);
+}
+
+int qcow2_validate_table(uint64_t offset, uint64_t entries, size_t entry_len,
+                         uint64_t max_bytes, uint64_t cluster_size,
+                         uint64_t file_size, const char *name, Error **errp)
+{
+    uint64_t bytes;
+
+    if (entries > max_bytes / entry_len) {
+        error_setg(errp, "%s too large", name);
+        return -1;
+    }
+    bytes = entries * entry_len;
+    if (offset % cluster_size) {
+        error_setg(errp, "%s offset invalid (not cluster-aligned)", name);
+        return -1;
+    }
+    if (offset > file_size || bytes > file_size - offset) {
+        error_setg(errp, "%s (%" G_GUINT64_FORMAT " bytes at offset %"
+                   G_GUINT64_FORMAT ") is beyond the end of the file (%"
+                   G_GUINT64_FORMAT " bytes)", name, bytes, offset,
+                   file_size);
+        return -1;
+    }
+    return 0;
+}
+
+void qcow2_geometry_init(Qcow2Geometry *g, const Qcow2Header *h)
+{
+    memset(g, 0, sizeof(*g));
+    g->cluster_bits = h->cluster_bits;
+    g->cluster_size = 1ull << h->cluster_bits;
+    g->extended_l2 = h->incompatible_features & QCOW2_INCOMPAT_EXTL2;
+    g->l2_entry_size = g->extended_l2 ? 16 : 8;
+    g->l2_bits = h->cluster_bits - (g->extended_l2 ? 4 : 3);
+    g->l2_entries = 1ull << g->l2_bits;
+    g->subcluster_bits = h->cluster_bits - (g->extended_l2 ? 5 : 0);
+    g->subcluster_size = 1ull << g->subcluster_bits;
+    g->csize_shift = 62 - (h->cluster_bits - 8);
+    g->csize_mask = (1ull << (h->cluster_bits - 8)) - 1;
+    g->coffset_mask = (1ull << g->csize_shift) - 1;
+    g->has_data_file = h->incompatible_features & QCOW2_INCOMPAT_DATA_FILE;
+}
+
+uint64_t qcow2_l1_entries_needed(const Qcow2Geometry *g, uint64_t size)
+{
+    unsigned shift = g->cluster_bits + g->l2_bits;
+
+    return (size >> shift) + !!(size & ((1ull << shift) - 1));
+}
+
+/* ---- Header extensions */
+
+void qcow2_extensions_clear(Qcow2Extensions *ext)
+{
+    g_free(ext->backing_format);
+    g_free(ext->data_file);
+    for (int i = 0; i < 64; i++) {
+        g_free(ext->incompat_names[i]);
+    }
+    memset(ext, 0, sizeof(*ext));
+}
+
+/* A string extension: no NUL inside, at most max bytes. */
+static int qcow2_ext_string(const uint8_t *data, uint32_t len, size_t max,
+                            const char *what, char **out, Error **errp)
+{
+    if (*out) {
+        error_setg(errp, "qcow2 header: the %s extension appears twice", what);
+        return -1;
+    }
+    if (len > max || memchr(data, 0, len)) {
+        error_setg(errp, "qcow2 header: invalid %s extension (%" PRIu32
+                   " bytes)", what, len);
+        return -1;
+    }
+    *out = g_strndup((const char *)data, len);
+    return 0;
+}
+
+/* Spec, "Feature name table": 48-byte entries. */
+static void qcow2_ext_feature_table(const uint8_t *data, uint32_t len,
+                                    Qcow2Extensions *ext)
+{
+    for (uint32_t i = 0; i + 48 <= len; i += 48) {
+        uint8_t type = data[i], bit = data[i + 1];
+
+        if (type == 0 && bit < 64) {
+            g_free(ext->incompat_names[bit]);
+            ext->incompat_names[bit] =
+                g_strndup((const char *)data + i + 2, 46);
+        }
+    }
+}
+
+static int qcow2_ext_crypto_header(const Qcow2Header *h, const uint8_t *data,
+                                   uint32_t len, uint64_t file_size,
+                                   Qcow2Extensions *ext, Error **errp)
+{
+    uint64_t cluster_size = 1ull << h->cluster_bits;
+
+    if (h->crypt_method != QCOW2_CRYPT_LUKS) {
+        error_setg(errp, "qcow2 header: a crypto header extension is only "
+                   "expected with LUKS encryption");
+        return -1;
+    }
+    if (len != 16 || ext->has_crypto_header) {
+        error_setg(errp, "qcow2 header: invalid crypto header extension");
+        return -1;
+    }
+    ext->has_crypto_header = true;
+    ext->crypto_header_offset = qcow2_ld_be64(data);
+    ext->crypto_header_length = qcow2_ld_be64(data + 8);
+    if (ext->crypto_header_length == 0) {
+        error_setg(errp, "qcow2 header: the crypto header is empty");
+        return -1;
+    }
+    return qcow2_validate_table(ext->crypto_header_offset,
+                                ext->crypto_header_length, 1,
+                                QCOW2_MAX_CRYPTO_HEADER, cluster_size,
+                                file_size, "Crypto header", errp);
+}
+
+static int qcow2_extensions_parse_inner(const Qcow2Header *h,
+                                        const uint8_t *buf, size_t len,
+                                        uint64_t file_size,
+                                        Qcow2Extensions *ext, Error **errp)
+{
+    /* Extensions end where the backing file name starts, or the cluster. */
+    uint64_t end = MIN(len, 1ull << h->cluster_bits);
+    uint64_t off = h->header_length;
+
+    if (h->backing_file_offset) {
+        end = MIN(end, h->backing_file_offset);
+    }
+    while (off + 8 <= end) {
+        uint32_t type = qcow2_ld_be32(buf + off);
+        uint32_t elen = qcow2_ld_be32(buf + off + 4);
+        const uint8_t *data = buf + off + 8;
+
+        if (type == QCOW2_EXT_END) {
+            break;
+        }
+        if (elen > end - off - 8) {
+            error_setg(errp, "qcow2 header: extension 0x%08" PRIx32
+                       " is too large (%" PRIu32 " bytes)", type, elen);
+            return -1;
+        }
+        switch (type) {
+        case QCOW2_EXT_BACKING_FORMAT:
+            /* QEMU keeps the format name in 16 bytes. */
+            if (qcow2_ext_string(data, elen, 15, "backing format",
+                                 &ext->backing_format, errp) < 0) {
+                return -1;
+            }
+            break;
+        case QCOW2_EXT_DATA_FILE:
+            if (qcow2_ext_string(data, elen, QCOW2_MAX_EXT_STRING,
+                                 "data file name", &ext->data_file,
+                                 errp) < 0) {
+                return -1;
+            }
+            break;
+        case QCOW2_EXT_FEATURE_TABLE:
+            qcow2_ext_feature_table(data, elen, ext);
+            break;
+        case QCOW2_EXT_CRYPTO_HEADER:
+            if (qcow2_ext_crypto_header(h, data, elen, file_size, ext,
+                                        errp) < 0) {
+                return -1;
+            }
+            break;
+        default:
+            /* Bitmaps (only written to, never read here) and unknown
+             * extensions: the spec says they can be ignored. */
+            break;
+        }
+        off += 8 + ROUND_UP((uint64_t)elen, 8);
+    }
+    if (h->crypt_method == QCOW2_CRYPT_LUKS && !ext->has_crypto_header) {
+        error_setg(errp, "qcow2 header: LUKS encryption without a crypto "
+                   "header extension");
+        return -1;
+    }
+    return 0;
+}
+
+int qcow2_extensions_parse(const Qcow2Header *h, const uint8_t *buf,
+                           size_t len, uint64_t file_size,
+                           Qcow2Extensions *ext, Error **errp)
+{
+    memset(ext, 0, sizeof(*ext));
+    if (qcow2_extensions_parse_inner(h, buf, len, file_size, ext, errp) < 0) {
+        qcow2_extensions_clear(ext);
+        return -1;
+    }
+    return 0;
+}
+
+/* Unknown incompatible features: refuse, naming them as the image does. */
+static int qcow2_check_features(const Qcow2Header *h,
+                                const Qcow2Extensions *ext, Error **errp)
+{
+    uint64_t unknown = h->incompatible_features & ~QCOW2_INCOMPAT_KNOWN;
+    g_autoptr(GString) names = NULL;
+
+    if (unknown) {
+        names = g_string_new(NULL);
+        for (int bit = 0; bit < 64; bit++) {
+            if (!(unknown & (1ull << bit))) {
+                continue;
+            }
+            if (names->len) {
+                g_string_append(names, ", ");
+            }
+            if (ext->incompat_names[bit] && *ext->incompat_names[bit]) {
+                g_string_append(names, ext->incompat_names[bit]);
+            } else {
+                g_string_append_printf(names, "Unknown incompatible feature: "
+                                       "%" PRIx64, (uint64_t)1 << bit);
+            }
+        }
+        error_setg(errp, "Unsupported qcow2 feature(s): %s", names->str);
+        return -1;
+    }
+    if ((h->autoclear_features & QCOW2_AUTOCLEAR_DATA_FILE_RAW) &&
+        !(h->incompatible_features & QCOW2_INCOMPAT_DATA_FILE)) {
+        error_setg(errp, "data-file-raw requires a data file");
+        return -1;
+    }
+    if ((h->incompatible_features & QCOW2_INCOMPAT_DATA_FILE) &&
+        h->crypt_method == QCOW2_CRYPT_AES) {
+        error_setg(errp, "qcow2 header: AES encryption with an external "
+                   "data file is not a valid combination");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- Open */
+
+/*
+ * The images being opened by this thread, top first, as "dev:ino": a
+ * backing chain is opened one recursive qcow2_open per level, so a loop
+ * shows up as an image met twice.
+ */
+static __thread GPtrArray *qcow2_open_chain;
+
+static char *qcow2_file_identity(const char *filename)
+{
+    struct stat st;
+
+    if (stat(filename, &st) < 0) {
+        return NULL;
+    }
+    return g_strdup_printf("%ju:%ju", (uintmax_t)st.st_dev,
+                           (uintmax_t)st.st_ino);
+}
+
+static bool qcow2_chain_contains(const char *id)
+{
+    for (guint i = 0; qcow2_open_chain && i < qcow2_open_chain->len; i++) {
+        if (g_str_equal(g_ptr_array_index(qcow2_open_chain, i), id)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void qcow2_chain_push(char *id)
+{
+    if (!qcow2_open_chain) {
+        qcow2_open_chain = g_ptr_array_new_with_free_func(g_free);
+    }
+    g_ptr_array_add(qcow2_open_chain, id ? id : g_strdup(""));
+}
+
+static void qcow2_chain_pop(void)
+{
+    g_ptr_array_remove_index(qcow2_open_chain, qcow2_open_chain->len - 1);
+    if (!qcow2_open_chain->len) {
+        g_clear_pointer(&qcow2_open_chain, g_ptr_array_unref);
+    }
+}
+
+/*
+ * The backing file's name as opened: absolute names as they are, others
+ * relative to the directory of the image that names them (QEMU's
+ * bdrv_get_full_backing_filename).
+ */
+static char *qcow2_full_backing_name(const char *image, const char *backing)
+{
+    g_autofree char *dir = NULL;
+
+    if (g_path_is_absolute(backing)) {
+        return g_strdup(backing);
+    }
+    dir = g_path_get_dirname(image);
+    if (g_str_equal(dir, ".")) {
+        return g_strdup(backing);
+    }
+    return g_build_filename(dir, backing, NULL);
+}
+
+static int qcow2_read_backing_name(BlockDriverState *bs, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    const Qcow2Header *h = &s->header;
+    g_autofree char *name = NULL;
+
+    if (!h->backing_file_offset) {
+        return 0;
+    }
+    name = g_malloc0(h->backing_file_size + 1);
+    if (bs->file->drv->bdrv_pread(bs->file, h->backing_file_offset, name,
+                                  h->backing_file_size, errp) < 0) {
+        return -1;
+    }
+    if (strlen(name) != h->backing_file_size || !*name) {
+        error_setg(errp, "qcow2 header: invalid backing file name");
+        return -1;
+    }
+    /* Protocols and json: descriptions are QEMU's, not ours to follow. */
+    if (g_str_has_prefix(name, "json:") ||
+        (strstr(name, "://") && !g_path_is_absolute(name))) {
+        error_setg(errp, "Backing file '%s' is not a local file name", name);
+        return -1;
+    }
+    s->backing_file = g_steal_pointer(&name);
+    s->full_backing_filename =
+        qcow2_full_backing_name(bdrv_get_filename(bs->file), s->backing_file);
+    return 0;
+}
+
+static int qcow2_open_backing(BlockDriverState *bs, GHashTable *opts,
+                              int flags, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    g_autoptr(GHashTable) bopts = qemu_opts_extract_prefix(opts, "backing");
+    g_autofree char *id = NULL;
+    const char *fmt = s->ext.backing_format;
+    Error *local_err = NULL;
+
+    if (!s->backing_file) {
+        return 0;
+    }
+    if (fmt && !g_str_equal(fmt, "raw") && !g_str_equal(fmt, "qcow2")) {
+        error_setg(errp, "Backing file '%s' has format '%s'; qemu-img-lite "
+                   "reads raw and qcow2 backing files", s->backing_file, fmt);
+        return -1;
+    }
+    if (qcow2_open_chain->len >= QCOW2_MAX_BACKING_DEPTH) {
+        error_setg(errp, "Backing file chain is too deep (more than %d "
+                   "images)", QCOW2_MAX_BACKING_DEPTH);
+        return -1;
+    }
+    id = qcow2_file_identity(s->full_backing_filename);
+    if (id && qcow2_chain_contains(id)) {
+        error_setg(errp, "Backing file '%s' is already in the chain above it "
+                   "(a backing file loop)", s->full_backing_filename);
+        return -1;
+    }
+    bs->backing = bdrv_open(s->full_backing_filename, fmt, bopts,
+                            flags & ~BDRV_O_RDWR, &local_err);
+    if (!bs->backing) {
+        error_propagate(errp, local_err);
+        error_prepend(errp, "Could not open backing file '%s': ",
+                      s->full_backing_filename);
+        return -1;
+    }
+    return 0;
+}
+
+static int qcow2_open_data_file(BlockDriverState *bs, GHashTable *opts,
+                                int flags, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    bool external = s->header.incompatible_features & QCOW2_INCOMPAT_DATA_FILE;
+
+    if (bdrv_opts_has_child(opts, "data-file")) {
+        if (!external) {
+            error_setg(errp, "'data-file' can only be set for images with "
+                       "an external data file");
+            return -1;
+        }
+        s->data_file = bdrv_open_child(opts, "data-file", flags, false, errp);
+    } else if (external) {
+        if (!s->ext.data_file) {
+            error_setg(errp, "'data-file' is required for this image");
+            return -1;
+        }
+        /* As QEMU 7.2: the name is opened as given (from the cwd). */
+        s->data_file = bdrv_open(s->ext.data_file, "file", NULL, flags, errp);
+    } else {
+        s->data_file = bs->file;
+        return 0;
+    }
+    if (!s->data_file) {
+        error_prepend(errp, "Could not open the data file: ");
+        return -1;
+    }
+    s->own_data_file = true;
+    return 0;
+}
+
+static int qcow2_load_l1(BlockDriverState *bs, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    /* Only the entries the virtual size needs: the rest map nothing. */
+    s->l1_size = qcow2_l1_entries_needed(&s->g, s->header.size);
+    if (!s->l1_size) {
+        return 0;
+    }
+    s->l1_table = g_new(uint64_t, s->l1_size);
+    if (bs->file->drv->bdrv_pread(bs->file, s->header.l1_table_offset,
+                                  s->l1_table, s->l1_size * sizeof(uint64_t),
+                                  errp) < 0) {
+        return -1;
+    }
+    for (uint64_t i = 0; i < s->l1_size; i++) {
+        s->l1_table[i] = GUINT64_FROM_BE(s->l1_table[i]);
+    }
+    return 0;
+}
+
+/* Read the first cluster and parse the header and its extensions. */
+static int qcow2_read_header(BlockDriverState *bs, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint8_t first[QCOW2_V3_HEADER_LEN] = { 0 };
+    g_autofree uint8_t *cluster = NULL;
+    uint32_t cluster_bits;
+    size_t n;
+
+    n = MIN(s->file_size, sizeof(first));
+    if (bs->file->drv->bdrv_pread(bs->file, 0, first, n, errp) < 0) {
+        return -1;
+    }
+    cluster_bits = n >= 24 ? qcow2_ld_be32(first + 20) : 0;
+    if (cluster_bits < QCOW2_MIN_CLUSTER_BITS ||
+        cluster_bits > QCOW2_MAX_CLUSTER_BITS) {
+        /* Fails, saying what is wrong (magic, version, cluster size). */
+        return qcow2_header_parse(first, n, s->file_size, &s->header, errp);
+    }
+    n = 1u << cluster_bits;
+    cluster = g_malloc0(n);
+    if (bs->file->drv->bdrv_pread(bs->file, 0, cluster,
+                                  MIN(n, s->file_size), errp) < 0) {
+        return -1;
+    }
+    if (qcow2_header_parse(cluster, n, s->file_size, &s->header, errp) < 0 ||
+        qcow2_extensions_parse(&s->header, cluster, n, s->file_size, &s->ext,
+                               errp) < 0) {
+        return -1;
+    }
+    return qcow2_check_features(&s->header, &s->ext, errp);
+}
+
+static int qcow2_take_secret(GHashTable *opts, bool required,
+                             QCryptoBlockSecret *secret, Error **errp)
+{
+    g_autofree char *id = qemu_opt_take(opts, "encrypt.key-secret");
+    uint8_t *data;
+    size_t len;
+
+    if (!id) {
+        if (required) {
+            error_setg(errp, "Parameter 'encrypt.key-secret' is required "
+                       "for cipher");
+            return -1;
+        }
+        return 0;
+    }
+    if (qcrypto_secret_lookup(id, &data, &len, errp) < 0) {
+        return -1;
+    }
+    secret->data = data;
+    secret->len = len;
+    return 0;
+}
+
+static int qcow2_open_crypto(BlockDriverState *bs, GHashTable *opts,
+                             int flags, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    g_autofree char *format = qemu_opt_take(opts, "encrypt.format");
+    static const char *const names[] = { NULL, "aes", "luks" };
+    QCryptoBlockSecret secret = { 0 };
+    bool no_io = flags & BDRV_O_NO_IO;
+    int ret;
+
+    if (s->header.crypt_method == QCOW2_CRYPT_NONE) {
+        if (format || g_hash_table_contains(opts, "encrypt.key-secret")) {
+            error_setg(errp, "Image is not encrypted, but encryption "
+                       "options were given");
+            return -1;
+        }
+        return 0;
+    }
+    if (format && !g_str_equal(format, names[s->header.crypt_method])) {
+        error_setg(errp, "Header reported 'encrypt.format=%s' encryption, "
+                   "but 'encrypt.format=%s' was given",
+                   names[s->header.crypt_method], format);
+        return -1;
+    }
+    if (qcow2_take_secret(opts, !no_io, &secret, errp) < 0) {
+        return -1;
+    }
+    s->crypto = qcow2_crypto_open(bs, &s->header, &s->ext, &secret, no_io,
+                                  errp);
+    ret = s->crypto ? 0 : -1;
+    qcrypto_secret_value_free((uint8_t *)secret.data, secret.len);
+    /* Said when the data is read (not by "info", which reads none). */
+    if (ret == 0 && s->header.crypt_method == QCOW2_CRYPT_AES && !no_io) {
+        s->warning = g_strdup("The qcow2 AES encryption format is weak and "
+                              "deprecated: convert the image to LUKS");
+    }
+    return ret;
+}
+
+static void qcow2_close(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    qcow2_crypto_free(s->crypto);
+    if (s->own_data_file) {
+        bdrv_close(s->data_file);
+    }
+    qcow2_cache_free(s->l2_cache);
+    g_free(s->l1_table);
+    g_free(s->backing_file);
+    g_free(s->full_backing_filename);
+    g_free(s->warning);
+    qcow2_extensions_clear(&s->ext);
+    g_mutex_clear(&s->lock);
+    /* The block layer closes bs->backing. */
+}
+
+static int qcow2_open_image(BlockDriverState *bs, GHashTable *opts, int flags,
+                            Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int64_t len;
+
+    if (flags & BDRV_O_RDWR) {
+        error_setg(errp, "qemu-img-lite reads qcow2 images but does not "
+                   "write them: open '%s' read-only (e.g. convert it)",
+                   bdrv_get_filename(bs->file));
+        return -1;
+    }
+    len = bdrv_getlength_exact(bs->file, errp);
+    if (len < 0) {
+        return -1;
+    }
+    s->file_size = len;
+    if (qcow2_read_header(bs, errp) < 0) {
+        return -1;
+    }
+    qcow2_geometry_init(&s->g, &s->header);
+    s->l2_cache = qcow2_cache_new(s->g.cluster_size, QCOW2_L2_CACHE_BYTES);
+    if (qcow2_load_l1(bs, errp) < 0 ||
+        qcow2_read_backing_name(bs, errp) < 0 ||
+        qcow2_open_data_file(bs, opts, flags, errp) < 0 ||
+        qcow2_open_crypto(bs, opts, flags, errp) < 0 ||
+        qcow2_open_backing(bs, opts, flags, errp) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static int qcow2_open(BlockDriverState *bs, GHashTable *opts, int flags,
+                      Error **errp)
+{
+    int ret;
+
+    g_mutex_init(&((BDRVQcow2State *)bs->opaque)->lock);
+    qcow2_chain_push(qcow2_file_identity(bdrv_get_filename(bs->file)));
+    ret = qcow2_open_image(bs, opts, flags, errp);
+    qcow2_chain_pop();
+    if (ret < 0) {
+        /* A failed open is not closed by the caller: undo it here. */
+        g_clear_pointer(&bs->backing, bdrv_close);
+        qcow2_close(bs);
+    }
+    return ret;
+}
+
+/* ---- Reads */
+
+static int64_t qcow2_getlength(BlockDriverState *bs, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    return s->header.size;
+}
+
+/* Unallocated: the backing file's bytes, zeroes past its end or without. */
+static int qcow2_read_backing(BlockDriverState *bs, uint64_t offset,
+                              uint8_t *buf, uint64_t bytes, Error **errp)
+{
+    BlockDriverState *backing = bs->backing;
+    int64_t blen;
+    uint64_t n = 0;
+
+    if (backing) {
+        blen = bdrv_getlength_exact(backing, errp);
+        if (blen < 0) {
+            return -1;
+        }
+        if (offset < (uint64_t)blen) {
+            n = MIN(bytes, (uint64_t)blen - offset);
+            if (backing->drv->bdrv_pread(backing, offset, buf, n, errp) < 0) {
+                return -1;
+            }
+        }
+    }
+    memset(buf + n, 0, bytes - n);
+    return 0;
+}
+
+static int qcow2_read_compressed(BlockDriverState *bs, const Qcow2Extent *ext,
+                                 uint64_t offset, uint8_t *buf, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t coffset, clen;
+    uint64_t in_cluster = offset & (s->g.cluster_size - 1);
+    g_autofree uint8_t *in = NULL;
+    g_autofree uint8_t *out = NULL;
+
+    qcow2_compressed_extent(&s->g, ext->l2_entry, &coffset, &clen);
+    /* clen is bounded by the descriptor: at most 2 clusters (spec). */
+    in = g_malloc(clen);
+    out = g_malloc(s->g.cluster_size);
+    if (bs->file->drv->bdrv_pread(bs->file, coffset, in, clen, errp) < 0) {
+        return -1;
+    }
+    if (qcow2_decompress(s->header.compression_type, in, clen, out,
+                         s->g.cluster_size, errp) < 0) {
+        error_prepend(errp, "Compressed cluster at guest offset %"
+                      G_GUINT64_FORMAT ": ", offset - in_cluster);
+        return -1;
+    }
+    memcpy(buf, out + in_cluster, ext->bytes);
+    return 0;
+}
+
+/* One extent's bytes into buf. */
+static int qcow2_read_extent(BlockDriverState *bs, const Qcow2Extent *ext,
+                             uint64_t offset, uint8_t *buf, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    switch (ext->type) {
+    case QCOW2_SC_UNALLOCATED:
+        return qcow2_read_backing(bs, offset, buf, ext->bytes, errp);
+    case QCOW2_SC_ZERO:
+        memset(buf, 0, ext->bytes);
+        return 0;
+    case QCOW2_SC_COMPRESSED:
+        return qcow2_read_compressed(bs, ext, offset, buf, errp);
+    case QCOW2_SC_NORMAL:
+        if (s->data_file->drv->bdrv_pread(s->data_file, ext->host_offset, buf,
+                                          ext->bytes, errp) < 0) {
+            return -1;
+        }
+        if (s->crypto) {
+            return qcow2_crypto_decrypt(s->crypto, ext->host_offset, offset,
+                                        buf, ext->bytes, errp);
+        }
+        return 0;
+    }
+    g_assert_not_reached();
+}
+
+static int qcow2_read_mapped(BlockDriverState *bs, uint64_t offset,
+                             uint8_t *buf, uint64_t bytes, Error **errp)
+{
+    while (bytes) {
+        Qcow2Extent ext;
+
+        if (qcow2_get_extent(bs, offset, bytes, &ext, errp) < 0 ||
+            qcow2_read_extent(bs, &ext, offset, buf, errp) < 0) {
+            return -1;
+        }
+        offset += ext.bytes;
+        buf += ext.bytes;
+        bytes -= ext.bytes;
+    }
+    return 0;
+}
+
+static int qcow2_pread(BlockDriverState *bs, uint64_t offset, void *buf,
+                       size_t bytes, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    g_autofree uint8_t *bounce = NULL;
+    uint8_t *out = buf;
+
+    /* Encrypted data is decrypted in whole 512-byte sectors. */
+    if (!s->crypto || (offset % BDRV_SECTOR_SIZE == 0 &&
+                       bytes % BDRV_SECTOR_SIZE == 0)) {
+        return qcow2_read_mapped(bs, offset, buf, bytes, errp);
+    }
+    bounce = g_malloc(QCOW2_BOUNCE_SIZE);
+    while (bytes) {
+        uint64_t start = ROUND_DOWN(offset, BDRV_SECTOR_SIZE);
+        size_t skip = offset - start;
+        size_t n = MIN(bytes, QCOW2_BOUNCE_SIZE - skip);
+        size_t span = ROUND_UP(skip + n, BDRV_SECTOR_SIZE);
+
+        if (qcow2_read_mapped(bs, start, bounce, span, errp) < 0) {
+            return -1;
+        }
+        memcpy(out, bounce + skip, n);
+        out += n;
+        offset += n;
+        bytes -= n;
+    }
+    return 0;
+}
+
+static bool qcow2_block_status_is_data(BlockDriverState *bs, uint64_t offset,
+                                       uint64_t bytes, uint64_t *pnum)
+{
+    Qcow2Extent ext;
+    int64_t blen;
+
+    if (qcow2_get_extent(bs, offset, bytes, &ext, NULL) < 0) {
+        /* Let the read report what is wrong. */
+        *pnum = bytes;
+        return true;
+    }
+    *pnum = ext.bytes;
+    switch (ext.type) {
+    case QCOW2_SC_ZERO:
+        return false;
+    case QCOW2_SC_UNALLOCATED:
+        if (!bs->backing) {
+            return false;
+        }
+        blen = bdrv_getlength_exact(bs->backing, NULL);
+        if (blen < 0) {
+            return true;
+        }
+        if (offset >= (uint64_t)blen) {
+            return false;
+        }
+        return bdrv_block_status_is_data(bs->backing, offset,
+                                         MIN(ext.bytes, blen - offset), pnum);
+    default:
+        return true;
+    }
+}
+
+static bool qcow2_is_encrypted(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    return s->header.crypt_method != QCOW2_CRYPT_NONE;
+}
+
+static const char *qcow2_get_warning(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    return s->warning;
+}
+
+static int qcow2_get_info(BlockDriverState *bs, BlockImageInfo *info,
+                          Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    const Qcow2Header *h = &s->header;
+    BlockImageInfoQcow2 *q = g_new0(BlockImageInfoQcow2, 1);
+    static const char *const compression_names[] = { "zlib", "zstd" };
+    static const char *const crypt_names[] = { NULL, "aes", "luks" };
+
+    info->qcow2 = q;
+    info->cluster_size = s->g.cluster_size;
+    info->dirty_flag = h->incompatible_features & QCOW2_INCOMPAT_DIRTY;
+    info->backing_filename = g_strdup(s->backing_file);
+    info->full_backing_filename = g_strdup(s->full_backing_filename);
+    info->backing_filename_format = g_strdup(s->ext.backing_format);
+
+    q->version = h->version;
+    q->compression_type = compression_names[h->compression_type];
+    q->lazy_refcounts = h->compatible_features & QCOW2_COMPAT_LAZY_REFCOUNTS;
+    q->refcount_bits = 1u << h->refcount_order;
+    q->corrupt = h->incompatible_features & QCOW2_INCOMPAT_CORRUPT;
+    q->extended_l2 = s->g.extended_l2;
+    if (h->incompatible_features & QCOW2_INCOMPAT_DATA_FILE) {
+        q->data_file = g_strdup(s->ext.data_file);
+        q->data_file_raw =
+            h->autoclear_features & QCOW2_AUTOCLEAR_DATA_FILE_RAW;
+    }
+    q->encrypt_format = crypt_names[h->crypt_method];
+    if (h->crypt_method == QCOW2_CRYPT_LUKS) {
+        q->encrypt_luks = qcow2_crypto_get_info(s->crypto, errp);
+        if (!q->encrypt_luks) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+const BlockDriver bdrv_qcow2 = {
+    .format_name = "qcow2",
+    .instance_size = sizeof(BDRVQcow2State),
+    .bdrv_open = qcow2_open,
+    .bdrv_close = qcow2_close,
+    .bdrv_pread = qcow2_pread,
+    .bdrv_getlength = qcow2_getlength,
+    .bdrv_block_status_is_data = qcow2_block_status_is_data,
+    .bdrv_is_encrypted = qcow2_is_encrypted,
+    .bdrv_get_warning = qcow2_get_warning,
+    .bdrv_get_info = qcow2_get_info,
+};

@@ -1,0 +1,326 @@
+/*
+ * The qcow2 format driver's private header (block/qcow2*.c), read-only.
+ *
+ * The on-disk layout is QEMU's docs/interop/qcow2.txt ("the spec" below);
+ * docs/qcow2.md says what we read and what we refuse. The parsing
+ * functions take buffers, not nodes, so fuzz targets and unit tests can
+ * call them on bytes of their own.
+ */
+#ifndef BLOCK_QCOW2_H
+#define BLOCK_QCOW2_H
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "block/block_int.h"
+
+/* Big-endian loads from unaligned bytes (every qcow2 number is BE). */
+static inline uint64_t qcow2_ld_be64(const uint8_t *p)
+{
+    uint64_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return GUINT64_FROM_BE(v);
+}
+
+static inline uint32_t qcow2_ld_be32(const uint8_t *p)
+{
+    uint32_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return GUINT32_FROM_BE(v);
+}
+
+/* Spec, "Header": "QFI\xfb" */
+#define QCOW2_MAGIC 0x514649fbu
+
+/* Spec, "Header": header fields of version 2 (72 bytes) and 3 (104+). */
+#define QCOW2_V2_HEADER_LEN 72
+#define QCOW2_V3_HEADER_LEN 104
+/* Byte 104, compression_type: present when header_length > 104. */
+#define QCOW2_COMPRESSION_TYPE_OFFSET 104
+
+#define QCOW2_MIN_CLUSTER_BITS 9
+/* QEMU's implementation limit (spec, cluster_bits): 2 MiB clusters. */
+#define QCOW2_MAX_CLUSTER_BITS 21
+/* Spec, "Extended L2 Entries": subclusters need 16 KiB clusters. */
+#define QCOW2_MIN_EXTL2_CLUSTER_BITS 14
+#define QCOW2_SUBCLUSTERS_PER_CLUSTER 32
+
+/* QEMU's limits (spec notes on size and the refcount table), in bytes. */
+#define QCOW2_MAX_L1_BYTES (32 * 1024 * 1024)
+#define QCOW2_MAX_REFTABLE_BYTES (8 * 1024 * 1024)
+/* QEMU's QCOW_MAX_SNAPSHOTS. */
+#define QCOW2_MAX_SNAPSHOTS 65536
+/* Spec, backing_file_size: "Must not be longer than 1023 bytes". */
+#define QCOW2_MAX_BACKING_NAME 1023
+/* Spec, header extensions; QEMU caps the data file name the same way. */
+#define QCOW2_MAX_EXT_STRING 1023
+
+/* Spec, crypt_method */
+enum {
+    QCOW2_CRYPT_NONE = 0,
+    QCOW2_CRYPT_AES = 1,
+    QCOW2_CRYPT_LUKS = 2,
+};
+
+/* Spec, incompatible_features */
+#define QCOW2_INCOMPAT_DIRTY        (1ull << 0)
+#define QCOW2_INCOMPAT_CORRUPT      (1ull << 1)
+#define QCOW2_INCOMPAT_DATA_FILE    (1ull << 2)
+#define QCOW2_INCOMPAT_COMPRESSION  (1ull << 3)
+#define QCOW2_INCOMPAT_EXTL2        (1ull << 4)
+#define QCOW2_INCOMPAT_KNOWN        0x1full
+/* Spec, compatible_features / autoclear_features */
+#define QCOW2_COMPAT_LAZY_REFCOUNTS (1ull << 0)
+#define QCOW2_AUTOCLEAR_DATA_FILE_RAW (1ull << 1)
+
+/* Spec, "Header extensions": types */
+#define QCOW2_EXT_END               0x00000000u
+#define QCOW2_EXT_BACKING_FORMAT    0xe2792acau
+#define QCOW2_EXT_FEATURE_TABLE     0x6803f857u
+#define QCOW2_EXT_BITMAPS           0x23852875u
+#define QCOW2_EXT_CRYPTO_HEADER     0x0537be77u
+#define QCOW2_EXT_DATA_FILE         0x44415441u
+
+/* Spec, compression_type */
+typedef enum {
+    QCOW2_COMPRESSION_ZLIB = 0,
+    QCOW2_COMPRESSION_ZSTD = 1,
+} Qcow2CompressionType;
+
+/* Spec, "Cluster mapping": L1 and L2 entry bits */
+#define QCOW2_OFLAG_COPIED      (1ull << 63)
+#define QCOW2_OFLAG_COMPRESSED  (1ull << 62)
+#define QCOW2_OFLAG_ZERO        (1ull << 0)
+/* Bits 9-55: the host offset of an L2 table or a standard cluster. */
+#define QCOW2_OFFSET_MASK       0x00fffffffffffe00ull
+/* Bits 0-8 and 56-62 of an L1 entry must be 0. */
+#define QCOW2_L1E_RESERVED_MASK 0x7f000000000001ffull
+/* A refcount table entry: bits 9-63 are the block's offset. */
+#define QCOW2_REFT_OFFSET_MASK  0xfffffffffffffe00ull
+/* Compressed data is counted in 512-byte sectors (spec). */
+#define QCOW2_COMPRESSED_SECTOR 512
+
+/* The fixed header, in host byte order (spec, "Header"). */
+typedef struct Qcow2Header {
+    uint32_t version;
+    uint64_t backing_file_offset;
+    uint32_t backing_file_size;
+    uint32_t cluster_bits;
+    uint64_t size;
+    uint32_t crypt_method;
+    uint32_t l1_size;
+    uint64_t l1_table_offset;
+    uint64_t refcount_table_offset;
+    uint32_t refcount_table_clusters;
+    uint32_t nb_snapshots;
+    uint64_t snapshots_offset;
+    /* Version 3 fields; for version 2 as the spec says to assume them. */
+    uint64_t incompatible_features;
+    uint64_t compatible_features;
+    uint64_t autoclear_features;
+    uint32_t refcount_order;
+    uint32_t header_length;
+    uint8_t compression_type;
+} Qcow2Header;
+
+/* What the header extensions say (spec, "Header extensions"). */
+typedef struct Qcow2Extensions {
+    char *backing_format;           /* NULL: none given */
+    char *data_file;                /* NULL: none given */
+    bool has_crypto_header;
+    uint64_t crypto_header_offset;  /* bytes into the image file */
+    uint64_t crypto_header_length;
+    /* Names of incompatible features (feature name table), bit -> name */
+    char *incompat_names[64];
+} Qcow2Extensions;
+
+void qcow2_extensions_clear(Qcow2Extensions *ext);
+
+/*
+ * Decode and check the header at the start of buf (len bytes: at least
+ * the header, ideally the first cluster). file_size is the image file's
+ * length: every table must lie inside it. Nothing is allocated.
+ */
+int qcow2_header_parse(const uint8_t *buf, size_t len, uint64_t file_size,
+                       Qcow2Header *h, Error **errp);
+
+/*
+ * Read the header extensions that follow h->header_length in buf (the
+ * first cluster, len bytes), and check the crypto header pointer against
+ * file_size. On failure ext is left cleared.
+ */
+int qcow2_extensions_parse(const Qcow2Header *h, const uint8_t *buf,
+                           size_t len, uint64_t file_size,
+                           Qcow2Extensions *ext, Error **errp);
+
+/*
+ * A table of entries * entry_len bytes at offset: cluster-aligned, at
+ * most max_bytes, inside a file of file_size bytes (QEMU's
+ * qcow2_validate_table, plus the file bound: nothing is allocated for a
+ * table the file cannot hold).
+ */
+int qcow2_validate_table(uint64_t offset, uint64_t entries, size_t entry_len,
+                         uint64_t max_bytes, uint64_t cluster_size,
+                         uint64_t file_size, const char *name, Error **errp);
+
+/* The geometry that follows from the header. */
+typedef struct Qcow2Geometry {
+    unsigned cluster_bits;
+    uint64_t cluster_size;
+    bool extended_l2;
+    unsigned l2_bits;               /* log2 of entries per L2 table */
+    uint64_t l2_entries;
+    size_t l2_entry_size;           /* 8, or 16 with extended L2 */
+    uint64_t subcluster_size;       /* == cluster_size without subclusters */
+    unsigned subcluster_bits;
+    /* Spec, "Compressed Clusters Descriptor" */
+    unsigned csize_shift;           /* x = 62 - (cluster_bits - 8) */
+    uint64_t csize_mask;
+    uint64_t coffset_mask;
+    bool has_data_file;
+} Qcow2Geometry;
+
+void qcow2_geometry_init(Qcow2Geometry *g, const Qcow2Header *h);
+
+/* L1 entries needed to map size bytes. */
+uint64_t qcow2_l1_entries_needed(const Qcow2Geometry *g, uint64_t size);
+
+/* ---- qcow2-cluster.c: guest offset -> host offset */
+
+/* What one subcluster (or cluster, without extended L2) holds. */
+typedef enum {
+    QCOW2_SC_UNALLOCATED,   /* read from the backing file, or zeroes */
+    QCOW2_SC_ZERO,          /* reads as zeroes (zero flag / zero bit) */
+    QCOW2_SC_NORMAL,        /* data at a host offset */
+    QCOW2_SC_COMPRESSED,    /* a compressed cluster */
+} Qcow2SubclusterType;
+
+/*
+ * The type of subcluster sc (0..31; 0 without extended L2) of an L2
+ * entry and its bitmap (0 without extended L2). Returns -1 with errp set
+ * for entries the spec does not allow (reserved bits, unaligned offsets,
+ * a subcluster both allocated and zero, ...).
+ */
+int qcow2_l2_entry_type(const Qcow2Geometry *g, uint64_t l2_entry,
+                        uint64_t l2_bitmap, unsigned sc,
+                        Qcow2SubclusterType *type, Error **errp);
+
+/* A compressed cluster's data: offset and length in the image file. */
+void qcow2_compressed_extent(const Qcow2Geometry *g, uint64_t l2_entry,
+                             uint64_t *offset, uint64_t *len);
+
+/*
+ * A run of guest bytes that maps the same way: *type for all of it; for
+ * NORMAL, host_offset of the first byte and contiguous on the host; for
+ * COMPRESSED, one cluster's descriptor in l2_entry.
+ */
+typedef struct Qcow2Extent {
+    Qcow2SubclusterType type;
+    uint64_t bytes;
+    uint64_t host_offset;
+    uint64_t l2_entry;
+} Qcow2Extent;
+
+typedef struct Qcow2Cache Qcow2Cache;
+typedef struct BDRVQcow2State BDRVQcow2State;
+
+/*
+ * Map [offset, offset + bytes) of the guest disk: fills ext with the first
+ * run (never longer than bytes, nor past one L2 table).
+ */
+int qcow2_get_extent(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
+                     Qcow2Extent *ext, Error **errp);
+
+/* ---- qcow2-cache.c: a bounded cache of L2 tables */
+
+/*
+ * At most max_bytes of tables of table_size bytes each (at least
+ * QCOW2_CACHE_MIN_TABLES whatever max_bytes says), least recently used
+ * evicted first. Not thread-safe: the driver holds its lock around it.
+ */
+#define QCOW2_CACHE_MIN_TABLES 4
+Qcow2Cache *qcow2_cache_new(size_t table_size, size_t max_bytes);
+void qcow2_cache_free(Qcow2Cache *c);
+/* The cached table at offset, or NULL. */
+const uint8_t *qcow2_cache_lookup(Qcow2Cache *c, uint64_t offset);
+/* A slot for the table at offset (evicting one if full); fill it. */
+uint8_t *qcow2_cache_insert(Qcow2Cache *c, uint64_t offset);
+/* Drop the table at offset (e.g. a failed read). */
+void qcow2_cache_drop(Qcow2Cache *c, uint64_t offset);
+size_t qcow2_cache_capacity(const Qcow2Cache *c);
+/* Bytes allocated for tables so far (never above capacity * size). */
+size_t qcow2_cache_memory(const Qcow2Cache *c);
+
+/* ---- qcow2-refcount.c */
+
+/* Entry index of a refcount block of order (bits 1 << order), in LSB bit order. */
+uint64_t qcow2_refcount_block_entry(const uint8_t *block, uint64_t index,
+                                    unsigned order);
+/* The refcount of the host cluster holding offset (0: free). */
+int qcow2_get_refcount(BlockDriverState *bs, uint64_t offset,
+                       uint64_t *refcount, Error **errp);
+
+/* ---- qcow2-compress.c */
+
+/*
+ * Decompress in_len bytes into exactly out_len bytes (one cluster). More
+ * output than out_len is never produced; less is an error.
+ */
+int qcow2_decompress(Qcow2CompressionType type, const uint8_t *in,
+                     size_t in_len, uint8_t *out, size_t out_len,
+                     Error **errp);
+
+/* ---- qcow2-crypto.c */
+
+typedef struct Qcow2Crypto Qcow2Crypto;
+
+/*
+ * Set up the image's encryption from its header: LUKS (the header in the
+ * clusters the FDE extension points at, unlocked with secret unless
+ * no_io) or legacy AES (the key is the passphrase itself).
+ */
+Qcow2Crypto *qcow2_crypto_open(BlockDriverState *bs, const Qcow2Header *h,
+                               const Qcow2Extensions *ext,
+                               const QCryptoBlockSecret *secret, bool no_io,
+                               Error **errp);
+void qcow2_crypto_free(Qcow2Crypto *c);
+/*
+ * Decrypt len bytes (whole 512-byte sectors) in place, read from host
+ * offset host_offset, for guest offset guest_offset: LUKS takes its IVs
+ * from the host offset, AES from the guest offset (spec, "Data
+ * encryption").
+ */
+int qcow2_crypto_decrypt(Qcow2Crypto *c, uint64_t host_offset,
+                         uint64_t guest_offset, uint8_t *buf, size_t len,
+                         Error **errp);
+/* LUKS header info for "info", or NULL (AES, or no header). */
+QCryptoBlockInfo *qcow2_crypto_get_info(Qcow2Crypto *c, Error **errp);
+
+/* ---- The driver state (qcow2.c) */
+
+struct BDRVQcow2State {
+    Qcow2Header header;
+    Qcow2Extensions ext;
+    Qcow2Geometry g;
+    uint64_t file_size;
+    uint64_t *l1_table;             /* host byte order */
+    uint64_t l1_size;
+    GMutex lock;                    /* guards l2_cache */
+    Qcow2Cache *l2_cache;
+    /* Where guest data lives: the external data file, or bs->file. */
+    BlockDriverState *data_file;
+    bool own_data_file;
+    char *backing_file;             /* as stored in the image */
+    char *full_backing_filename;    /* relative to the image's directory */
+    Qcow2Crypto *crypto;
+    char *warning;
+};
+
+extern const BlockDriver bdrv_qcow2;
+
+/* Probe score for the first bytes of a file (QEMU's bdrv_probe). */
+int qcow2_probe(const uint8_t *buf, size_t len, const char *filename);
+
+#endif
