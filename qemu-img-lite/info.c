@@ -89,14 +89,14 @@ static void info_add_luks2_json(JsonBuilder *b, const QCryptoBlockInfo *l)
     json_builder_end_array(b);
 }
 
-static void info_add_luks_json(JsonBuilder *b, const QCryptoBlockInfo *l)
+/*
+ * The LUKS header's keys; in_qcow2: as qcow2's "encrypt" object, which
+ * QEMU gives a "format" key (placed where its QDict walk puts it).
+ */
+static void info_add_luks_fields_json(JsonBuilder *b,
+                                      const QCryptoBlockInfo *l,
+                                      bool in_qcow2)
 {
-    json_builder_set_member_name(b, "format-specific");
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "type");
-    json_builder_add_string_value(b, "luks");
-    json_builder_set_member_name(b, "data");
-    json_builder_begin_object(b);
     json_builder_set_member_name(b, "ivgen-alg");
     json_builder_add_string_value(b, qcrypto_ivgen_algo_name(l->ivgen_alg));
     json_builder_set_member_name(b, "hash-alg");
@@ -110,6 +110,9 @@ static void info_add_luks_json(JsonBuilder *b, const QCryptoBlockInfo *l)
         json_builder_set_member_name(b, "ivgen-hash-alg");
         json_builder_add_string_value(
             b, qcrypto_hash_algo_name(l->ivgen_hash_alg));
+    }
+    if (in_qcow2) {
+        json_add_str(b, "format", "luks");
     }
     json_builder_set_member_name(b, "cipher-mode");
     json_builder_add_string_value(b,
@@ -150,40 +153,120 @@ static void info_add_luks_json(JsonBuilder *b, const QCryptoBlockInfo *l)
     if (l->version == 2) {
         info_add_luks2_json(b, l);
     }
+}
+
+static void info_add_luks_json(JsonBuilder *b, const QCryptoBlockInfo *l)
+{
+    json_builder_set_member_name(b, "format-specific");
+    json_builder_begin_object(b);
+    json_add_str(b, "type", "luks");
+    json_builder_set_member_name(b, "data");
+    json_builder_begin_object(b);
+    info_add_luks_fields_json(b, l, false);
+    json_builder_end_object(b);
+    json_builder_end_object(b);
+}
+
+static void json_add_bool(JsonBuilder *b, const char *key, bool v)
+{
+    json_builder_set_member_name(b, key);
+    json_builder_add_boolean_value(b, v);
+}
+
+/* qcow2's format-specific data, in qemu-img 7.2's key order. */
+static void info_add_qcow2_json(JsonBuilder *b, const BlockImageInfoQcow2 *q)
+{
+    bool v3 = q->version >= 3;
+
+    json_builder_set_member_name(b, "format-specific");
+    json_builder_begin_object(b);
+    json_add_str(b, "type", "qcow2");
+    json_builder_set_member_name(b, "data");
+    json_builder_begin_object(b);
+    json_add_str(b, "compat", v3 ? "1.1" : "0.10");
+    json_add_str(b, "compression-type", q->compression_type);
+    if (v3) {
+        json_add_bool(b, "lazy-refcounts", q->lazy_refcounts);
+    }
+    json_add_int(b, "refcount-bits", q->refcount_bits);
+    if (q->data_file) {
+        json_add_str(b, "data-file", q->data_file);
+    }
+    if (q->encrypt_format) {
+        json_builder_set_member_name(b, "encrypt");
+        json_builder_begin_object(b);
+        if (q->encrypt_luks) {
+            info_add_luks_fields_json(b, q->encrypt_luks, true);
+        } else {
+            json_add_str(b, "format", q->encrypt_format);
+        }
+        json_builder_end_object(b);
+    }
+    if (v3 && q->data_file) {
+        json_add_bool(b, "data-file-raw", q->data_file_raw);
+    }
+    if (v3) {
+        json_add_bool(b, "corrupt", q->corrupt);
+        json_add_bool(b, "extended-l2", q->extended_l2);
+    }
     json_builder_end_object(b);
     json_builder_end_object(b);
 }
 
 
-static void info_print_json(const BlockImageInfo *info)
+/* One image's object, keys in qemu-img 7.2's order. */
+static void info_add_image_json(JsonBuilder *b, const BlockImageInfo *info)
+{
+    json_builder_begin_object(b);
+    if (info->backing_filename_format) {
+        json_add_str(b, "backing-filename-format",
+                     info->backing_filename_format);
+    }
+    json_add_int(b, "virtual-size", info->virtual_size);
+    json_add_str(b, "filename", info->filename);
+    if (info->cluster_size) {
+        json_add_int(b, "cluster-size", info->cluster_size);
+    }
+    json_add_str(b, "format", info->format);
+    if (info->actual_size >= 0) {
+        json_add_int(b, "actual-size", info->actual_size);
+    }
+    if (info->luks) {
+        info_add_luks_json(b, info->luks);
+    }
+    if (info->qcow2) {
+        info_add_qcow2_json(b, info->qcow2);
+    }
+    if (info->full_backing_filename) {
+        json_add_str(b, "full-backing-filename", info->full_backing_filename);
+    }
+    if (info->encrypted) {
+        json_add_bool(b, "encrypted", TRUE);
+    }
+    if (info->backing_filename) {
+        json_add_str(b, "backing-filename", info->backing_filename);
+    }
+    json_add_bool(b, "dirty-flag", info->dirty_flag);
+    json_builder_end_object(b);
+}
+
+/* One image, or with chain an array of them (--backing-chain). */
+static void info_print_json(GPtrArray *infos, bool chain)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     g_autoptr(JsonGenerator) gen = json_generator_new();
     g_autoptr(JsonNode) root = NULL;
     g_autofree char *text = NULL;
 
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "virtual-size");
-    json_builder_add_int_value(b, info->virtual_size);
-    json_builder_set_member_name(b, "filename");
-    json_builder_add_string_value(b, info->filename);
-    json_builder_set_member_name(b, "format");
-    json_builder_add_string_value(b, info->format);
-    if (info->actual_size >= 0) {
-        json_builder_set_member_name(b, "actual-size");
-        json_builder_add_int_value(b, info->actual_size);
+    if (chain) {
+        json_builder_begin_array(b);
     }
-    if (info->luks) {
-        info_add_luks_json(b, info->luks);
+    for (guint i = 0; i < infos->len; i++) {
+        info_add_image_json(b, g_ptr_array_index(infos, i));
     }
-    if (info->encrypted) {
-        json_builder_set_member_name(b, "encrypted");
-        json_builder_add_boolean_value(b, TRUE);
+    if (chain) {
+        json_builder_end_array(b);
     }
-    json_builder_set_member_name(b, "dirty-flag");
-    json_builder_add_boolean_value(b, FALSE);
-    json_builder_end_object(b);
-
     root = json_builder_get_root(b);
     json_generator_set_root(gen, root);
     json_generator_set_pretty(gen, TRUE);
@@ -238,54 +321,92 @@ static void info_print_luks2_human(const QCryptoBlockInfo *l)
     }
 }
 
-static void info_print_luks_human(const QCryptoBlockInfo *l)
+/* A line of the LUKS block, shifted right by ind (inside qcow2's "encrypt"). */
+#define info_luks_printf(ind, ...) (fputs((ind), stdout), printf(__VA_ARGS__))
+
+static void info_print_luks_human(const QCryptoBlockInfo *l, const char *ind,
+                                  bool in_qcow2)
 {
-    printf("Format specific information:\n");
-    printf("    ivgen alg: %s\n", qcrypto_ivgen_algo_name(l->ivgen_alg));
-    printf("    hash alg: %s\n", qcrypto_hash_algo_name(l->hash_alg));
-    printf("    cipher alg: %s\n", qcrypto_cipher_algo_name(l->cipher_alg));
-    printf("    uuid: %s\n", l->uuid ? l->uuid : "");
+    info_luks_printf(ind, "    ivgen alg: %s\n", qcrypto_ivgen_algo_name(l->ivgen_alg));
+    info_luks_printf(ind, "    hash alg: %s\n", qcrypto_hash_algo_name(l->hash_alg));
+    info_luks_printf(ind, "    cipher alg: %s\n", qcrypto_cipher_algo_name(l->cipher_alg));
+    info_luks_printf(ind, "    uuid: %s\n", l->uuid ? l->uuid : "");
     if (l->has_ivgen_hash_alg) {
-        printf("    ivgen hash alg: %s\n",
+        info_luks_printf(ind, "    ivgen hash alg: %s\n",
                qcrypto_hash_algo_name(l->ivgen_hash_alg));
     }
-    printf("    cipher mode: %s\n", qcrypto_cipher_mode_name(l->cipher_mode));
-    printf("    slots:\n");
+    if (in_qcow2) {
+        info_luks_printf(ind, "    format: luks\n");
+    }
+    info_luks_printf(ind, "    cipher mode: %s\n", qcrypto_cipher_mode_name(l->cipher_mode));
+    info_luks_printf(ind, "    slots:\n");
     for (size_t i = 0; i < l->nslots; i++) {
         const QCryptoBlockInfoLUKSSlot *slot = &l->slots[i];
 
-        printf("        [%zu]:\n", i);
-        printf("            active: %s\n", slot->active ? "true" : "false");
+        info_luks_printf(ind, "        [%zu]:\n", i);
+        info_luks_printf(ind, "            active: %s\n", slot->active ? "true" : "false");
         if (slot->active) {
-            printf("            iters: %" G_GUINT64_FORMAT "\n", slot->iters);
+            info_luks_printf(ind, "            iters: %" G_GUINT64_FORMAT "\n", slot->iters);
         }
-        printf("            key offset: %" G_GUINT64_FORMAT "\n",
+        info_luks_printf(ind, "            key offset: %" G_GUINT64_FORMAT "\n",
                slot->key_offset);
         if (slot->active) {
-            printf("            stripes: %" G_GUINT64_FORMAT "\n",
+            info_luks_printf(ind, "            stripes: %" G_GUINT64_FORMAT "\n",
                    slot->stripes);
         }
         if (slot->active && l->version == 2) {
-            printf("            kdf: %s\n", qcrypto_block_kdf_name(slot->kdf));
+            info_luks_printf(ind, "            kdf: %s\n", qcrypto_block_kdf_name(slot->kdf));
             if (slot->kdf != QCRYPTO_BLOCK_KDF_PBKDF2) {
-                printf("            kdf memory: %u\n", slot->kdf_memory);
-                printf("            kdf parallel: %u\n", slot->kdf_parallel);
+                info_luks_printf(ind, "            kdf memory: %u\n", slot->kdf_memory);
+                info_luks_printf(ind, "            kdf parallel: %u\n", slot->kdf_parallel);
             }
-            printf("            priority: %d\n", slot->priority);
-            printf("            bound: %s\n", slot->bound ? "true" : "false");
+            info_luks_printf(ind, "            priority: %d\n", slot->priority);
+            info_luks_printf(ind, "            bound: %s\n", slot->bound ? "true" : "false");
         }
     }
-    printf("    payload offset: %" G_GUINT64_FORMAT "\n", l->payload_offset);
-    printf("    master key iters: %" G_GUINT64_FORMAT "\n",
+    info_luks_printf(ind, "    payload offset: %" G_GUINT64_FORMAT "\n", l->payload_offset);
+    info_luks_printf(ind, "    master key iters: %" G_GUINT64_FORMAT "\n",
            l->master_key_iters);
     if (l->detached_header) {
-        printf("    detached header: true\n");
+        info_luks_printf(ind, "    detached header: true\n");
     }
     if (l->version == 2) {
         info_print_luks2_human(l);
     }
 }
 
+
+/* qcow2's format-specific lines, in qemu-img 7.2's order. */
+static void info_print_qcow2_human(const BlockImageInfoQcow2 *q)
+{
+    bool v3 = q->version >= 3;
+
+    printf("    compat: %s\n", v3 ? "1.1" : "0.10");
+    printf("    compression type: %s\n", q->compression_type);
+    if (v3) {
+        printf("    lazy refcounts: %s\n",
+               q->lazy_refcounts ? "true" : "false");
+    }
+    printf("    refcount bits: %u\n", q->refcount_bits);
+    if (q->data_file) {
+        printf("    data file: %s\n", q->data_file);
+    }
+    if (q->encrypt_format) {
+        printf("    encrypt:\n");
+        if (q->encrypt_luks) {
+            info_print_luks_human(q->encrypt_luks, "    ", true);
+        } else {
+            printf("        format: %s\n", q->encrypt_format);
+        }
+    }
+    if (v3 && q->data_file) {
+        printf("    data file raw: %s\n", q->data_file_raw ? "true" : "false");
+    }
+    if (v3) {
+        printf("    corrupt: %s\n", q->corrupt ? "true" : "false");
+        printf("    extended l2: %s\n", q->extended_l2 ? "true" : "false");
+    }
+}
 
 static void info_print_human(const BlockImageInfo *info)
 {
@@ -305,8 +426,30 @@ static void info_print_human(const BlockImageInfo *info)
     if (info->encrypted) {
         printf("encrypted: yes\n");
     }
+    if (info->cluster_size) {
+        printf("cluster_size: %" G_GINT64_FORMAT "\n", info->cluster_size);
+    }
+    if (info->dirty_flag) {
+        printf("cleanly shut down: no\n");
+    }
+    if (info->backing_filename) {
+        printf("backing file: %s", info->backing_filename);
+        if (!g_str_equal(info->backing_filename,
+                         info->full_backing_filename)) {
+            printf(" (actual path: %s)", info->full_backing_filename);
+        }
+        printf("\n");
+    }
+    if (info->backing_filename_format) {
+        printf("backing file format: %s\n", info->backing_filename_format);
+    }
     if (info->luks) {
-        info_print_luks_human(info->luks);
+        printf("Format specific information:\n");
+        info_print_luks_human(info->luks, "", false);
+    }
+    if (info->qcow2) {
+        printf("Format specific information:\n");
+        info_print_qcow2_human(info->qcow2);
     }
 }
 
@@ -314,8 +457,9 @@ int img_info(int argc, char **argv)
 {
     g_autofree char *fmt = NULL, *output = NULL;
     g_autoptr(BlockDriverState) bs = NULL;
-    g_autoptr(BlockImageInfo) info = NULL;
-    gboolean image_opts = FALSE, force_share = FALSE;
+    gboolean image_opts = FALSE, force_share = FALSE, backing_chain = FALSE;
+    g_autoptr(GPtrArray) infos =
+        g_ptr_array_new_with_free_func((GDestroyNotify)bdrv_image_info_free);
     ImgCommonOpts common = { 0 };
     const GOptionEntry entries[] = {
         { "format", 'f', 0, G_OPTION_ARG_STRING, &fmt,
@@ -325,6 +469,8 @@ int img_info(int argc, char **argv)
           NULL },
         { "output", 0, 0, G_OPTION_ARG_STRING, &output,
           "output format: human (default) or json", "FMT" },
+        { "backing-chain", 0, 0, G_OPTION_ARG_NONE, &backing_chain,
+          "show every image of the backing chain", NULL },
         { "force-share", 'U', 0, G_OPTION_ARG_NONE, &force_share,
           "accepted for qemu-img compatibility (images are never locked)",
           NULL },
@@ -356,15 +502,25 @@ int img_info(int argc, char **argv)
     if (!bs) {
         goto out;
     }
-    info = bdrv_get_image_info(bs, &err);
-    if (!info) {
-        img_error_free(argv[1], err);
-        goto out;
+    for (BlockDriverState *node = bs; node;
+         node = backing_chain ? bdrv_get_backing(node) : NULL) {
+        BlockImageInfo *info = bdrv_get_image_info(node, &err);
+
+        if (!info) {
+            img_error_free(argv[1], err);
+            goto out;
+        }
+        g_ptr_array_add(infos, info);
     }
     if (json) {
-        info_print_json(info);
+        info_print_json(infos, backing_chain);
     } else {
-        info_print_human(info);
+        for (guint i = 0; i < infos->len; i++) {
+            if (i) {
+                printf("\n");
+            }
+            info_print_human(g_ptr_array_index(infos, i));
+        }
     }
     ret = 0;
 
