@@ -555,7 +555,7 @@ static int qcow2_open_backing(BlockDriverState *bs, GHashTable *opts,
     const char *fmt = s->ext.backing_format;
     Error *local_err = NULL;
 
-    if (!s->backing_file) {
+    if (!s->backing_file || (flags & BDRV_O_NO_BACKING)) {
         return 0;
     }
     if (fmt && !g_str_equal(fmt, "raw") && !g_str_equal(fmt, "qcow2")) {

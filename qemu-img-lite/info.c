@@ -498,7 +498,8 @@ int img_info(int argc, char **argv)
         goto out;
     }
     /* The header is all info needs: no key, never unlocked. */
-    bs = img_open(argv[1], fmt, image_opts, BDRV_O_NO_IO);
+    bs = img_open(argv[1], fmt, image_opts, BDRV_O_NO_IO |
+                  (backing_chain ? 0 : BDRV_O_NO_BACKING));
     if (!bs) {
         goto out;
     }

@@ -40,6 +40,8 @@ typedef struct BlockDriverState BlockDriverState;
  * its target): the page cache writes the data back when it likes.
  */
 #define BDRV_O_NO_FLUSH (1 << 2)
+/* Leave backing files closed (info without --backing-chain, as qemu-img). */
+#define BDRV_O_NO_BACKING (1 << 3)
 
 /* Write flags */
 /*
