@@ -162,6 +162,23 @@ static void convert_worker(gpointer data, gpointer user_data)
     g_free(job);
 }
 
+/*
+ * Whole chunks from offset (chunk-aligned) that the source knows are holes
+ * and the target already reads as zeroes: the copy loop steps over them
+ * without a job each (a sparse 1 TiB image is mostly this).
+ */
+static uint64_t convert_hole_run(ConvertState *s, uint64_t offset)
+{
+    uint64_t pnum;
+
+    if (!s->skip_zeroes ||
+        bdrv_block_status_is_data(s->src, offset, s->size - offset, &pnum)) {
+        return 0;
+    }
+    return offset + pnum == s->size ? pnum
+                                    : ROUND_DOWN(pnum, CONVERT_CHUNK);
+}
+
 static unsigned convert_threads(int requested)
 {
     if (requested > 0) {
@@ -202,8 +219,14 @@ static int convert_copy(ConvertState *s, unsigned nthreads, bool progress)
     img_progress_init(&prog, progress);
     g_mutex_lock(&s->lock);
     while (offset < s->size) {
+        uint64_t hole = convert_hole_run(s, offset);
         ConvertJob *job;
 
+        if (hole) {
+            offset += hole;
+            s->done += hole;
+            continue;
+        }
         while (s->free_bufs->len == 0 && !s->err) {
             g_cond_wait(&s->cond, &s->lock);
         }
