@@ -1,312 +1,13 @@
 /*
- * LUKS2 JSON metadata (LUKS2 spec, "JSON area" and its objects): parsed with
- * json-glib into the structs of luks2priv.h, and validated as cryptsetup does
- * (lib/luks2/luks2_json_metadata.c): every field's type and range, 64-bit
- * numbers as decimal strings, references between objects, areas inside the
- * key-slot area and apart from each other, and the mandatory requirements.
- * Each rule lives in a named validate_* function, and each failure says which
- * object and field is wrong.
- *
- * The parsed JsonNode is kept: edits (a key slot added or removed) are
- * made to it, so unknown fields and tokens survive a rewrite, and the
- * result is parsed and validated again before it is written.
+ * LUKS2 JSON metadata (LUKS2 spec, "JSON area" and its objects), validated
+ * as cryptsetup does (lib/luks2/luks2_json_metadata.c): every field's type
+ * and range, 64-bit numbers as decimal strings, references between objects,
+ * areas inside the key-slot area and apart from each other, and the
+ * mandatory requirements. Each rule lives in a named luks2_json_validate_*
+ * function, and each failure says which object and field is wrong. What
+ * passes fills the structs of luks2priv.h.
  */
-#include <string.h>
-
-#include "luks2priv.h"
-
-static const char *const luks2_kdf_names[QCRYPTO_BLOCK_KDF__MAX] = {
-    [QCRYPTO_BLOCK_KDF_PBKDF2] = "pbkdf2",
-    [QCRYPTO_BLOCK_KDF_ARGON2I] = "argon2i",
-    [QCRYPTO_BLOCK_KDF_ARGON2ID] = "argon2id",
-};
-
-const char *qcrypto_block_kdf_name(QCryptoBlockKDF type)
-{
-    g_assert(type < QCRYPTO_BLOCK_KDF__MAX);
-    return luks2_kdf_names[type];
-}
-
-int qcrypto_block_kdf_parse(const char *name)
-{
-    for (int i = 0; i < QCRYPTO_BLOCK_KDF__MAX; i++) {
-        if (g_str_equal(name, luks2_kdf_names[i])) {
-            return i;
-        }
-    }
-    return -1;
-}
-
-/* ---- typed field access: each names the object it reads from ---- */
-
-static JsonNode *json_get(JsonObject *obj, const char *what,
-                          const char *key, JsonNodeType type, Error **errp)
-{
-    static const char *const type_names[] = {
-        [JSON_NODE_OBJECT] = "an object", [JSON_NODE_ARRAY] = "an array",
-        [JSON_NODE_VALUE] = "a value", [JSON_NODE_NULL] = "null",
-    };
-    JsonNode *node = json_object_get_member(obj, key);
-
-    if (!node) {
-        error_setg(errp, "LUKS2 %s: missing '%s'", what, key);
-        return NULL;
-    }
-    if (JSON_NODE_TYPE(node) != type) {
-        error_setg(errp, "LUKS2 %s: '%s' is not %s", what, key,
-                   type_names[type]);
-        return NULL;
-    }
-    return node;
-}
-
-static JsonObject *json_get_object(JsonObject *obj, const char *what,
-                                   const char *key, Error **errp)
-{
-    JsonNode *node = json_get(obj, what, key, JSON_NODE_OBJECT, errp);
-
-    return node ? json_node_get_object(node) : NULL;
-}
-
-static const char *json_get_string(JsonObject *obj, const char *what,
-                                   const char *key, Error **errp)
-{
-    JsonNode *node = json_get(obj, what, key, JSON_NODE_VALUE, errp);
-
-    if (!node) {
-        return NULL;
-    }
-    if (json_node_get_value_type(node) != G_TYPE_STRING) {
-        error_setg(errp, "LUKS2 %s: '%s' is not a string", what, key);
-        return NULL;
-    }
-    return json_node_get_string(node);
-}
-
-/*
- * LUKS2 spec, JSON area: 64-bit numbers are decimal strings (JSON numbers lose
- * precision above 2^53). Only digits; no sign, no space, no overflow.
- */
-static int json_get_u64_string(JsonObject *obj, const char *what,
-                               const char *key, uint64_t *out, Error **errp)
-{
-    const char *s = json_get_string(obj, what, key, errp);
-    uint64_t v = 0;
-
-    if (!s) {
-        return -1;
-    }
-    if (!*s) {
-        error_setg(errp, "LUKS2 %s: '%s' is an empty string", what, key);
-        return -1;
-    }
-    for (const char *p = s; *p; p++) {
-        if (!g_ascii_isdigit(*p)) {
-            error_setg(errp, "LUKS2 %s: '%s' (\"%.32s\") is not an unsigned "
-                       "decimal number", what, key, s);
-            return -1;
-        }
-        if (v > (UINT64_MAX - (*p - '0')) / 10) {
-            error_setg(errp, "LUKS2 %s: '%s' (\"%.32s\") overflows 64 bits",
-                       what, key, s);
-            return -1;
-        }
-        v = v * 10 + (*p - '0');
-    }
-    *out = v;
-    return 0;
-}
-
-/* A JSON integer (not a string, not a float) within [min, max]. */
-static int json_get_uint(JsonObject *obj, const char *what, const char *key,
-                         uint64_t min, uint64_t max, uint32_t *out,
-                         Error **errp)
-{
-    JsonNode *node = json_get(obj, what, key, JSON_NODE_VALUE, errp);
-    gint64 v;
-
-    if (!node) {
-        return -1;
-    }
-    if (json_node_get_value_type(node) != G_TYPE_INT64) {
-        error_setg(errp, "LUKS2 %s: '%s' is not an integer", what, key);
-        return -1;
-    }
-    v = json_node_get_int(node);
-    if (v < 0 || (uint64_t)v < min || (uint64_t)v > max) {
-        error_setg(errp, "LUKS2 %s: '%s' is %" G_GINT64_FORMAT ", outside "
-                   "%" PRIu64 "..%" PRIu64, what, key, v, min, max);
-        return -1;
-    }
-    g_assert(max <= UINT32_MAX);
-    *out = v;
-    return 0;
-}
-
-static bool base64_valid(const char *s)
-{
-    size_t len = strlen(s);
-    size_t pad = 0;
-
-    if (len % 4) {
-        return false;
-    }
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] == '=') {
-            pad++;
-        } else if (pad || !(g_ascii_isalnum(s[i]) || s[i] == '+' ||
-                            s[i] == '/')) {
-            return false;
-        }
-    }
-    return pad <= 2;
-}
-
-/* Base64 of 1..max bytes. */
-static int json_get_base64(JsonObject *obj, const char *what,
-                           const char *key, uint8_t *out, size_t max,
-                           size_t *nout, Error **errp)
-{
-    const char *s = json_get_string(obj, what, key, errp);
-    g_autofree guchar *bytes = NULL;
-    gsize n;
-
-    if (!s) {
-        return -1;
-    }
-    /* g_base64_decode() skips bad characters silently: check first. */
-    if (!base64_valid(s)) {
-        error_setg(errp, "LUKS2 %s: '%s' is not base64", what, key);
-        return -1;
-    }
-    if (strlen(s) / 4 * 3 > max + 2) {
-        error_setg(errp, "LUKS2 %s: '%s' is longer than %zu bytes",
-                   what, key, max);
-        return -1;
-    }
-    bytes = g_base64_decode(s, &n);
-    if (n == 0 || n > max) {
-        error_setg(errp, "LUKS2 %s: '%s' has %zu bytes, not 1..%zu",
-                   what, key, (size_t)n, max);
-        return -1;
-    }
-    memcpy(out, bytes, n);
-    *nout = n;
-    return 0;
-}
-
-static int json_get_hash(JsonObject *obj, const char *what, const char *key,
-                         QCryptoHashAlgo *out, Error **errp)
-{
-    const char *s = json_get_string(obj, what, key, errp);
-    int alg;
-
-    if (!s) {
-        return -1;
-    }
-    alg = qcrypto_hash_algo_parse(s);
-    if (alg < 0 || !qcrypto_hash_supports(alg)) {
-        error_setg(errp, "LUKS2 %s: unsupported hash '%s'", what, s);
-        return -1;
-    }
-    *out = alg;
-    return 0;
-}
-
-/* Object ids are canonical decimal strings "0".."max-1". */
-static int luks2_parse_id(const char *s, int max, const char *what,
-                          Error **errp)
-{
-    int v = 0;
-
-    if (!*s || (s[0] == '0' && s[1]) || strlen(s) > 3) {
-        goto bad;
-    }
-    for (const char *p = s; *p; p++) {
-        if (!g_ascii_isdigit(*p)) {
-            goto bad;
-        }
-        v = v * 10 + (*p - '0');
-    }
-    if (v >= max) {
-        goto bad;
-    }
-    return v;
-
-bad:
-    error_setg(errp, "LUKS2 %s: id \"%.16s\" is not a number from 0 to %d",
-               what, s, max - 1);
-    return -1;
-}
-
-/* An array of id strings, each naming an existing object. */
-static int json_get_id_array(JsonObject *obj, const char *what,
-                             const char *key, int max, void *const *exist,
-                             uint32_t *bitmap, Error **errp)
-{
-    JsonNode *node = json_get(obj, what, key, JSON_NODE_ARRAY, errp);
-    JsonArray *arr;
-
-    if (!node) {
-        return -1;
-    }
-    arr = json_node_get_array(node);
-    *bitmap = 0;
-    for (guint i = 0; i < json_array_get_length(arr); i++) {
-        JsonNode *el = json_array_get_element(arr, i);
-        int id;
-
-        if (JSON_NODE_TYPE(el) != JSON_NODE_VALUE ||
-            json_node_get_value_type(el) != G_TYPE_STRING) {
-            error_setg(errp, "LUKS2 %s: '%s' holds a non-string", what, key);
-            return -1;
-        }
-        id = luks2_parse_id(json_node_get_string(el), max, what, errp);
-        if (id < 0) {
-            return -1;
-        }
-        if (!exist[id]) {
-            error_setg(errp, "LUKS2 %s: '%s' names %d, which does not exist",
-                       what, key, id);
-            return -1;
-        }
-        *bitmap |= 1u << id;
-    }
-    return 0;
-}
-
-/* An optional array of strings, as a strv. */
-static int json_get_strv(JsonObject *obj, const char *what, const char *key,
-                         char ***out, Error **errp)
-{
-    JsonNode *node = json_object_get_member(obj, key);
-    g_autoptr(GPtrArray) v = g_ptr_array_new_with_free_func(g_free);
-    JsonArray *arr;
-
-    if (node) {
-        node = json_get(obj, what, key, JSON_NODE_ARRAY, errp);
-        if (!node) {
-            return -1;
-        }
-        arr = json_node_get_array(node);
-        for (guint i = 0; i < json_array_get_length(arr); i++) {
-            JsonNode *el = json_array_get_element(arr, i);
-
-            if (JSON_NODE_TYPE(el) != JSON_NODE_VALUE ||
-                json_node_get_value_type(el) != G_TYPE_STRING) {
-                error_setg(errp, "LUKS2 %s: '%s' holds a non-string",
-                           what, key);
-                return -1;
-            }
-            g_ptr_array_add(v, g_strdup(json_node_get_string(el)));
-        }
-    }
-    g_ptr_array_add(v, NULL);
-    *out = (char **)g_ptr_array_free(g_steal_pointer(&v), FALSE);
-    return 0;
-}
-
-/* ---- validation, one function per rule set ---- */
+#include "block-luks2-json.h"
 
 /*
  * json-glib parses recursively, without a depth limit: a JSON area of a
@@ -316,7 +17,7 @@ static int json_get_strv(JsonObject *obj, const char *what, const char *key,
  */
 #define LUKS2_JSON_MAX_DEPTH 32
 
-static int validate_json_depth(const char *json, Error **errp)
+int luks2_json_validate_depth(const char *json, Error **errp)
 {
     bool in_string = false;
     int depth = 0;
@@ -344,7 +45,7 @@ static int validate_json_depth(const char *json, Error **errp)
 }
 
 /* LUKS2 spec, JSON area: the five top-level objects. */
-static int validate_top_level(JsonNode *root, Error **errp)
+static int luks2_json_validate_top_level(JsonNode *root, Error **errp)
 {
     static const char *const sections[] = {
         "keyslots", "tokens", "segments", "digests", "config",
@@ -357,7 +58,7 @@ static int validate_top_level(JsonNode *root, Error **errp)
     }
     obj = json_node_get_object(root);
     for (size_t i = 0; i < G_N_ELEMENTS(sections); i++) {
-        if (!json_get_object(obj, "metadata", sections[i], errp)) {
+        if (!luks2_json_get_object(obj, "metadata", sections[i], errp)) {
             return -1;
         }
     }
@@ -369,7 +70,8 @@ static int validate_top_level(JsonNode *root, Error **errp)
  * must understand. We understand none (they mark re-encryption in progress, or
  * hardware OPAL), so any entry refuses the image.
  */
-static int validate_requirements(QCryptoLUKS2Metadata *md, Error **errp)
+static int luks2_json_validate_requirements(QCryptoLUKS2Metadata *md,
+                                            Error **errp)
 {
     for (char **r = md->requirements; *r; r++) {
         if (g_str_has_prefix(*r, "online-reencrypt") ||
@@ -387,15 +89,15 @@ static int validate_requirements(QCryptoLUKS2Metadata *md, Error **errp)
 }
 
 /* LUKS2 spec, "config" object: the config object. */
-static int validate_config(QCryptoLUKS2Metadata *md, JsonObject *config,
-                           Error **errp)
+static int luks2_json_validate_config(QCryptoLUKS2Metadata *md,
+                                      JsonObject *config, Error **errp)
 {
     JsonObject *req;
 
-    if (json_get_u64_string(config, "config", "json_size", &md->json_size,
-                            errp) < 0 ||
-        json_get_u64_string(config, "config", "keyslots_size",
-                            &md->keyslots_size, errp) < 0) {
+    if (luks2_json_get_u64_string(config, "config", "json_size", &md->json_size,
+                                  errp) < 0 ||
+        luks2_json_get_u64_string(config, "config", "keyslots_size",
+                                  &md->keyslots_size, errp) < 0) {
         return -1;
     }
     if (md->json_size != md->hdr_size - QCRYPTO_LUKS2_BIN_HDR_LEN) {
@@ -414,31 +116,31 @@ static int validate_config(QCryptoLUKS2Metadata *md, JsonObject *config,
                    "a multiple of 4096 below 2^48", md->keyslots_size);
         return -1;
     }
-    if (json_get_strv(config, "config", "flags", &md->config_flags,
-                      errp) < 0) {
+    if (luks2_json_get_strv(config, "config", "flags", &md->config_flags,
+                            errp) < 0) {
         return -1;
     }
     if (json_object_has_member(config, "requirements")) {
-        req = json_get_object(config, "config", "requirements", errp);
+        req = luks2_json_get_object(config, "config", "requirements", errp);
         if (!req ||
-            json_get_strv(req, "config requirements", "mandatory",
-                          &md->requirements, errp) < 0) {
+            luks2_json_get_strv(req, "config requirements", "mandatory",
+                                &md->requirements, errp) < 0) {
             return -1;
         }
     } else {
         md->requirements = g_new0(char *, 1);
     }
-    return validate_requirements(md, errp);
+    return luks2_json_validate_requirements(md, errp);
 }
 
 /*
  * LUKS2 spec, "keyslots" object, kdf: a key slot's KDF, with our bounds on its
  * cost.
  */
-static int validate_kdf(QCryptoLUKS2KDF *kdf, JsonObject *obj,
-                        const char *what, Error **errp)
+static int luks2_json_validate_kdf(QCryptoLUKS2KDF *kdf, JsonObject *obj,
+                                   const char *what, Error **errp)
 {
-    const char *type = json_get_string(obj, what, "type", errp);
+    const char *type = luks2_json_get_string(obj, what, "type", errp);
     int t;
 
     if (!type) {
@@ -458,15 +160,15 @@ static int validate_kdf(QCryptoLUKS2KDF *kdf, JsonObject *obj,
         return -1;
     }
     kdf->type = t;
-    if (json_get_base64(obj, what, "salt", kdf->salt, sizeof(kdf->salt),
-                        &kdf->nsalt, errp) < 0) {
+    if (luks2_json_get_base64(obj, what, "salt", kdf->salt, sizeof(kdf->salt),
+                              &kdf->nsalt, errp) < 0) {
         return -1;
     }
     if (kdf->type == QCRYPTO_BLOCK_KDF_PBKDF2) {
-        if (json_get_hash(obj, what, "hash", &kdf->hash, errp) < 0 ||
-            json_get_uint(obj, what, "iterations", 1,
-                          QCRYPTO_LUKS2_PBKDF2_ITERS_MAX, &kdf->iterations,
-                          errp) < 0) {
+        if (luks2_json_get_hash(obj, what, "hash", &kdf->hash, errp) < 0 ||
+            luks2_json_get_uint(obj, what, "iterations", 1,
+                                QCRYPTO_LUKS2_PBKDF2_ITERS_MAX,
+                                &kdf->iterations, errp) < 0) {
             return -1;
         }
         return 0;
@@ -477,14 +179,15 @@ static int validate_kdf(QCryptoLUKS2KDF *kdf, JsonObject *obj,
         error_setg(errp, "LUKS2 %s: argon2 salt shorter than 8 bytes", what);
         return -1;
     }
-    if (json_get_uint(obj, what, "time", 1, UINT32_MAX, &kdf->time,
-                      errp) < 0 ||
-        json_get_uint(obj, what, "cpus", 1, QCRYPTO_LUKS2_ARGON2_PARALLEL_MAX,
-                      &kdf->parallel, errp) < 0) {
+    if (luks2_json_get_uint(obj, what, "time", 1, UINT32_MAX, &kdf->time,
+                            errp) < 0 ||
+        luks2_json_get_uint(obj, what, "cpus", 1,
+                            QCRYPTO_LUKS2_ARGON2_PARALLEL_MAX,
+                            &kdf->parallel, errp) < 0) {
         return -1;
     }
-    if (json_get_uint(obj, what, "memory", 0, UINT32_MAX, &kdf->memory,
-                      errp) < 0) {
+    if (luks2_json_get_uint(obj, what, "memory", 0, UINT32_MAX, &kdf->memory,
+                            errp) < 0) {
         return -1;
     }
     if (kdf->memory > QCRYPTO_LUKS2_ARGON2_MEMORY_MAX_KIB) {
@@ -510,7 +213,7 @@ static int validate_kdf(QCryptoLUKS2KDF *kdf, JsonObject *obj,
 
 /* The bytes an AF-split key of nkey bytes x stripes occupies (whole
  * 512-byte sectors, as cryptsetup's AF_split_sectors()). */
-static uint64_t luks2_af_bytes(uint64_t nkey, uint64_t stripes)
+static uint64_t luks2_json_af_bytes(uint64_t nkey, uint64_t stripes)
 {
     return qcrypto_luks2_round_up(nkey * stripes, 512);
 }
@@ -518,8 +221,8 @@ static uint64_t luks2_af_bytes(uint64_t nkey, uint64_t stripes)
 /*
  * LUKS2 spec, "keyslots" object: one key slot of type luks2 (af, area, kdf).
  */
-static int validate_keyslot(QCryptoLUKS2Keyslot *ks, JsonObject *obj,
-                            Error **errp)
+static int luks2_json_validate_keyslot(QCryptoLUKS2Keyslot *ks, JsonObject *obj,
+                                       Error **errp)
 {
     g_autofree char *what = g_strdup_printf("key slot %d", ks->id);
     g_autofree char *what_af = g_strdup_printf("key slot %d af", ks->id);
@@ -530,7 +233,7 @@ static int validate_keyslot(QCryptoLUKS2Keyslot *ks, JsonObject *obj,
     const char *s;
     uint32_t prio = QCRYPTO_LUKS2_PRIORITY_NORMAL;
 
-    s = json_get_string(obj, what, "type", errp);
+    s = luks2_json_get_string(obj, what, "type", errp);
     if (!s) {
         return -1;
     }
@@ -542,47 +245,48 @@ static int validate_keyslot(QCryptoLUKS2Keyslot *ks, JsonObject *obj,
      * Volume keys: cryptsetup's limit is 512 bytes (LUKS2 spec, "keyslots"
      * object).
      */
-    if (json_get_uint(obj, what, "key_size", 1, 512, &ks->key_size,
-                      errp) < 0) {
+    if (luks2_json_get_uint(obj, what, "key_size", 1, 512, &ks->key_size,
+                            errp) < 0) {
         return -1;
     }
     if (json_object_has_member(obj, "priority") &&
-        json_get_uint(obj, what, "priority", QCRYPTO_LUKS2_PRIORITY_IGNORE,
-                      QCRYPTO_LUKS2_PRIORITY_HIGH, &prio, errp) < 0) {
+        luks2_json_get_uint(obj, what, "priority",
+                            QCRYPTO_LUKS2_PRIORITY_IGNORE,
+                            QCRYPTO_LUKS2_PRIORITY_HIGH, &prio, errp) < 0) {
         return -1;
     }
     ks->priority = prio;
 
-    af = json_get_object(obj, what, "af", errp);
-    if (!af || !(s = json_get_string(af, what_af, "type", errp))) {
+    af = luks2_json_get_object(obj, what, "af", errp);
+    if (!af || !(s = luks2_json_get_string(af, what_af, "type", errp))) {
         return -1;
     }
     if (!g_str_equal(s, "luks1")) {
         error_setg(errp, "LUKS2 %s: unsupported AF type '%s'", what, s);
         return -1;
     }
-    if (json_get_hash(af, what_af, "hash", &ks->af_hash, errp) < 0 ||
-        json_get_uint(af, what_af, "stripes", 1,
-                      QCRYPTO_LUKS2_AF_STRIPES_MAX, &ks->af_stripes,
-                      errp) < 0) {
+    if (luks2_json_get_hash(af, what_af, "hash", &ks->af_hash, errp) < 0 ||
+        luks2_json_get_uint(af, what_af, "stripes", 1,
+                            QCRYPTO_LUKS2_AF_STRIPES_MAX, &ks->af_stripes,
+                            errp) < 0) {
         return -1;
     }
 
-    area = json_get_object(obj, what, "area", errp);
-    if (!area || !(s = json_get_string(area, what_area, "type", errp))) {
+    area = luks2_json_get_object(obj, what, "area", errp);
+    if (!area || !(s = luks2_json_get_string(area, what_area, "type", errp))) {
         return -1;
     }
     if (!g_str_equal(s, "raw")) {
         error_setg(errp, "LUKS2 %s: unsupported area type '%s'", what, s);
         return -1;
     }
-    if (json_get_u64_string(area, what_area, "offset", &ks->area_offset,
-                            errp) < 0 ||
-        json_get_u64_string(area, what_area, "size", &ks->area_size,
-                            errp) < 0 ||
-        json_get_uint(area, what_area, "key_size", 1, 512,
-                      &ks->area_key_size, errp) < 0 ||
-        !(s = json_get_string(area, what_area, "encryption", errp))) {
+    if (luks2_json_get_u64_string(area, what_area, "offset", &ks->area_offset,
+                                  errp) < 0 ||
+        luks2_json_get_u64_string(area, what_area, "size", &ks->area_size,
+                                  errp) < 0 ||
+        luks2_json_get_uint(area, what_area, "key_size", 1, 512,
+                            &ks->area_key_size, errp) < 0 ||
+        !(s = luks2_json_get_string(area, what_area, "encryption", errp))) {
         return -1;
     }
     ks->area_encryption = g_strdup(s);
@@ -591,27 +295,27 @@ static int validate_keyslot(QCryptoLUKS2Keyslot *ks, JsonObject *obj,
         error_prepend(errp, "LUKS2 %s: ", what_area);
         return -1;
     }
-    if (ks->area_size < luks2_af_bytes(ks->key_size, ks->af_stripes)) {
+    if (ks->area_size < luks2_json_af_bytes(ks->key_size, ks->af_stripes)) {
         error_setg(errp, "LUKS2 %s: size %" PRIu64 " is too small for %"
                    PRIu32 " stripes of a %" PRIu32 "-byte key", what_area,
                    ks->area_size, ks->af_stripes, ks->key_size);
         return -1;
     }
 
-    kdf = json_get_object(obj, what, "kdf", errp);
-    return kdf ? validate_kdf(&ks->kdf, kdf, what_kdf, errp) : -1;
+    kdf = luks2_json_get_object(obj, what, "kdf", errp);
+    return kdf ? luks2_json_validate_kdf(&ks->kdf, kdf, what_kdf, errp) : -1;
 }
 
-static int validate_keyslots(QCryptoLUKS2Metadata *md, JsonObject *keyslots,
-                             Error **errp)
+static int luks2_json_validate_keyslots(QCryptoLUKS2Metadata *md,
+                                        JsonObject *keyslots, Error **errp)
 {
     g_autoptr(GList) members = json_object_get_members(keyslots);
 
     for (GList *l = members; l; l = l->next) {
         JsonNode *node = json_object_get_member(keyslots, l->data);
         QCryptoLUKS2Keyslot *ks;
-        int id = luks2_parse_id(l->data, QCRYPTO_LUKS2_KEYSLOTS_MAX,
-                                "keyslots", errp);
+        int id = luks2_json_parse_id(l->data, QCRYPTO_LUKS2_KEYSLOTS_MAX,
+                                     "keyslots", errp);
 
         if (id < 0) {
             return -1;
@@ -623,7 +327,8 @@ static int validate_keyslots(QCryptoLUKS2Metadata *md, JsonObject *keyslots,
         ks = md->keyslots[id] = g_new0(QCryptoLUKS2Keyslot, 1);
         ks->id = id;
         ks->digest = -1;
-        if (validate_keyslot(ks, json_node_get_object(node), errp) < 0) {
+        if (luks2_json_validate_keyslot(ks, json_node_get_object(node),
+                                        errp) < 0) {
             return -1;
         }
     }
@@ -635,7 +340,8 @@ static int validate_keyslots(QCryptoLUKS2Metadata *md, JsonObject *keyslots,
  * key-slot area, which starts after both header copies and is keyslots_size
  * long, and no two overlap.
  */
-static int validate_keyslot_areas(QCryptoLUKS2Metadata *md, Error **errp)
+static int luks2_json_validate_keyslot_areas(QCryptoLUKS2Metadata *md,
+                                             Error **errp)
 {
     uint64_t start = 2 * md->hdr_size;
     uint64_t end = qcrypto_luks2_keyslots_end(md);
@@ -668,15 +374,15 @@ static int validate_keyslot_areas(QCryptoLUKS2Metadata *md, Error **errp)
 }
 
 /* LUKS2 spec, "segments" object: a segment of type crypt. */
-static int validate_segment(QCryptoLUKS2Metadata *md,
-                            QCryptoLUKS2Segment *seg, JsonObject *obj,
-                            Error **errp)
+static int luks2_json_validate_segment(QCryptoLUKS2Metadata *md,
+                                       QCryptoLUKS2Segment *seg,
+                                       JsonObject *obj, Error **errp)
 {
     g_autofree char *what = g_strdup_printf("segment %d", seg->id);
     g_auto(GStrv) flags = NULL;
     const char *s;
 
-    s = json_get_string(obj, what, "type", errp);
+    s = luks2_json_get_string(obj, what, "type", errp);
     if (!s) {
         return -1;
     }
@@ -690,8 +396,8 @@ static int validate_segment(QCryptoLUKS2Metadata *md,
         return -1;
     }
     /* LUKS2 spec, "segments" object: 512, 1024, 2048 or 4096-byte sectors. */
-    if (json_get_uint(obj, what, "sector_size", 512, 4096,
-                      &seg->sector_size, errp) < 0) {
+    if (luks2_json_get_uint(obj, what, "sector_size", 512, 4096,
+                            &seg->sector_size, errp) < 0) {
         return -1;
     }
     if (seg->sector_size & (seg->sector_size - 1)) {
@@ -699,22 +405,23 @@ static int validate_segment(QCryptoLUKS2Metadata *md,
                    "of two", what, seg->sector_size);
         return -1;
     }
-    if (json_get_u64_string(obj, what, "offset", &seg->offset, errp) < 0 ||
-        json_get_u64_string(obj, what, "iv_tweak", &seg->iv_tweak,
-                            errp) < 0 ||
-        json_get_strv(obj, what, "flags", &flags, errp) < 0 ||
-        !(s = json_get_string(obj, what, "encryption", errp))) {
+    if (luks2_json_get_u64_string(obj, what, "offset", &seg->offset,
+                                  errp) < 0 ||
+        luks2_json_get_u64_string(obj, what, "iv_tweak", &seg->iv_tweak,
+                                  errp) < 0 ||
+        luks2_json_get_strv(obj, what, "flags", &flags, errp) < 0 ||
+        !(s = luks2_json_get_string(obj, what, "encryption", errp))) {
         return -1;
     }
     seg->encryption = g_strdup(s);
 
-    s = json_get_string(obj, what, "size", errp);
+    s = luks2_json_get_string(obj, what, "size", errp);
     if (!s) {
         return -1;
     }
     seg->size_dynamic = g_str_equal(s, "dynamic");
     if (!seg->size_dynamic &&
-        json_get_u64_string(obj, what, "size", &seg->size, errp) < 0) {
+        luks2_json_get_u64_string(obj, what, "size", &seg->size, errp) < 0) {
         return -1;
     }
 
@@ -750,16 +457,16 @@ static int validate_segment(QCryptoLUKS2Metadata *md,
     return 0;
 }
 
-static int validate_segments(QCryptoLUKS2Metadata *md, JsonObject *segments,
-                             Error **errp)
+static int luks2_json_validate_segments(QCryptoLUKS2Metadata *md,
+                                        JsonObject *segments, Error **errp)
 {
     g_autoptr(GList) members = json_object_get_members(segments);
 
     for (GList *l = members; l; l = l->next) {
         JsonNode *node = json_object_get_member(segments, l->data);
         QCryptoLUKS2Segment *seg;
-        int id = luks2_parse_id(l->data, QCRYPTO_LUKS2_SEGMENTS_MAX,
-                                "segments", errp);
+        int id = luks2_json_parse_id(l->data, QCRYPTO_LUKS2_SEGMENTS_MAX,
+                                     "segments", errp);
 
         if (id < 0) {
             return -1;
@@ -771,7 +478,8 @@ static int validate_segments(QCryptoLUKS2Metadata *md, JsonObject *segments,
         seg = md->segments[id] = g_new0(QCryptoLUKS2Segment, 1);
         seg->id = id;
         seg->digest = -1;
-        if (validate_segment(md, seg, json_node_get_object(node), errp) < 0) {
+        if (luks2_json_validate_segment(md, seg, json_node_get_object(node),
+                                        errp) < 0) {
             return -1;
         }
     }
@@ -796,11 +504,12 @@ static int validate_segments(QCryptoLUKS2Metadata *md, JsonObject *segments,
 }
 
 /* LUKS2 spec, "digests" object: digests of type pbkdf2, and what they bind. */
-static int validate_digest(QCryptoLUKS2Metadata *md, QCryptoLUKS2Digest *d,
-                           JsonObject *obj, Error **errp)
+static int luks2_json_validate_digest(QCryptoLUKS2Metadata *md,
+                                      QCryptoLUKS2Digest *d, JsonObject *obj,
+                                      Error **errp)
 {
     g_autofree char *what = g_strdup_printf("digest %d", d->id);
-    const char *s = json_get_string(obj, what, "type", errp);
+    const char *s = luks2_json_get_string(obj, what, "type", errp);
 
     if (!s) {
         return -1;
@@ -809,20 +518,22 @@ static int validate_digest(QCryptoLUKS2Metadata *md, QCryptoLUKS2Digest *d,
         error_setg(errp, "LUKS2 %s: unsupported type '%s'", what, s);
         return -1;
     }
-    if (json_get_id_array(obj, what, "keyslots", QCRYPTO_LUKS2_KEYSLOTS_MAX,
-                          (void *const *)md->keyslots, &d->keyslots,
-                          errp) < 0 ||
-        json_get_id_array(obj, what, "segments", QCRYPTO_LUKS2_SEGMENTS_MAX,
-                          (void *const *)md->segments, &d->segments,
-                          errp) < 0 ||
-        json_get_hash(obj, what, "hash", &d->hash, errp) < 0 ||
-        json_get_uint(obj, what, "iterations", 1,
-                      QCRYPTO_LUKS2_PBKDF2_ITERS_MAX, &d->iterations,
-                      errp) < 0 ||
-        json_get_base64(obj, what, "salt", d->salt, sizeof(d->salt),
-                        &d->nsalt, errp) < 0 ||
-        json_get_base64(obj, what, "digest", d->digest, sizeof(d->digest),
-                        &d->ndigest, errp) < 0) {
+    if (luks2_json_get_id_array(obj, what, "keyslots",
+                                QCRYPTO_LUKS2_KEYSLOTS_MAX,
+                                (void *const *)md->keyslots, &d->keyslots,
+                                errp) < 0 ||
+        luks2_json_get_id_array(obj, what, "segments",
+                                QCRYPTO_LUKS2_SEGMENTS_MAX,
+                                (void *const *)md->segments, &d->segments,
+                                errp) < 0 ||
+        luks2_json_get_hash(obj, what, "hash", &d->hash, errp) < 0 ||
+        luks2_json_get_uint(obj, what, "iterations", 1,
+                            QCRYPTO_LUKS2_PBKDF2_ITERS_MAX, &d->iterations,
+                            errp) < 0 ||
+        luks2_json_get_base64(obj, what, "salt", d->salt, sizeof(d->salt),
+                              &d->nsalt, errp) < 0 ||
+        luks2_json_get_base64(obj, what, "digest", d->digest, sizeof(d->digest),
+                              &d->ndigest, errp) < 0) {
         return -1;
     }
 
@@ -850,16 +561,16 @@ static int validate_digest(QCryptoLUKS2Metadata *md, QCryptoLUKS2Digest *d,
     return 0;
 }
 
-static int validate_digests(QCryptoLUKS2Metadata *md, JsonObject *digests,
-                            Error **errp)
+static int luks2_json_validate_digests(QCryptoLUKS2Metadata *md,
+                                       JsonObject *digests, Error **errp)
 {
     g_autoptr(GList) members = json_object_get_members(digests);
 
     for (GList *l = members; l; l = l->next) {
         JsonNode *node = json_object_get_member(digests, l->data);
         QCryptoLUKS2Digest *d;
-        int id = luks2_parse_id(l->data, QCRYPTO_LUKS2_DIGESTS_MAX,
-                                "digests", errp);
+        int id = luks2_json_parse_id(l->data, QCRYPTO_LUKS2_DIGESTS_MAX,
+                                     "digests", errp);
 
         if (id < 0) {
             return -1;
@@ -870,7 +581,8 @@ static int validate_digests(QCryptoLUKS2Metadata *md, JsonObject *digests,
         }
         d = md->digests[id] = g_new0(QCryptoLUKS2Digest, 1);
         d->id = id;
-        if (validate_digest(md, d, json_node_get_object(node), errp) < 0) {
+        if (luks2_json_validate_digest(md, d, json_node_get_object(node),
+                                       errp) < 0) {
             return -1;
         }
     }
@@ -881,7 +593,8 @@ static int validate_digests(QCryptoLUKS2Metadata *md, JsonObject *digests,
  * A segment's cipher has to take the key its key slots hold: the volume
  * key of every slot bound to the segment's digest.
  */
-static int validate_segment_ciphers(QCryptoLUKS2Metadata *md, Error **errp)
+static int luks2_json_validate_segment_ciphers(QCryptoLUKS2Metadata *md,
+                                               Error **errp)
 {
     for (int i = 0; i < QCRYPTO_LUKS2_SEGMENTS_MAX; i++) {
         const QCryptoLUKS2Segment *seg = md->segments[i];
@@ -913,8 +626,8 @@ static int validate_segment_ciphers(QCryptoLUKS2Metadata *md, Error **errp)
  * LUKS2 spec, "tokens" object: tokens are for external tools; we check only
  * what every token has (a type and the key slots it serves) and keep the rest.
  */
-static int validate_tokens(QCryptoLUKS2Metadata *md, JsonObject *tokens,
-                           Error **errp)
+static int luks2_json_validate_tokens(QCryptoLUKS2Metadata *md,
+                                      JsonObject *tokens, Error **errp)
 {
     g_autoptr(GList) members = json_object_get_members(tokens);
 
@@ -923,8 +636,8 @@ static int validate_tokens(QCryptoLUKS2Metadata *md, JsonObject *tokens,
         g_autofree char *what = NULL;
         QCryptoLUKS2Token *t;
         const char *type;
-        int id = luks2_parse_id(l->data, QCRYPTO_LUKS2_TOKENS_MAX,
-                                "tokens", errp);
+        int id = luks2_json_parse_id(l->data, QCRYPTO_LUKS2_TOKENS_MAX,
+                                     "tokens", errp);
 
         if (id < 0) {
             return -1;
@@ -936,13 +649,13 @@ static int validate_tokens(QCryptoLUKS2Metadata *md, JsonObject *tokens,
         what = g_strdup_printf("token %d", id);
         t = md->tokens[id] = g_new0(QCryptoLUKS2Token, 1);
         t->id = id;
-        type = json_get_string(json_node_get_object(node), what, "type",
-                               errp);
+        type = luks2_json_get_string(json_node_get_object(node), what, "type",
+                                     errp);
         if (!type ||
-            json_get_id_array(json_node_get_object(node), what, "keyslots",
-                              QCRYPTO_LUKS2_KEYSLOTS_MAX,
-                              (void *const *)md->keyslots, &t->keyslots,
-                              errp) < 0) {
+            luks2_json_get_id_array(json_node_get_object(node), what,
+                                    "keyslots", QCRYPTO_LUKS2_KEYSLOTS_MAX,
+                                    (void *const *)md->keyslots, &t->keyslots,
+                                    errp) < 0) {
             return -1;
         }
         t->type = g_strdup(type);
@@ -951,246 +664,28 @@ static int validate_tokens(QCryptoLUKS2Metadata *md, JsonObject *tokens,
 }
 
 /* Fill md's structs from md->root, validating everything. */
-static int luks2_metadata_load(QCryptoLUKS2Metadata *md, Error **errp)
+int luks2_json_validate(QCryptoLUKS2Metadata *md, Error **errp)
 {
     JsonObject *root;
 
-    if (validate_top_level(md->root, errp) < 0) {
+    if (luks2_json_validate_top_level(md->root, errp) < 0) {
         return -1;
     }
     root = json_node_get_object(md->root);
     /* config first: the requirements and the area bounds gate the rest. */
-    if (validate_config(md, json_object_get_object_member(root, "config"),
-                        errp) < 0 ||
-        validate_keyslots(md, json_object_get_object_member(root, "keyslots"),
-                          errp) < 0 ||
-        validate_keyslot_areas(md, errp) < 0 ||
-        validate_segments(md, json_object_get_object_member(root, "segments"),
-                          errp) < 0 ||
-        validate_digests(md, json_object_get_object_member(root, "digests"),
-                         errp) < 0 ||
-        validate_segment_ciphers(md, errp) < 0 ||
-        validate_tokens(md, json_object_get_object_member(root, "tokens"),
-                        errp) < 0) {
+    if (luks2_json_validate_config(
+            md, json_object_get_object_member(root, "config"), errp) < 0 ||
+        luks2_json_validate_keyslots(
+            md, json_object_get_object_member(root, "keyslots"), errp) < 0 ||
+        luks2_json_validate_keyslot_areas(md, errp) < 0 ||
+        luks2_json_validate_segments(
+            md, json_object_get_object_member(root, "segments"), errp) < 0 ||
+        luks2_json_validate_digests(
+            md, json_object_get_object_member(root, "digests"), errp) < 0 ||
+        luks2_json_validate_segment_ciphers(md, errp) < 0 ||
+        luks2_json_validate_tokens(
+            md, json_object_get_object_member(root, "tokens"), errp) < 0) {
         return -1;
     }
     return 0;
-}
-
-/* Free the derived structs (not root). */
-static void luks2_metadata_clear(QCryptoLUKS2Metadata *md)
-{
-    g_clear_pointer(&md->config_flags, g_strfreev);
-    g_clear_pointer(&md->requirements, g_strfreev);
-    for (int i = 0; i < QCRYPTO_LUKS2_KEYSLOTS_MAX; i++) {
-        if (md->keyslots[i]) {
-            g_free(md->keyslots[i]->area_encryption);
-            g_free(md->keyslots[i]);
-            md->keyslots[i] = NULL;
-        }
-    }
-    for (int i = 0; i < QCRYPTO_LUKS2_SEGMENTS_MAX; i++) {
-        if (md->segments[i]) {
-            g_free(md->segments[i]->encryption);
-            g_free(md->segments[i]);
-            md->segments[i] = NULL;
-        }
-    }
-    for (int i = 0; i < QCRYPTO_LUKS2_DIGESTS_MAX; i++) {
-        g_clear_pointer(&md->digests[i], g_free);
-    }
-    for (int i = 0; i < QCRYPTO_LUKS2_TOKENS_MAX; i++) {
-        if (md->tokens[i]) {
-            g_free(md->tokens[i]->type);
-            g_free(md->tokens[i]);
-            md->tokens[i] = NULL;
-        }
-    }
-}
-
-QCryptoLUKS2Metadata *qcrypto_luks2_metadata_parse(const char *json,
-                                                   uint64_t hdr_size,
-                                                   Error **errp)
-{
-    g_autoptr(JsonParser) parser = json_parser_new();
-    g_autoptr(QCryptoLUKS2Metadata) md = g_new0(QCryptoLUKS2Metadata, 1);
-    g_autoptr(GError) gerr = NULL;
-
-    md->hdr_size = hdr_size;
-    if (validate_json_depth(json, errp) < 0) {
-        return NULL;
-    }
-    if (!json_parser_load_from_data(parser, json, -1, &gerr)) {
-        error_setg(errp, "LUKS2 metadata is not valid JSON: %s",
-                   gerr->message);
-        return NULL;
-    }
-    md->root = json_parser_steal_root(parser);
-    if (!md->root) {
-        error_setg(errp, "LUKS2 metadata is empty");
-        return NULL;
-    }
-    if (luks2_metadata_load(md, errp) < 0) {
-        return NULL;
-    }
-    return g_steal_pointer(&md);
-}
-
-int qcrypto_luks2_metadata_reload(QCryptoLUKS2Metadata *md, Error **errp)
-{
-    QCryptoLUKS2Metadata fresh = { .root = md->root,
-                                   .hdr_size = md->hdr_size };
-
-    if (luks2_metadata_load(&fresh, errp) < 0) {
-        luks2_metadata_clear(&fresh);
-        return -1;
-    }
-    luks2_metadata_clear(md);
-    *md = fresh;
-    return 0;
-}
-
-char *qcrypto_luks2_metadata_to_json(const QCryptoLUKS2Metadata *md)
-{
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-
-    json_generator_set_root(gen, md->root);
-    return json_generator_to_data(gen, NULL);
-}
-
-uint64_t qcrypto_luks2_keyslots_end(const QCryptoLUKS2Metadata *md)
-{
-    return 2 * md->hdr_size + md->keyslots_size;
-}
-
-int qcrypto_luks2_segment_digest(const QCryptoLUKS2Metadata *md, int seg)
-{
-    return md->segments[seg] ? md->segments[seg]->digest : -1;
-}
-
-/* ---- edits ---- */
-
-static JsonObject *root_section(QCryptoLUKS2Metadata *md, const char *name)
-{
-    return json_object_get_object_member(json_node_get_object(md->root),
-                                         name);
-}
-
-static void set_u64_string(JsonObject *obj, const char *key, uint64_t v)
-{
-    g_autofree char *s = g_strdup_printf("%" PRIu64, v);
-
-    json_object_set_string_member(obj, key, s);
-}
-
-static void set_base64(JsonObject *obj, const char *key,
-                       const uint8_t *data, size_t len)
-{
-    g_autofree char *s = g_base64_encode(data, len);
-
-    json_object_set_string_member(obj, key, s);
-}
-
-/* Remove id from (or, with add, append it to) the id array obj[key]. */
-static void id_array_update(JsonObject *obj, const char *key, int id,
-                            bool add)
-{
-    JsonArray *arr = json_object_get_array_member(obj, key);
-    g_autofree char *s = g_strdup_printf("%d", id);
-
-    for (guint i = json_array_get_length(arr); i-- > 0;) {
-        if (g_str_equal(json_array_get_string_element(arr, i), s)) {
-            if (add) {
-                return;
-            }
-            json_array_remove_element(arr, i);
-        }
-    }
-    if (add) {
-        json_array_add_string_element(arr, s);
-    }
-}
-
-void qcrypto_luks2_metadata_set_keyslot(QCryptoLUKS2Metadata *md,
-                                        const QCryptoLUKS2Keyslot *ks)
-{
-    g_autofree char *id = g_strdup_printf("%d", ks->id);
-    JsonObject *obj = json_object_new();
-    JsonObject *af = json_object_new();
-    JsonObject *area = json_object_new();
-    JsonObject *kdf = json_object_new();
-
-    /* Field order as cryptsetup writes it. */
-    json_object_set_string_member(obj, "type", "luks2");
-    json_object_set_int_member(obj, "key_size", ks->key_size);
-    if (ks->priority != QCRYPTO_LUKS2_PRIORITY_NORMAL) {
-        json_object_set_int_member(obj, "priority", ks->priority);
-    }
-
-    json_object_set_string_member(af, "type", "luks1");
-    json_object_set_int_member(af, "stripes", ks->af_stripes);
-    json_object_set_string_member(af, "hash",
-                                  qcrypto_hash_algo_name(ks->af_hash));
-    json_object_set_object_member(obj, "af", af);
-
-    json_object_set_string_member(area, "type", "raw");
-    set_u64_string(area, "offset", ks->area_offset);
-    set_u64_string(area, "size", ks->area_size);
-    json_object_set_string_member(area, "encryption", ks->area_encryption);
-    json_object_set_int_member(area, "key_size", ks->area_key_size);
-    json_object_set_object_member(obj, "area", area);
-
-    json_object_set_string_member(kdf, "type",
-                                  qcrypto_block_kdf_name(ks->kdf.type));
-    if (ks->kdf.type == QCRYPTO_BLOCK_KDF_PBKDF2) {
-        json_object_set_string_member(kdf, "hash",
-                                      qcrypto_hash_algo_name(ks->kdf.hash));
-        json_object_set_int_member(kdf, "iterations", ks->kdf.iterations);
-    } else {
-        json_object_set_int_member(kdf, "time", ks->kdf.time);
-        json_object_set_int_member(kdf, "memory", ks->kdf.memory);
-        json_object_set_int_member(kdf, "cpus", ks->kdf.parallel);
-    }
-    set_base64(kdf, "salt", ks->kdf.salt, ks->kdf.nsalt);
-    json_object_set_object_member(obj, "kdf", kdf);
-
-    json_object_set_object_member(root_section(md, "keyslots"), id, obj);
-
-    if (ks->digest >= 0) {
-        g_autofree char *did = g_strdup_printf("%d", ks->digest);
-        JsonObject *d = json_object_get_object_member(
-            root_section(md, "digests"), did);
-
-        g_assert(d);
-        id_array_update(d, "keyslots", ks->id, true);
-    }
-}
-
-void qcrypto_luks2_metadata_remove_keyslot(QCryptoLUKS2Metadata *md, int id)
-{
-    g_autofree char *sid = g_strdup_printf("%d", id);
-    const char *const sections[] = { "digests", "tokens" };
-
-    json_object_remove_member(root_section(md, "keyslots"), sid);
-    for (size_t s = 0; s < G_N_ELEMENTS(sections); s++) {
-        JsonObject *sec = root_section(md, sections[s]);
-        g_autoptr(GList) members = json_object_get_members(sec);
-
-        for (GList *l = members; l; l = l->next) {
-            id_array_update(json_object_get_object_member(sec, l->data),
-                            "keyslots", id, false);
-        }
-    }
-}
-
-void qcrypto_luks2_metadata_free(QCryptoLUKS2Metadata *md)
-{
-    if (!md) {
-        return;
-    }
-    luks2_metadata_clear(md);
-    if (md->root) {
-        json_node_unref(md->root);
-    }
-    g_free(md);
 }
