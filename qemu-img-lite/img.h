@@ -40,6 +40,12 @@ int img_add_objects(char **objects);
 GHashTable *img_parse_create_opts(char **opt_strs);
 
 /*
+ * "-o help" among the creation options of fmt: lists them (create.c) and
+ * returns true.
+ */
+bool img_handle_opts_help(GHashTable *opts, const char *fmt);
+
+/*
  * Open an image: name is a file name, or with image_opts a QEMU option
  * string ("driver=luks,key-secret=s0,file.filename=x"). Prints errors.
  */
