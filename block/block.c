@@ -29,12 +29,6 @@ int prealloc_mode_parse(const char *name)
     return -1;
 }
 
-const char *prealloc_mode_name(PreallocMode mode)
-{
-    g_assert(mode < PREALLOC_MODE__MAX);
-    return prealloc_mode_names[mode];
-}
-
 static const BlockDriver *bdrv_find_driver(const char *name)
 {
     for (size_t i = 0; i < G_N_ELEMENTS(block_drivers); i++) {
@@ -43,11 +37,6 @@ static const BlockDriver *bdrv_find_driver(const char *name)
         }
     }
     return NULL;
-}
-
-bool bdrv_format_is_known(const char *format)
-{
-    return bdrv_find_driver(format) != NULL;
 }
 
 /*

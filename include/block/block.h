@@ -58,7 +58,6 @@ typedef enum {
 
 /* "off", "falloc", "full"; -1 if unknown */
 int prealloc_mode_parse(const char *name);
-const char *prealloc_mode_name(PreallocMode mode);
 
 /*
  * Open an image. filename may be NULL when options say where the bytes
@@ -83,9 +82,6 @@ bool bdrv_is_encrypted(BlockDriverState *bs);
  * NULL. Libraries do not print: the tool does.
  */
 const char *bdrv_get_warning(BlockDriverState *bs);
-
-/* Whether the named format exists; whether it can be created. */
-bool bdrv_format_is_known(const char *format);
 
 /*
  * Virtual size in bytes, rounded up to BDRV_SECTOR_SIZE as QEMU reports
