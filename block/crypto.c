@@ -64,6 +64,14 @@ static int block_crypto_header_write(QCryptoBlock *block, uint64_t offset,
     return hdr->drv->bdrv_pwrite(hdr, offset, buf, buflen, 0, errp);
 }
 
+/* A LUKS1 or LUKS2 header: its magic and version. */
+static int block_crypto_probe(const uint8_t *buf, int buf_size,
+                              const char *filename)
+{
+    return qcrypto_block_has_format(QCRYPTO_BLOCK_FORMAT_LUKS, buf,
+                                    buf_size) ? 100 : 0;
+}
+
 /* The secret named by option key ("key-secret", ...). */
 static int block_crypto_take_secret(GHashTable *opts, const char *key,
                                     bool required, bool *has,
@@ -712,6 +720,7 @@ out:
 const BlockDriver bdrv_luks = {
     .format_name = "luks",
     .instance_size = sizeof(BlockCrypto),
+    .bdrv_probe = block_crypto_probe,
     .bdrv_open = block_crypto_open,
     .bdrv_close = block_crypto_close,
     .bdrv_pread = block_crypto_pread,

@@ -62,8 +62,9 @@ int prealloc_mode_parse(const char *name);
 /*
  * Open an image. filename may be NULL when options say where the bytes
  * are (--image-opts). format NULL means: options["driver"], or else probe
- * (a LUKS header means "luks", anything else "raw"). options may be NULL;
- * it is not modified.
+ * (every format driver scores the start of the file and the best wins;
+ * "raw" when no other claims it). options may be NULL; it is not
+ * modified.
  */
 BlockDriverState *bdrv_open(const char *filename, const char *format,
                             GHashTable *options, int flags, Error **errp);
