@@ -6,14 +6,6 @@
 #include <unistd.h>
 
 #include "block/block_int.h"
-#include "block/qcow2.h"
-
-static const BlockDriver *const block_drivers[] = {
-    &bdrv_file,
-    &bdrv_raw,
-    &bdrv_luks,
-    &bdrv_qcow2,
-};
 
 static const char *const prealloc_mode_names[PREALLOC_MODE__MAX] = {
     [PREALLOC_MODE_OFF] = "off",
@@ -31,35 +23,45 @@ int prealloc_mode_parse(const char *name)
     return -1;
 }
 
-const char *prealloc_mode_name(PreallocMode mode)
-{
-    g_assert(mode < PREALLOC_MODE__MAX);
-    return prealloc_mode_names[mode];
-}
-
 static const BlockDriver *bdrv_find_driver(const char *name)
 {
-    for (size_t i = 0; i < G_N_ELEMENTS(block_drivers); i++) {
-        if (g_str_equal(block_drivers[i]->format_name, name)) {
-            return block_drivers[i];
+    for (size_t i = 0; bdrv_drivers[i]; i++) {
+        if (g_str_equal(bdrv_drivers[i]->format_name, name)) {
+            return bdrv_drivers[i];
         }
     }
     return NULL;
 }
 
-bool bdrv_format_is_known(const char *format)
+const BlockDriver *bdrv_probe_all(const uint8_t *buf, int buf_size,
+                                  const char *filename)
 {
-    return bdrv_find_driver(format) != NULL;
+    const BlockDriver *best = NULL;
+    int best_score = 0;
+
+    for (size_t i = 0; bdrv_drivers[i]; i++) {
+        const BlockDriver *drv = bdrv_drivers[i];
+        int score;
+
+        if (!drv->bdrv_probe) {
+            continue;
+        }
+        score = drv->bdrv_probe(buf, buf_size, filename);
+        if (score > best_score) {
+            best = drv;
+            best_score = score;
+        }
+    }
+    return best;
 }
 
-/*
- * Guess the format from the first bytes of the file: a LUKS header says
- * "luks"; anything else is taken as raw, as qemu-img does.
- */
-static const char *bdrv_probe_format(BlockDriverState *file, Error **errp)
+/* The format of the image in file, asking every format driver. */
+static const BlockDriver *bdrv_probe_format(BlockDriverState *file,
+                                            Error **errp)
 {
-    uint8_t buf[4096];
+    uint8_t buf[BDRV_PROBE_BUF_SIZE];
     int64_t len = bdrv_getlength_exact(file, errp);
+    const BlockDriver *drv;
     size_t n;
 
     if (len < 0) {
@@ -69,13 +71,12 @@ static const char *bdrv_probe_format(BlockDriverState *file, Error **errp)
     if (file->drv->bdrv_pread(file, 0, buf, n, errp) < 0) {
         return NULL;
     }
-    if (qcrypto_block_has_format(QCRYPTO_BLOCK_FORMAT_LUKS, buf, n)) {
-        return "luks";
+    drv = bdrv_probe_all(buf, n, bdrv_get_filename(file));
+    if (!drv) {
+        error_setg(errp, "Could not determine image format: No compatible "
+                   "driver found");
     }
-    if (qcow2_probe(buf, n, NULL) > 0) {
-        return "qcow2";
-    }
-    return "raw";
+    return drv;
 }
 
 static void bdrv_free(BlockDriverState *bs)
@@ -123,12 +124,10 @@ static BlockDriverState *bdrv_open_opts(GHashTable *opts, int flags,
             return NULL;
         }
         if (!drv) {
-            const char *fmt = bdrv_probe_format(file, errp);
-
-            if (!fmt) {
+            drv = bdrv_probe_format(file, errp);
+            if (!drv) {
                 return NULL;
             }
-            drv = bdrv_find_driver(fmt);
         }
     }
 
@@ -369,48 +368,6 @@ bool bdrv_block_status_is_data(BlockDriverState *bs, uint64_t offset,
 bool bdrv_has_zero_init(BlockDriverState *bs)
 {
     return bs->drv->bdrv_has_zero_init && bs->drv->bdrv_has_zero_init(bs);
-}
-
-BlockImageInfo *bdrv_get_image_info(BlockDriverState *bs, Error **errp)
-{
-    g_autoptr(BlockImageInfo) info = g_new0(BlockImageInfo, 1);
-    int64_t len = bdrv_getlength(bs, errp);
-
-    if (len < 0) {
-        return NULL;
-    }
-    info->filename = g_strdup(bdrv_get_filename(bs));
-    info->format = g_strdup(bs->drv->format_name);
-    info->virtual_size = len;
-    info->actual_size = bdrv_get_allocated_file_size(bs);
-    info->encrypted = bdrv_is_encrypted(bs);
-    if (bs->drv->bdrv_get_info && bs->drv->bdrv_get_info(bs, info, errp) < 0) {
-        return NULL;
-    }
-    return g_steal_pointer(&info);
-}
-
-void bdrv_image_info_free(BlockImageInfo *info)
-{
-    if (!info) {
-        return;
-    }
-    g_free(info->filename);
-    g_free(info->format);
-    if (info->luks) {
-        qcrypto_block_info_free(info->luks);
-    }
-    if (info->qcow2) {
-        g_free(info->qcow2->data_file);
-        if (info->qcow2->encrypt_luks) {
-            qcrypto_block_info_free(info->qcow2->encrypt_luks);
-        }
-        g_free(info->qcow2);
-    }
-    g_free(info->backing_filename);
-    g_free(info->full_backing_filename);
-    g_free(info->backing_filename_format);
-    g_free(info);
 }
 
 static const BlockDriver *bdrv_find_create_driver(const char *format,

@@ -16,27 +16,27 @@
 #include "block/block_int.h"
 #include "crypto/secret.h"
 
-typedef struct BDRVLUKSState {
+typedef struct BlockCrypto {
     QCryptoBlock *block;
     /* Where the header lives: the "header" child, or bs->file. */
     BlockDriverState *header;
     bool detached;
     uint64_t payload_offset;        /* bytes into bs->file */
     uint64_t sector_size;
-} BDRVLUKSState;
+} BlockCrypto;
 
 /*
  * Unaligned requests, and writes whose buffer must be kept, go through a
  * bounce buffer of at most this many bytes at a time (memory stays bounded
  * whatever the request size).
  */
-#define LUKS_BOUNCE_SIZE (1024 * 1024)
+#define BLOCK_CRYPTO_BOUNCE_SIZE (1024 * 1024)
 
 /* Header I/O callbacks: opaque is the node holding the header. */
 
-static int luks_header_read(QCryptoBlock *block, uint64_t offset,
-                            uint8_t *buf, size_t buflen, void *opaque,
-                            Error **errp)
+static int block_crypto_header_read(QCryptoBlock *block, uint64_t offset,
+                                    uint8_t *buf, size_t buflen, void *opaque,
+                                    Error **errp)
 {
     BlockDriverState *hdr = opaque;
     int64_t len = bdrv_getlength_exact(hdr, errp);
@@ -55,19 +55,27 @@ static int luks_header_read(QCryptoBlock *block, uint64_t offset,
     return hdr->drv->bdrv_pread(hdr, offset, buf, buflen, errp);
 }
 
-static int luks_header_write(QCryptoBlock *block, uint64_t offset,
-                             const uint8_t *buf, size_t buflen, void *opaque,
-                             Error **errp)
+static int block_crypto_header_write(QCryptoBlock *block, uint64_t offset,
+                                     const uint8_t *buf, size_t buflen,
+                                     void *opaque, Error **errp)
 {
     BlockDriverState *hdr = opaque;
 
     return hdr->drv->bdrv_pwrite(hdr, offset, buf, buflen, 0, errp);
 }
 
+/* A LUKS1 or LUKS2 header: its magic and version. */
+static int block_crypto_probe(const uint8_t *buf, int buf_size,
+                              const char *filename)
+{
+    return qcrypto_block_has_format(QCRYPTO_BLOCK_FORMAT_LUKS, buf,
+                                    buf_size) ? 100 : 0;
+}
+
 /* The secret named by option key ("key-secret", ...). */
-static int luks_take_secret(GHashTable *opts, const char *key, bool required,
-                            bool *has, QCryptoBlockSecret *secret,
-                            Error **errp)
+static int block_crypto_take_secret(GHashTable *opts, const char *key,
+                                    bool required, bool *has,
+                                    QCryptoBlockSecret *secret, Error **errp)
 {
     g_autofree char *id = qemu_opt_take(opts, key);
     uint8_t *data;
@@ -94,17 +102,17 @@ static int luks_take_secret(GHashTable *opts, const char *key, bool required,
     return 0;
 }
 
-static void luks_secret_free(QCryptoBlockSecret *secret)
+static void block_crypto_secret_free(QCryptoBlockSecret *secret)
 {
     qcrypto_secret_value_free((uint8_t *)secret->data, secret->len);
     secret->data = NULL;
     secret->len = 0;
 }
 
-static int luks_open(BlockDriverState *bs, GHashTable *opts, int flags,
-                     Error **errp)
+static int block_crypto_open(BlockDriverState *bs, GHashTable *opts, int flags,
+                             Error **errp)
 {
-    BDRVLUKSState *s = bs->opaque;
+    BlockCrypto *s = bs->opaque;
     QCryptoBlockOpenOptions open_opts = {
         .format = QCRYPTO_BLOCK_FORMAT_LUKS,
     };
@@ -112,8 +120,8 @@ static int luks_open(BlockDriverState *bs, GHashTable *opts, int flags,
     int64_t hdr_len, file_len;
     int ret = -1;
 
-    if (luks_take_secret(opts, "key-secret", !(flags & BDRV_O_NO_IO), NULL,
-                         &open_opts.secret, errp) < 0) {
+    if (block_crypto_take_secret(opts, "key-secret", !(flags & BDRV_O_NO_IO),
+                                 NULL, &open_opts.secret, errp) < 0) {
         return -1;
     }
     if (flags & BDRV_O_NO_IO) {
@@ -134,7 +142,7 @@ static int luks_open(BlockDriverState *bs, GHashTable *opts, int flags,
     }
     open_opts.size = hdr_len;
 
-    s->block = qcrypto_block_open(&open_opts, luks_header_read,
+    s->block = qcrypto_block_open(&open_opts, block_crypto_header_read,
                                   s->detached ? s->header : bs->file,
                                   qflags, errp);
     if (!s->block) {
@@ -156,7 +164,7 @@ static int luks_open(BlockDriverState *bs, GHashTable *opts, int flags,
     ret = 0;
 
 out:
-    luks_secret_free(&open_opts.secret);
+    block_crypto_secret_free(&open_opts.secret);
     if (ret < 0) {
         /* A failed open is not closed by the caller: undo it here. */
         g_clear_pointer(&s->block, qcrypto_block_free);
@@ -165,19 +173,19 @@ out:
     return ret;
 }
 
-static void luks_close(BlockDriverState *bs)
+static void block_crypto_close(BlockDriverState *bs)
 {
-    BDRVLUKSState *s = bs->opaque;
+    BlockCrypto *s = bs->opaque;
 
     qcrypto_block_free(s->block);
     bdrv_close(s->header);
 }
 
 /* Read and decrypt whole sectors [offset, offset + bytes) into buf. */
-static int luks_read_sectors(BlockDriverState *bs, uint64_t offset,
-                             uint8_t *buf, size_t bytes, Error **errp)
+static int block_crypto_read_sectors(BlockDriverState *bs, uint64_t offset,
+                                     uint8_t *buf, size_t bytes, Error **errp)
 {
-    BDRVLUKSState *s = bs->opaque;
+    BlockCrypto *s = bs->opaque;
     BlockDriverState *file = bs->file;
 
     /* The file may end inside the last sector: the rest reads as zeroes. */
@@ -189,10 +197,10 @@ static int luks_read_sectors(BlockDriverState *bs, uint64_t offset,
 }
 
 /* Encrypt (in place) and write whole sectors. */
-static int luks_write_sectors(BlockDriverState *bs, uint64_t offset,
-                              uint8_t *buf, size_t bytes, Error **errp)
+static int block_crypto_write_sectors(BlockDriverState *bs, uint64_t offset,
+                                      uint8_t *buf, size_t bytes, Error **errp)
 {
-    BDRVLUKSState *s = bs->opaque;
+    BlockCrypto *s = bs->opaque;
     BlockDriverState *file = bs->file;
 
     if (qcrypto_block_encrypt(s->block, offset, buf, bytes, errp) < 0) {
@@ -202,31 +210,32 @@ static int luks_write_sectors(BlockDriverState *bs, uint64_t offset,
                                   bytes, 0, errp);
 }
 
-static bool luks_is_aligned(BDRVLUKSState *s, uint64_t offset, size_t bytes)
+static bool block_crypto_is_aligned(BlockCrypto *s, uint64_t offset,
+                                    size_t bytes)
 {
     return offset % s->sector_size == 0 && bytes % s->sector_size == 0;
 }
 
-static int luks_pread(BlockDriverState *bs, uint64_t offset, void *buf,
-                      size_t bytes, Error **errp)
+static int block_crypto_pread(BlockDriverState *bs, uint64_t offset, void *buf,
+                              size_t bytes, Error **errp)
 {
-    BDRVLUKSState *s = bs->opaque;
+    BlockCrypto *s = bs->opaque;
     g_autofree uint8_t *bounce = NULL;
     uint8_t *out = buf;
 
     /* The common case: decrypt in the caller's buffer, in one piece. */
-    if (luks_is_aligned(s, offset, bytes)) {
-        return luks_read_sectors(bs, offset, buf, bytes, errp);
+    if (block_crypto_is_aligned(s, offset, bytes)) {
+        return block_crypto_read_sectors(bs, offset, buf, bytes, errp);
     }
 
-    bounce = g_malloc(LUKS_BOUNCE_SIZE);
+    bounce = g_malloc(BLOCK_CRYPTO_BOUNCE_SIZE);
     while (bytes) {
         uint64_t start = ROUND_DOWN(offset, s->sector_size);
         size_t skip = offset - start;
-        size_t n = MIN(bytes, LUKS_BOUNCE_SIZE - skip);
+        size_t n = MIN(bytes, BLOCK_CRYPTO_BOUNCE_SIZE - skip);
         size_t span = ROUND_UP(skip + n, s->sector_size);
 
-        if (luks_read_sectors(bs, start, bounce, span, errp) < 0) {
+        if (block_crypto_read_sectors(bs, start, bounce, span, errp) < 0) {
             return -1;
         }
         memcpy(out, bounce + skip, n);
@@ -237,10 +246,11 @@ static int luks_pread(BlockDriverState *bs, uint64_t offset, void *buf,
     return 0;
 }
 
-static int luks_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
-                       size_t bytes, int flags, Error **errp)
+static int block_crypto_pwrite(BlockDriverState *bs, uint64_t offset,
+                               const void *buf, size_t bytes, int flags,
+                               Error **errp)
 {
-    BDRVLUKSState *s = bs->opaque;
+    BlockCrypto *s = bs->opaque;
     g_autofree uint8_t *bounce = NULL;
     const uint8_t *in = buf;
 
@@ -248,34 +258,36 @@ static int luks_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
      * The convert loop's case: the caller gave the buffer away
      * (BDRV_REQ_MAY_CLOBBER), so encrypt it in place, no copy.
      */
-    if ((flags & BDRV_REQ_MAY_CLOBBER) && luks_is_aligned(s, offset, bytes)) {
-        return luks_write_sectors(bs, offset, (uint8_t *)buf, bytes, errp);
+    if ((flags & BDRV_REQ_MAY_CLOBBER) &&
+        block_crypto_is_aligned(s, offset, bytes)) {
+        return block_crypto_write_sectors(bs, offset, (uint8_t *)buf, bytes,
+                                          errp);
     }
 
-    bounce = g_malloc(LUKS_BOUNCE_SIZE);
+    bounce = g_malloc(BLOCK_CRYPTO_BOUNCE_SIZE);
     while (bytes) {
         uint64_t start = ROUND_DOWN(offset, s->sector_size);
         size_t skip = offset - start;
-        size_t n = MIN(bytes, LUKS_BOUNCE_SIZE - skip);
+        size_t n = MIN(bytes, BLOCK_CRYPTO_BOUNCE_SIZE - skip);
         size_t span = ROUND_UP(skip + n, s->sector_size);
 
         /*
          * Read-modify-write: a partly written first or last sector keeps
          * the rest of its old contents (decrypted, patched, re-encrypted).
          */
-        if (skip && luks_read_sectors(bs, start, bounce, s->sector_size,
-                                      errp) < 0) {
+        if (skip && block_crypto_read_sectors(bs, start, bounce,
+                                              s->sector_size, errp) < 0) {
             return -1;
         }
         if ((skip + n) % s->sector_size &&
             (span > s->sector_size || !skip) &&
-            luks_read_sectors(bs, start + span - s->sector_size,
-                              bounce + span - s->sector_size,
-                              s->sector_size, errp) < 0) {
+            block_crypto_read_sectors(bs, start + span - s->sector_size,
+                                      bounce + span - s->sector_size,
+                                      s->sector_size, errp) < 0) {
             return -1;
         }
         memcpy(bounce + skip, in, n);
-        if (luks_write_sectors(bs, start, bounce, span, errp) < 0) {
+        if (block_crypto_write_sectors(bs, start, bounce, span, errp) < 0) {
             return -1;
         }
         in += n;
@@ -285,9 +297,9 @@ static int luks_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
     return 0;
 }
 
-static int64_t luks_getlength(BlockDriverState *bs, Error **errp)
+static int64_t block_crypto_getlength(BlockDriverState *bs, Error **errp)
 {
-    BDRVLUKSState *s = bs->opaque;
+    BlockCrypto *s = bs->opaque;
     int64_t len = bdrv_getlength_exact(bs->file, errp);
 
     if (len < 0) {
@@ -296,36 +308,36 @@ static int64_t luks_getlength(BlockDriverState *bs, Error **errp)
     return len - s->payload_offset;     /* checked at open: not negative */
 }
 
-static int luks_truncate(BlockDriverState *bs, uint64_t size,
-                         PreallocMode prealloc, Error **errp)
+static int block_crypto_truncate(BlockDriverState *bs, uint64_t size,
+                                 PreallocMode prealloc, Error **errp)
 {
-    BDRVLUKSState *s = bs->opaque;
+    BlockCrypto *s = bs->opaque;
 
     return bdrv_truncate(bs->file, s->payload_offset + size, prealloc, errp);
 }
 
-static int luks_flush(BlockDriverState *bs, Error **errp)
+static int block_crypto_flush(BlockDriverState *bs, Error **errp)
 {
-    BDRVLUKSState *s = bs->opaque;
+    BlockCrypto *s = bs->opaque;
 
     return s->header ? bdrv_flush(s->header, errp) : 0;
 }
 
-static const char *luks_get_warning(BlockDriverState *bs)
+static const char *block_crypto_get_warning(BlockDriverState *bs)
 {
-    BDRVLUKSState *s = bs->opaque;
+    BlockCrypto *s = bs->opaque;
 
     return qcrypto_block_get_warning(s->block);
 }
 
-static bool luks_is_encrypted(BlockDriverState *bs)
+static bool block_crypto_is_encrypted(BlockDriverState *bs)
 {
     return true;
 }
 
-static int64_t luks_get_allocated_file_size(BlockDriverState *bs)
+static int64_t block_crypto_get_allocated_file_size(BlockDriverState *bs)
 {
-    BDRVLUKSState *s = bs->opaque;
+    BlockCrypto *s = bs->opaque;
     int64_t size = bdrv_get_allocated_file_size(bs->file);
 
     if (size >= 0 && s->header) {
@@ -336,19 +348,19 @@ static int64_t luks_get_allocated_file_size(BlockDriverState *bs)
     return size;
 }
 
-static int luks_get_info(BlockDriverState *bs, BlockImageInfo *info,
-                         Error **errp)
+static int block_crypto_get_info(BlockDriverState *bs, BlockImageInfo *info,
+                                 Error **errp)
 {
-    BDRVLUKSState *s = bs->opaque;
+    BlockCrypto *s = bs->opaque;
 
     info->luks = qcrypto_block_get_info(s->block, errp);
     return info->luks ? 0 : -1;
 }
 
 /* kdf=, kdf-memory=, kdf-parallel= (LUKS2 key slots; 0: the default) */
-static int luks_take_kdf_opts(GHashTable *opts, bool *has_kdf,
-                              QCryptoBlockKDF *kdf, uint32_t *memory,
-                              uint32_t *parallel, Error **errp)
+static int block_crypto_take_kdf_opts(GHashTable *opts, bool *has_kdf,
+                                      QCryptoBlockKDF *kdf, uint32_t *memory,
+                                      uint32_t *parallel, Error **errp)
 {
     g_autofree char *name = qemu_opt_take(opts, "kdf");
     uint64_t mem, par;
@@ -380,11 +392,12 @@ static int luks_take_kdf_opts(GHashTable *opts, bool *has_kdf,
 
 /*
  * The LUKS2 creation options (see docs/luks2.md). The label string is
- * kept in copts->label: free it with luks_create_opts_clear().
+ * kept in copts->label: free it with block_crypto_create_opts_clear().
  */
-static int luks_take_luks2_create_opts(GHashTable *opts,
-                                       QCryptoBlockCreateOptions *copts,
-                                       Error **errp)
+static int
+block_crypto_take_luks2_create_opts(GHashTable *opts,
+                                    QCryptoBlockCreateOptions *copts,
+                                    Error **errp)
 {
     uint64_t version, sector_size;
 
@@ -405,13 +418,14 @@ static int luks_take_luks2_create_opts(GHashTable *opts,
     copts->luks_version = version;
     copts->sector_size = sector_size;
     copts->label = qemu_opt_take(opts, "label");
-    return luks_take_kdf_opts(opts, &copts->has_kdf, &copts->kdf,
-                              &copts->kdf_memory, &copts->kdf_parallel, errp);
+    return block_crypto_take_kdf_opts(opts, &copts->has_kdf, &copts->kdf,
+                                      &copts->kdf_memory,
+                                      &copts->kdf_parallel, errp);
 }
 
-static void luks_create_opts_clear(QCryptoBlockCreateOptions *copts)
+static void block_crypto_create_opts_clear(QCryptoBlockCreateOptions *copts)
 {
-    luks_secret_free(&copts->secret);
+    block_crypto_secret_free(&copts->secret);
     g_free((char *)copts->label);
     copts->label = NULL;
 }
@@ -419,11 +433,12 @@ static void luks_create_opts_clear(QCryptoBlockCreateOptions *copts)
 /*
  * The creation options (-o) of a LUKS image, as QEMU names them. Takes
  * them from opts; *secret (if asked for) must be freed with
- * luks_secret_free().
+ * block_crypto_secret_free().
  */
-static int luks_take_create_opts_inner(GHashTable *opts,
-                                       QCryptoBlockCreateOptions *copts,
-                                       bool need_secret, Error **errp)
+static int
+block_crypto_take_create_opts_inner(GHashTable *opts,
+                                    QCryptoBlockCreateOptions *copts,
+                                    bool need_secret, Error **errp)
 {
     static const struct {
         const char *key;
@@ -473,7 +488,7 @@ static int luks_take_create_opts_inner(GHashTable *opts,
         copts->hash_alg = values[4];
     }
 
-    if (luks_take_luks2_create_opts(opts, copts, errp) < 0 ||
+    if (block_crypto_take_luks2_create_opts(opts, copts, errp) < 0 ||
         qemu_opt_take_uint(opts, "iter-time", copts->iter_time,
                            &copts->iter_time, errp) < 0 ||
         qemu_opt_take_bool(opts, "detached-header", false,
@@ -483,17 +498,18 @@ static int luks_take_create_opts_inner(GHashTable *opts,
         return -1;
     }
     copts->has_iter_time = has_iter_time;
-    return luks_take_secret(opts, "key-secret", need_secret, NULL,
-                            &copts->secret, errp);
+    return block_crypto_take_secret(opts, "key-secret", need_secret, NULL,
+                                    &copts->secret, errp);
 }
 
 /* On failure nothing is left to free in copts. */
-static int luks_take_create_opts(GHashTable *opts,
-                                 QCryptoBlockCreateOptions *copts,
-                                 bool need_secret, Error **errp)
+static int block_crypto_take_create_opts(GHashTable *opts,
+                                         QCryptoBlockCreateOptions *copts,
+                                         bool need_secret, Error **errp)
 {
-    if (luks_take_create_opts_inner(opts, copts, need_secret, errp) < 0) {
-        luks_create_opts_clear(copts);
+    if (block_crypto_take_create_opts_inner(opts, copts, need_secret,
+                                            errp) < 0) {
+        block_crypto_create_opts_clear(copts);
         return -1;
     }
     return 0;
@@ -507,8 +523,8 @@ typedef struct LUKSCreateState {
 } LUKSCreateState;
 
 /* The header is about to be written: make the file its final size. */
-static int luks_create_init(QCryptoBlock *block, uint64_t headerlen,
-                            void *opaque, Error **errp)
+static int block_crypto_create_init(QCryptoBlock *block, uint64_t headerlen,
+                                    void *opaque, Error **errp)
 {
     LUKSCreateState *cs = opaque;
     uint64_t sector_size = qcrypto_block_get_sector_size(block);
@@ -528,27 +544,29 @@ static int luks_create_init(QCryptoBlock *block, uint64_t headerlen,
     return bdrv_truncate(cs->file, size, cs->prealloc, errp);
 }
 
-static int luks_create_write(QCryptoBlock *block, uint64_t offset,
-                             const uint8_t *buf, size_t buflen, void *opaque,
-                             Error **errp)
+static int block_crypto_create_write(QCryptoBlock *block, uint64_t offset,
+                                     const uint8_t *buf, size_t buflen,
+                                     void *opaque, Error **errp)
 {
     LUKSCreateState *cs = opaque;
 
-    return luks_header_write(block, offset, buf, buflen, cs->file, errp);
+    return block_crypto_header_write(block, offset, buf, buflen, cs->file,
+                                     errp);
 }
 
-static int luks_create(const char *filename, GHashTable *opts, int flags,
-                       BlockDriverState **pbs, Error **errp)
+static int block_crypto_create(const char *filename, GHashTable *opts,
+                               int flags, BlockDriverState **pbs,
+                               Error **errp)
 {
     QCryptoBlockCreateOptions copts;
     LUKSCreateState cs = { 0 };
     g_autoptr(QCryptoBlock) block = NULL;
-    BDRVLUKSState *s;
+    BlockCrypto *s;
     int ret = -1;
 
     if (qemu_opt_take_size(opts, "size", 0, &cs.size, errp) < 0 ||
         bdrv_create_take_prealloc(opts, &cs.prealloc, errp) < 0 ||
-        luks_take_create_opts(opts, &copts, true, errp) < 0) {
+        block_crypto_take_create_opts(opts, &copts, true, errp) < 0) {
         return -1;
     }
     cs.detached = copts.detached_header;
@@ -567,8 +585,8 @@ static int luks_create(const char *filename, GHashTable *opts, int flags,
         unlink(filename);
         goto out;
     }
-    block = qcrypto_block_create(&copts, luks_create_init, luks_create_write,
-                                 &cs, errp);
+    block = qcrypto_block_create(&copts, block_crypto_create_init,
+                                 block_crypto_create_write, &cs, errp);
     if (!block || bdrv_flush(cs.file, errp) < 0) {
         bdrv_close(cs.file);
         unlink(filename);
@@ -587,12 +605,13 @@ static int luks_create(const char *filename, GHashTable *opts, int flags,
     s->sector_size = qcrypto_block_get_sector_size(s->block);
 
 out:
-    luks_create_opts_clear(&copts);
+    block_crypto_create_opts_clear(&copts);
     return ret;
 }
 
-static int luks_measure(GHashTable *opts, uint64_t size, uint64_t *required,
-                        uint64_t *fully_allocated, Error **errp)
+static int block_crypto_measure(GHashTable *opts, uint64_t size,
+                                uint64_t *required, uint64_t *fully_allocated,
+                                Error **errp)
 {
     QCryptoBlockCreateOptions copts;
     PreallocMode prealloc;
@@ -601,7 +620,7 @@ static int luks_measure(GHashTable *opts, uint64_t size, uint64_t *required,
 
     /* The layout does not depend on the passphrase: it is not needed. */
     if (bdrv_create_take_prealloc(opts, &prealloc, errp) < 0 ||
-        luks_take_create_opts(opts, &copts, false, errp) < 0) {
+        block_crypto_take_create_opts(opts, &copts, false, errp) < 0) {
         return -1;
     }
     if (bdrv_create_check_leftovers(opts, errp) < 0 ||
@@ -613,13 +632,13 @@ static int luks_measure(GHashTable *opts, uint64_t size, uint64_t *required,
     ret = 0;
 
 out:
-    luks_create_opts_clear(&copts);
+    block_crypto_create_opts_clear(&copts);
     return ret;
 }
 
-static int luks_take_amend_opts(GHashTable *opts,
-                                QCryptoBlockAmendOptions *aopts,
-                                Error **errp)
+static int block_crypto_take_amend_opts(GHashTable *opts,
+                                        QCryptoBlockAmendOptions *aopts,
+                                        Error **errp)
 {
     g_autofree char *state = qemu_opt_take(opts, "state");
     uint64_t keyslot;
@@ -656,29 +675,31 @@ static int luks_take_amend_opts(GHashTable *opts,
             return -1;
         }
     }
-    if (luks_take_kdf_opts(opts, &aopts->has_kdf, &aopts->kdf,
-                           &aopts->kdf_memory, &aopts->kdf_parallel,
-                           errp) < 0) {
+    if (block_crypto_take_kdf_opts(opts, &aopts->has_kdf, &aopts->kdf,
+                                   &aopts->kdf_memory, &aopts->kdf_parallel,
+                                   errp) < 0) {
         return -1;
     }
-    if (luks_take_secret(opts, "old-secret", false, &aopts->has_old_secret,
-                         &aopts->old_secret, errp) < 0 ||
-        luks_take_secret(opts, "new-secret", false, &aopts->has_new_secret,
-                         &aopts->new_secret, errp) < 0) {
+    if (block_crypto_take_secret(opts, "old-secret", false,
+                                 &aopts->has_old_secret, &aopts->old_secret,
+                                 errp) < 0 ||
+        block_crypto_take_secret(opts, "new-secret", false,
+                                 &aopts->has_new_secret, &aopts->new_secret,
+                                 errp) < 0) {
         return -1;
     }
     return 0;
 }
 
-static int luks_amend(BlockDriverState *bs, GHashTable *opts, bool force,
-                      Error **errp)
+static int block_crypto_amend(BlockDriverState *bs, GHashTable *opts,
+                              bool force, Error **errp)
 {
-    BDRVLUKSState *s = bs->opaque;
+    BlockCrypto *s = bs->opaque;
     QCryptoBlockAmendOptions aopts;
     g_autofree char *unknown = NULL;
     int ret = -1;
 
-    if (luks_take_amend_opts(opts, &aopts, errp) < 0) {
+    if (block_crypto_take_amend_opts(opts, &aopts, errp) < 0) {
         goto out;
     }
     unknown = qemu_opts_first_key(opts);
@@ -686,31 +707,32 @@ static int luks_amend(BlockDriverState *bs, GHashTable *opts, bool force,
         error_setg(errp, "Invalid parameter '%s'", unknown);
         goto out;
     }
-    ret = qcrypto_block_amend_options(s->block, luks_header_read,
-                                      luks_header_write,
+    ret = qcrypto_block_amend_options(s->block, block_crypto_header_read,
+                                      block_crypto_header_write,
                                       s->detached ? s->header : bs->file,
                                       &aopts, force, errp);
 out:
-    luks_secret_free(&aopts.old_secret);
-    luks_secret_free(&aopts.new_secret);
+    block_crypto_secret_free(&aopts.old_secret);
+    block_crypto_secret_free(&aopts.new_secret);
     return ret;
 }
 
 const BlockDriver bdrv_luks = {
     .format_name = "luks",
-    .instance_size = sizeof(BDRVLUKSState),
-    .bdrv_open = luks_open,
-    .bdrv_close = luks_close,
-    .bdrv_pread = luks_pread,
-    .bdrv_pwrite = luks_pwrite,
-    .bdrv_getlength = luks_getlength,
-    .bdrv_truncate = luks_truncate,
-    .bdrv_flush = luks_flush,
-    .bdrv_is_encrypted = luks_is_encrypted,
-    .bdrv_get_warning = luks_get_warning,
-    .bdrv_get_allocated_file_size = luks_get_allocated_file_size,
-    .bdrv_create = luks_create,
-    .bdrv_measure = luks_measure,
-    .bdrv_get_info = luks_get_info,
-    .bdrv_amend = luks_amend,
+    .instance_size = sizeof(BlockCrypto),
+    .bdrv_probe = block_crypto_probe,
+    .bdrv_open = block_crypto_open,
+    .bdrv_close = block_crypto_close,
+    .bdrv_pread = block_crypto_pread,
+    .bdrv_pwrite = block_crypto_pwrite,
+    .bdrv_getlength = block_crypto_getlength,
+    .bdrv_truncate = block_crypto_truncate,
+    .bdrv_flush = block_crypto_flush,
+    .bdrv_is_encrypted = block_crypto_is_encrypted,
+    .bdrv_get_warning = block_crypto_get_warning,
+    .bdrv_get_allocated_file_size = block_crypto_get_allocated_file_size,
+    .bdrv_create = block_crypto_create,
+    .bdrv_measure = block_crypto_measure,
+    .bdrv_get_info = block_crypto_get_info,
+    .bdrv_amend = block_crypto_amend,
 };

@@ -32,7 +32,7 @@
 /* Encrypted reads that are not sector-aligned bounce in pieces this big. */
 #define QCOW2_BOUNCE_SIZE (1024 * 1024)
 
-int qcow2_probe(const uint8_t *buf, size_t len, const char *filename)
+int qcow2_probe(const uint8_t *buf, int len, const char *filename)
 {
     if (len >= 8 && qcow2_ld_be32(buf) == QCOW2_MAGIC) {
         uint32_t version = qcow2_ld_be32(buf + 4);
@@ -1021,6 +1021,7 @@ static int qcow2_get_info(BlockDriverState *bs, BlockImageInfo *info,
 const BlockDriver bdrv_qcow2 = {
     .format_name = "qcow2",
     .instance_size = sizeof(BDRVQcow2State),
+    .bdrv_probe = qcow2_probe,
     .bdrv_open = qcow2_open,
     .bdrv_close = qcow2_close,
     .bdrv_pread = qcow2_pread,

@@ -321,6 +321,6 @@ struct BDRVQcow2State {
 extern const BlockDriver bdrv_qcow2;
 
 /* Probe score for the first bytes of a file (QEMU's bdrv_probe). */
-int qcow2_probe(const uint8_t *buf, size_t len, const char *filename);
+int qcow2_probe(const uint8_t *buf, int len, const char *filename);
 
 #endif

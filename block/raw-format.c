@@ -3,6 +3,12 @@
  */
 #include "block/block_int.h"
 
+/* Any bytes are a raw image: the fallback when no other format claims. */
+static int raw_probe(const uint8_t *buf, int buf_size, const char *filename)
+{
+    return 1;
+}
+
 static int raw_open(BlockDriverState *bs, GHashTable *opts, int flags,
                     Error **errp)
 {
@@ -77,6 +83,7 @@ static int raw_measure(GHashTable *opts, uint64_t size, uint64_t *required,
 
 const BlockDriver bdrv_raw = {
     .format_name = "raw",
+    .bdrv_probe = raw_probe,
     .bdrv_open = raw_open,
     .bdrv_pread = raw_pread,
     .bdrv_pwrite = raw_pwrite,

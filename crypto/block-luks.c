@@ -767,6 +767,9 @@ static bool luks_has_format(const uint8_t *buf, size_t buflen)
 }
 
 const QCryptoBlockDriver qcrypto_block_driver_luks = {
+    .format = QCRYPTO_BLOCK_FORMAT_LUKS,
+    .version = QCRYPTO_LUKS_VERSION,
+    .name = "LUKS",
     .open = luks_open,
     .create = luks_create,
     .amend = luks_amend,

@@ -47,11 +47,6 @@ static void luks2_cleanup(QCryptoBlock *block)
     }
 }
 
-static bool luks2_has_format(const uint8_t *buf, size_t buflen)
-{
-    return qcrypto_luks2_has_format(buf, buflen);
-}
-
 /* The data segment: segment 0, the only one we handle. */
 static const QCryptoLUKS2Segment *
 luks2_data_segment(const QCryptoLUKS2Metadata *md, Error **errp)
@@ -759,12 +754,17 @@ static int luks2_get_info(QCryptoBlock *block, QCryptoBlockInfo *info,
     return 0;
 }
 
+/* The same format as LUKS1 (and magic): the header's version tells. */
 const QCryptoBlockDriver qcrypto_block_driver_luks2 = {
+    .format = QCRYPTO_BLOCK_FORMAT_LUKS,
+    .version = QCRYPTO_LUKS2_VERSION,
+    .name = "LUKS",
     .open = luks2_open,
     .create = luks2_create,
     .amend = luks2_amend,
     .get_info = luks2_get_info,
     .cleanup = luks2_cleanup,
-    .has_format = luks2_has_format,
+    .has_format = qcrypto_luks2_has_format,
+    .probe = qcrypto_luks2_probe,
     .calculate_payload_offset = luks2_calculate_payload_offset,
 };

@@ -6,7 +6,6 @@
 
 #include "blockpriv.h"
 #include "crypto/random.h"
-#include "luks2priv.h"
 #include "crypto/secure-mem.h"
 
 /*
@@ -20,19 +19,42 @@ struct QCryptoBlockCipherCtx {
     QCryptoIVGen *ivgen;                /* NULL for ECB: no IV */
 };
 
+/* A format's first driver is its default (see crypto/blockpriv.h). */
 static const QCryptoBlockDriver *const qcrypto_block_drivers[] = {
-    [QCRYPTO_BLOCK_FORMAT_LUKS] = &qcrypto_block_driver_luks,
+    &qcrypto_block_driver_luks,
+    &qcrypto_block_driver_luks2,
 };
 
+/*
+ * The driver of format for header version (0: the format's default), or
+ * NULL and errp.
+ */
 static const QCryptoBlockDriver *block_driver(QCryptoBlockFormat format,
-                                              Error **errp)
+                                              int version, Error **errp)
 {
-    if ((unsigned)format >= G_N_ELEMENTS(qcrypto_block_drivers) ||
-        !qcrypto_block_drivers[format]) {
+    const QCryptoBlockDriver *first = NULL;
+    g_autoptr(GString) versions = g_string_new(NULL);   /* "1 or 2" */
+
+    for (size_t i = 0; i < G_N_ELEMENTS(qcrypto_block_drivers); i++) {
+        const QCryptoBlockDriver *driver = qcrypto_block_drivers[i];
+
+        if (driver->format != format) {
+            continue;
+        }
+        if (version == 0 || driver->version == version) {
+            return driver;
+        }
+        first = first ? first : driver;
+        g_string_append_printf(versions, "%s%d", versions->len ? " or " : "",
+                               driver->version);
+    }
+    if (!first) {
         error_setg(errp, "Unsupported encryption format %d", (int)format);
         return NULL;
     }
-    return qcrypto_block_drivers[format];
+    error_setg(errp, "Unsupported %s version %d (%s)", first->name, version,
+               versions->str);
+    return NULL;
 }
 
 void qcrypto_block_create_options_init(QCryptoBlockCreateOptions *opts)
@@ -50,39 +72,30 @@ void qcrypto_block_create_options_init(QCryptoBlockCreateOptions *opts)
     opts->iter_time = 2000;
 }
 
+/* The driver of format whose has_format() claims buf, or NULL. */
+static const QCryptoBlockDriver *block_driver_claiming(
+    QCryptoBlockFormat format, const uint8_t *buf, size_t len)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(qcrypto_block_drivers); i++) {
+        const QCryptoBlockDriver *driver = qcrypto_block_drivers[i];
+
+        if (driver->format == format && driver->has_format(buf, len)) {
+            return driver;
+        }
+    }
+    return NULL;
+}
+
 bool qcrypto_block_has_format(QCryptoBlockFormat format,
                               const uint8_t *buf, size_t len)
 {
-    const QCryptoBlockDriver *driver = block_driver(format, NULL);
-
-    if (format == QCRYPTO_BLOCK_FORMAT_LUKS &&
-        qcrypto_block_driver_luks2.has_format(buf, len)) {
-        return true;
-    }
-    return driver && driver->has_format(buf, len);
+    return block_driver_claiming(format, buf, len) != NULL;
 }
 
-/*
- * LUKS1 and LUKS2 share the format (and the magic): the header's version
- * picks the driver on open, luks_version on create.
- */
 static const QCryptoBlockDriver *
 block_create_driver(const QCryptoBlockCreateOptions *options, Error **errp)
 {
-    if (options->format == QCRYPTO_BLOCK_FORMAT_LUKS) {
-        switch (options->luks_version) {
-        case 0:
-        case 1:
-            break;
-        case 2:
-            return &qcrypto_block_driver_luks2;
-        default:
-            error_setg(errp, "Unsupported LUKS version %d (1 or 2)",
-                       options->luks_version);
-            return NULL;
-        }
-    }
-    return block_driver(options->format, errp);
+    return block_driver(options->format, options->luks_version, errp);
 }
 
 static QCryptoBlock *block_new(QCryptoBlockFormat format,
@@ -97,22 +110,46 @@ static QCryptoBlock *block_new(QCryptoBlockFormat format,
     return block;
 }
 
+/* Which driver of block->format opens the file (see crypto/blockpriv.h). */
+static const QCryptoBlockDriver *
+block_open_driver(QCryptoBlock *block, const QCryptoBlockDriver *fallback,
+                  QCryptoBlockReadFunc readfunc, void *opaque)
+{
+    uint8_t buf[QCRYPTO_BLOCK_PROBE_LEN];
+    const QCryptoBlockDriver *driver = NULL;
+
+    /* A read error is left for the driver's open() to report. */
+    if (readfunc(block, 0, buf, sizeof(buf), opaque, NULL) == 0) {
+        driver = block_driver_claiming(block->format, buf, sizeof(buf));
+        if (driver) {
+            return driver;
+        }
+    }
+    for (size_t i = 0; i < G_N_ELEMENTS(qcrypto_block_drivers); i++) {
+        driver = qcrypto_block_drivers[i];
+        if (driver->format == block->format && driver->probe &&
+            driver->probe(block, readfunc, opaque)) {
+            return driver;
+        }
+    }
+    return fallback;
+}
+
 QCryptoBlock *qcrypto_block_open(const QCryptoBlockOpenOptions *options,
                                  QCryptoBlockReadFunc readfunc,
                                  void *opaque, unsigned int flags,
                                  Error **errp)
 {
-    const QCryptoBlockDriver *driver = block_driver(options->format, errp);
+    const QCryptoBlockDriver *driver = block_driver(options->format, 0,
+                                                    errp);
     QCryptoBlock *block;
 
     if (!driver) {
         return NULL;
     }
     block = block_new(options->format, driver);
-    if (options->format == QCRYPTO_BLOCK_FORMAT_LUKS &&
-        qcrypto_luks2_probe(block, readfunc, opaque)) {
-        driver = block->driver = &qcrypto_block_driver_luks2;
-    }
+    driver = block->driver = block_open_driver(block, driver, readfunc,
+                                               opaque);
     if (driver->open(block, options, readfunc, opaque, flags, errp) < 0) {
         qcrypto_block_free(block);
         return NULL;

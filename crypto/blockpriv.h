@@ -2,7 +2,7 @@
  * The encrypted-image format driver table (private to crypto/), in the
  * shape of QEMU's crypto/blockpriv.h.
  *
- * A format (LUKS1 now, LUKS2 later) is a QCryptoBlockDriver: it parses or
+ * A header version (LUKS1, LUKS2) is a QCryptoBlockDriver: it parses or
  * writes its header through the caller's callbacks and, once it holds the
  * master key, hands the payload cipher to the generic code with
  * qcrypto_block_init_cipher(). crypto/block.c then does the payload
@@ -58,7 +58,23 @@ struct QCryptoBlock {
     size_t n_ctx;                       /* created, free or in use */
 };
 
+/*
+ * The drivers sit in one table (crypto/block.c), which knows none of
+ * them by name. Several drivers may share a format, one per version of its
+ * header: LUKS1 and LUKS2 are one format to the user (QEMU's "luks", the
+ * same magic), and the header's version picks the driver.
+ *   open:   the driver whose has_format() claims the file's first
+ *           QCRYPTO_BLOCK_PROBE_LEN bytes; else the one whose probe() can
+ *           still recover the header; else the format's first driver, whose
+ *           open() then says why the file is not of the format.
+ *   create: the driver whose version the options ask for (luks_version),
+ *           the format's first driver when they ask for none (0).
+ */
 struct QCryptoBlockDriver {
+    QCryptoBlockFormat format;
+    int version;                /* of the header this driver reads/writes */
+    const char *name;           /* the format's, for messages: "LUKS" */
+
     /* Read and validate the header; unlock the master key unless NO_IO. */
     int (*open)(QCryptoBlock *block, const QCryptoBlockOpenOptions *options,
                 QCryptoBlockReadFunc readfunc, void *opaque,
@@ -77,13 +93,28 @@ struct QCryptoBlockDriver {
                     Error **errp);
     /* Free block->opaque, wiping whatever secret it holds. */
     void (*cleanup)(QCryptoBlock *block);
+    /* Whether buf, the start of a file, holds this driver's header. */
     bool (*has_format)(const uint8_t *buf, size_t buflen);
+    /*
+     * Optional: whether the file behind readfunc holds a header of this
+     * driver that has_format() cannot see from the file's start (LUKS2: a
+     * damaged primary header whose secondary copy is intact). Asked on
+     * open only when no driver's has_format() claims the file.
+     */
+    bool (*probe)(QCryptoBlock *block, QCryptoBlockReadFunc readfunc,
+                  void *opaque);
     int (*calculate_payload_offset)(const QCryptoBlockCreateOptions *options,
                                     uint64_t *payload_offset, Error **errp);
 };
 
+/*
+ * Bytes at the start of a file that open hands to has_format(): every
+ * driver's magic and version fit (LUKS1 and LUKS2: 6 + 2). No more, so that
+ * a file too short for its header gets its driver's error, not a probe's.
+ */
+#define QCRYPTO_BLOCK_PROBE_LEN 8
+
 extern const QCryptoBlockDriver qcrypto_block_driver_luks;
-/* LUKS2 (crypto/block-luks2.c), picked by the header's version. */
 extern const QCryptoBlockDriver qcrypto_block_driver_luks2;
 
 /*

@@ -14,7 +14,8 @@
  *
  * The modules:
  *   block-luks2-header.c   binary headers: checksums, copy choice, writing
- *   block-luks2-json.c     JSON metadata: parse, validate, edit, serialise
+ *   block-luks2-json*.c    JSON metadata: parse, validate, edit, serialise
+ *                          (one file each: see block-luks2-json.h)
  *   block-luks2-cipher.c   "aes-xts-plain64" <-> algorithm, mode, IV
  *   block-luks2-keyslot.c  KDFs, key-slot unlock and store, digests,
  *                          calibration
@@ -151,7 +152,7 @@ bool qcrypto_luks2_hdr_size_valid(uint64_t size);
 void qcrypto_luks2_header_free(QCryptoLUKS2Header *hdr);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QCryptoLUKS2Header, qcrypto_luks2_header_free)
 
-/* ---- JSON metadata (block-luks2-json.c) ---- */
+/* ---- JSON metadata (block-luks2-json*.c) ---- */
 
 typedef struct QCryptoLUKS2KDF {
     QCryptoBlockKDF type;

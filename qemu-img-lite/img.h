@@ -1,5 +1,6 @@
 /*
- * qemu-img-lite: what the commands share (qemu-img-lite/main.c).
+ * qemu-img-lite: what the commands share (main.c, prompt.c, progress.c,
+ * signals.c, and create.c for the creation options).
  */
 #ifndef QEMU_IMG_LITE_H
 #define QEMU_IMG_LITE_H
@@ -11,6 +12,8 @@
 
 /* Set by SIGINT / SIGTERM; long-running loops check it and stop. */
 extern volatile sig_atomic_t img_interrupted;
+/* Route SIGINT and SIGTERM to img_interrupted (signals.c). */
+void img_install_signal_handlers(void);
 
 /* "qemu-img-lite: <file>: <message>" (file may be NULL) on stderr. */
 void img_error(const char *file, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
@@ -36,8 +39,25 @@ void img_common_opts_clear(ImgCommonOpts *common);
 /* Register the --object secret,... arguments; prints errors. */
 int img_add_objects(char **objects);
 
+/* A bound on one typed line: far beyond any passphrase typed at a prompt. */
+#define IMG_PROMPT_MAX 4096
+
+/*
+ * prompt=on (prompt.c): the passphrase of secret id, typed on the
+ * terminal with echo off, *len bytes in secure memory; free it with
+ * qcrypto_secure_free(line, IMG_PROMPT_MAX + 1). NULL (and a message
+ * printed) on failure or ^C.
+ */
+uint8_t *img_prompt_secret(const char *id, size_t *len);
+
 /* Merge every -o string into one option set; prints errors. */
 GHashTable *img_parse_create_opts(char **opt_strs);
+
+/*
+ * "-o help" among the creation options of fmt: lists them (create.c) and
+ * returns true.
+ */
+bool img_handle_opts_help(GHashTable *opts, const char *fmt);
 
 /*
  * Open an image: name is a file name, or with image_opts a QEMU option
@@ -55,7 +75,7 @@ char *img_size_to_str(uint64_t size);
 /* --output=human|json; prints errors. Returns true for json. */
 int img_parse_output_format(const char *str, bool *json);
 
-/* qemu-img -p: "    (12.34/100%)\r" lines on stdout. */
+/* qemu-img -p: "    (12.34/100%)\r" lines on stdout (progress.c). */
 typedef struct ImgProgress {
     bool enabled;
     double last;

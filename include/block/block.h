@@ -60,13 +60,13 @@ typedef enum {
 
 /* "off", "falloc", "full"; -1 if unknown */
 int prealloc_mode_parse(const char *name);
-const char *prealloc_mode_name(PreallocMode mode);
 
 /*
  * Open an image. filename may be NULL when options say where the bytes
  * are (--image-opts). format NULL means: options["driver"], or else probe
- * (a LUKS header means "luks", anything else "raw"). options may be NULL;
- * it is not modified.
+ * (every format driver scores the start of the file and the best wins;
+ * "raw" when no other claims it). options may be NULL; it is not
+ * modified.
  */
 BlockDriverState *bdrv_open(const char *filename, const char *format,
                             GHashTable *options, int flags, Error **errp);
@@ -88,9 +88,6 @@ const char *bdrv_get_warning(BlockDriverState *bs);
 
 /* The node unallocated parts of bs read from (qcow2), or NULL. */
 BlockDriverState *bdrv_get_backing(BlockDriverState *bs);
-
-/* Whether the named format exists; whether it can be created. */
-bool bdrv_format_is_known(const char *format);
 
 /*
  * Virtual size in bytes, rounded up to BDRV_SECTOR_SIZE as QEMU reports

@@ -31,6 +31,20 @@ struct BlockDriver {
     /* A protocol driver holds bytes itself ("file"); a format needs a child. */
     bool is_protocol;
 
+    /*
+     * How sure the driver is that an image is in its format (QEMU's
+     * scores): 0 not at all, 100 for a magic number, 1 for raw, which
+     * takes anything. buf holds the first buf_size bytes of the file (all
+     * of it, up to BDRV_PROBE_BUF_SIZE); filename is the file's name, ""
+     * if it has none. Optional: a driver without it is never probed.
+     *
+     * A format that is recognised only to be refused (vmdk, vhdx...) is a
+     * driver with a bdrv_probe and a bdrv_open that fails saying what
+     * the image is: probing then names it instead of calling it raw.
+     */
+    int (*bdrv_probe)(const uint8_t *buf, int buf_size,
+                      const char *filename);
+
     /* Take the options understood from opts; leftovers are an error. */
     int (*bdrv_open)(BlockDriverState *bs, GHashTable *opts, int flags,
                      Error **errp);
@@ -82,6 +96,27 @@ extern const BlockDriver bdrv_file;
 extern const BlockDriver bdrv_raw;
 extern const BlockDriver bdrv_luks;
 extern const BlockDriver bdrv_qcow2;
+
+/*
+ * Every driver of this build, NULL-terminated (block/drivers.c): the
+ * core finds drivers by name and probes formats here, and names none.
+ */
+extern const BlockDriver *const bdrv_drivers[];
+
+/*
+ * Bytes at the start of an image that probing hands to bdrv_probe: more
+ * than QEMU's 2048, so that a whole 4 KiB header (LUKS2's binary header,
+ * a qcow2 header with its extensions) can be checked.
+ */
+#define BDRV_PROBE_BUF_SIZE 4096
+
+/*
+ * The format driver that scores buf (the start of a file, see bdrv_probe)
+ * highest, the earlier in bdrv_drivers on a tie, as QEMU's
+ * bdrv_probe_all(); NULL if none claims it.
+ */
+const BlockDriver *bdrv_probe_all(const uint8_t *buf, int buf_size,
+                                  const char *filename);
 
 /* Whether opts says anything about the child called name. */
 bool bdrv_opts_has_child(GHashTable *opts, const char *name);

@@ -5,8 +5,9 @@
  * through callbacks, so the block layer decides where the bytes live (one
  * file, or a detached header file).
  *
- * Formats sit behind a driver table (crypto/blockpriv.h): LUKS1 now, LUKS2
- * later; callers never know which one runs.
+ * Formats sit behind a driver table (crypto/blockpriv.h), one driver per
+ * header version (LUKS1, LUKS2): the header picks it on open, luks_version
+ * on create, and callers never know which one runs.
  */
 #ifndef QCRYPTO_BLOCK_H
 #define QCRYPTO_BLOCK_H

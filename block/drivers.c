@@ -1,0 +1,16 @@
+/*
+ * The block drivers of this build: the one list that names them. The core
+ * (block.c) looks drivers up by name here and probes every format in this
+ * order, so on a tie in score the earlier wins. A new driver is a line
+ * here, its extern in include/block/block_int.h and its file in
+ * meson.build.
+ */
+#include "block/block_int.h"
+
+const BlockDriver *const bdrv_drivers[] = {
+    &bdrv_file,
+    &bdrv_raw,
+    &bdrv_luks,
+    &bdrv_qcow2,
+    NULL,
+};

@@ -1,0 +1,103 @@
+/*
+ * qemu-img-lite measure: the file size a new image needs, to hold a given
+ * size or the contents of an existing image.
+ */
+#include <stdio.h>
+
+#include "img.h"
+
+int img_measure(int argc, char **argv)
+{
+    g_autofree char *fmt = NULL, *out_fmt = NULL, *output = NULL;
+    g_autofree char *size_str = NULL;
+    g_auto(GStrv) opt_strs = NULL;
+    g_autoptr(GHashTable) opts = NULL;
+    g_autoptr(BlockDriverState) bs = NULL;
+    gboolean image_opts = FALSE;
+    ImgCommonOpts common = { 0 };
+    const GOptionEntry entries[] = {
+        { "format", 'f', 0, G_OPTION_ARG_STRING, &fmt,
+          "format of FILENAME (default: probe)", "FMT" },
+        { "target-format", 'O', 0, G_OPTION_ARG_STRING, &out_fmt,
+          "format of the image to measure for (default raw)", "FMT" },
+        { "options", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &opt_strs,
+          "creation options of the new image", "OPTIONS" },
+        { "size", 0, 0, G_OPTION_ARG_STRING, &size_str,
+          "measure for a new image of this size", "SIZE" },
+        { "image-opts", 0, 0, G_OPTION_ARG_NONE, &image_opts,
+          "FILENAME is an option string (driver=...,file.filename=...)",
+          NULL },
+        { "output", 0, 0, G_OPTION_ARG_STRING, &output,
+          "output format: human (default) or json", "FMT" },
+        { NULL }
+    };
+    uint64_t size, required, full;
+    Error *err = NULL;
+    bool json;
+    int ret = 1;
+
+    if (img_parse_args(&argc, &argv, "[--size N | FILENAME]",
+                       "Print the file size a new image needs to hold SIZE "
+                       "bytes, or the contents of FILENAME.",
+                       "Example:\n  qemu-img-lite measure -O luks --size 1G",
+                       entries, &common) < 0) {
+        goto out;
+    }
+    if (img_parse_output_format(output, &json) < 0) {
+        goto out;
+    }
+    if (!out_fmt) {
+        out_fmt = g_strdup("raw");
+    }
+    opts = img_parse_create_opts(opt_strs);
+    if (!opts) {
+        goto out;
+    }
+    if (img_handle_opts_help(opts, out_fmt)) {
+        ret = 0;
+        goto out;
+    }
+    if (img_add_objects(common.objects) < 0) {
+        goto out;
+    }
+    if ((size_str != NULL) == (argc == 2) || argc > 2) {
+        img_error(NULL, "Either --size N or one filename must be specified.");
+        goto out;
+    }
+    if (size_str) {
+        if (img_parse_size(size_str, &size) < 0) {
+            goto out;
+        }
+    } else {
+        int64_t len;
+
+        bs = img_open(argv[1], fmt, image_opts, 0);
+        if (!bs) {
+            goto out;
+        }
+        len = bdrv_getlength(bs, &err);
+        if (len < 0) {
+            img_error_free(argv[1], err);
+            goto out;
+        }
+        size = len;
+    }
+    if (bdrv_measure(out_fmt, opts, size, &required, &full, &err) < 0) {
+        img_error_free(NULL, err);
+        goto out;
+    }
+    if (json) {
+        printf("{\n    \"required\": %" G_GUINT64_FORMAT ",\n"
+               "    \"fully-allocated\": %" G_GUINT64_FORMAT "\n}\n",
+               required, full);
+    } else {
+        printf("required size: %" G_GUINT64_FORMAT "\n"
+               "fully allocated size: %" G_GUINT64_FORMAT "\n",
+               required, full);
+    }
+    ret = 0;
+
+out:
+    img_common_opts_clear(&common);
+    return ret;
+}

@@ -1,0 +1,34 @@
+/*
+ * qemu-img-lite -p: the progress display.
+ */
+#include <stdio.h>
+
+#include "img.h"
+
+void img_progress_init(ImgProgress *p, bool enabled)
+{
+    p->enabled = enabled;
+    p->last = 0;
+    if (enabled) {
+        printf("    (%3.2f/100%%)\r", 0.0);
+        fflush(stdout);
+    }
+}
+
+void img_progress_update(ImgProgress *p, double percent)
+{
+    /* One line per whole percent at most, as qemu-img. */
+    if (p->enabled && percent - p->last >= 1.0) {
+        p->last = percent;
+        printf("    (%3.2f/100%%)\r", percent);
+        fflush(stdout);
+    }
+}
+
+void img_progress_end(ImgProgress *p)
+{
+    if (p->enabled) {
+        printf("\n");
+        fflush(stdout);
+    }
+}
