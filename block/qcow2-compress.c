@@ -33,9 +33,11 @@ static int qcow2_zlib_decompress(const uint8_t *in, size_t in_len,
     inflateEnd(&strm);
     /*
      * The cluster is full: done, whether the stream ended (Z_STREAM_END)
-     * or not (Z_BUF_ERROR: the data runs on into the padding sectors).
+     * or not (the data runs on into the padding sectors, or past one
+     * cluster: output stops at the cluster either way).
      */
-    if ((ret == Z_STREAM_END || ret == Z_BUF_ERROR) && strm.avail_out == 0) {
+    if ((ret == Z_STREAM_END || ret == Z_BUF_ERROR || ret == Z_OK) &&
+        strm.avail_out == 0) {
         return 0;
     }
     error_setg(errp, "zlib decompression failed (%s)",
