@@ -34,6 +34,34 @@ void img_error_free(const char *file, Error *err)
     error_free(err);
 }
 
+/*
+ * entries, each string option taken as bytes. qemu-img passes its
+ * arguments on unconverted, and so must we (passphrases in data=, file
+ * names, option values). GOption converts G_OPTION_ARG_STRING values from
+ * the locale's encoding to UTF-8 and refuses what does not convert ("Invalid
+ * byte sequence in conversion input": any non-ASCII byte in the C locale,
+ * "\xff" in any); its FILENAME types hand the bytes over unchanged on
+ * POSIX, into the same char * and char ** variables.
+ */
+static GOptionEntry *img_entries_as_bytes(const GOptionEntry *entries)
+{
+    size_t n = 0;
+    GOptionEntry *copy;
+
+    while (entries[n].long_name) {
+        n++;
+    }
+    copy = g_memdup2(entries, (n + 1) * sizeof(*entries));
+    for (size_t i = 0; i < n; i++) {
+        if (copy[i].arg == G_OPTION_ARG_STRING) {
+            copy[i].arg = G_OPTION_ARG_FILENAME;
+        } else if (copy[i].arg == G_OPTION_ARG_STRING_ARRAY) {
+            copy[i].arg = G_OPTION_ARG_FILENAME_ARRAY;
+        }
+    }
+    return copy;
+}
+
 int img_parse_args(int *argc, char ***argv, const char *params,
                    const char *summary, const char *description,
                    const GOptionEntry *entries, ImgCommonOpts *common)
@@ -50,13 +78,15 @@ int img_parse_args(int *argc, char ***argv, const char *params,
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new(params);
     g_autoptr(GError) gerr = NULL;
+    g_autofree GOptionEntry *own = img_entries_as_bytes(entries);
+    g_autofree GOptionEntry *common_own = img_entries_as_bytes(common_entries);
 
     g_option_context_set_summary(ctx, summary);
     if (description) {
         g_option_context_set_description(ctx, description);
     }
-    g_option_context_add_main_entries(ctx, entries, NULL);
-    g_option_context_add_main_entries(ctx, common_entries, NULL);
+    g_option_context_add_main_entries(ctx, own, NULL);
+    g_option_context_add_main_entries(ctx, common_own, NULL);
     if (!g_option_context_parse(ctx, argc, argv, &gerr)) {
         img_error(NULL, "%s", gerr->message);
         fprintf(stderr, "Try '%s --help' for more information.\n",
