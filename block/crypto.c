@@ -101,6 +101,34 @@ static void luks_secret_free(QCryptoBlockSecret *secret)
     secret->len = 0;
 }
 
+/*
+ * The secret that locks a new image or key slot (key-secret on create,
+ * new-secret on amend) must not be empty: data=, or a file=/dev/stdin
+ * read to its end already, would lock the data with no passphrase at all.
+ * (Opening a slot with an empty passphrase stays allowed: cryptsetup lets
+ * one be made on request.)
+ */
+static int luks_take_new_secret(GHashTable *opts, const char *key,
+                                bool required, bool *has,
+                                QCryptoBlockSecret *secret, Error **errp)
+{
+    g_autofree char *id = g_strdup(g_hash_table_lookup(opts, key));
+
+    if (luks_take_secret(opts, key, required, has, secret, errp) < 0) {
+        return -1;
+    }
+    if (id && secret->len == 0) {
+        error_setg(errp, "Secret '%s' (%s) is empty: a new key slot needs a "
+                   "passphrase of at least one byte", id, key);
+        luks_secret_free(secret);
+        if (has) {
+            *has = false;
+        }
+        return -1;
+    }
+    return 0;
+}
+
 static int luks_open(BlockDriverState *bs, GHashTable *opts, int flags,
                      Error **errp)
 {
@@ -483,7 +511,12 @@ static int luks_take_create_opts_inner(GHashTable *opts,
         return -1;
     }
     copts->has_iter_time = has_iter_time;
-    return luks_take_secret(opts, "key-secret", need_secret, NULL,
+    /* need_secret: a new image (measure does not use the secret). */
+    if (need_secret) {
+        return luks_take_new_secret(opts, "key-secret", true, NULL,
+                                    &copts->secret, errp);
+    }
+    return luks_take_secret(opts, "key-secret", false, NULL,
                             &copts->secret, errp);
 }
 
@@ -663,8 +696,9 @@ static int luks_take_amend_opts(GHashTable *opts,
     }
     if (luks_take_secret(opts, "old-secret", false, &aopts->has_old_secret,
                          &aopts->old_secret, errp) < 0 ||
-        luks_take_secret(opts, "new-secret", false, &aopts->has_new_secret,
-                         &aopts->new_secret, errp) < 0) {
+        luks_take_new_secret(opts, "new-secret", false,
+                             &aopts->has_new_secret, &aopts->new_secret,
+                             errp) < 0) {
         return -1;
     }
     return 0;
