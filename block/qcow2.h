@@ -255,7 +255,10 @@ size_t qcow2_cache_memory(const Qcow2Cache *c);
 
 /* ---- qcow2-refcount.c */
 
-/* Entry index of a refcount block of order (bits 1 << order), in LSB bit order. */
+/*
+ * Entry index of a refcount block whose entries are 1 << order bits wide
+ * (sub-byte entries from the least significant bit, wider ones big-endian).
+ */
 uint64_t qcow2_refcount_block_entry(const uint8_t *block, uint64_t index,
                                     unsigned order);
 /* The refcount of the host cluster holding offset (0: free). */

@@ -321,60 +321,70 @@ static void info_print_luks2_human(const QCryptoBlockInfo *l)
     }
 }
 
-/* A line of the LUKS block, shifted right by ind (inside qcow2's "encrypt"). */
-#define info_luks_printf(ind, ...) (fputs((ind), stdout), printf(__VA_ARGS__))
-
+/*
+ * The LUKS header's lines, shifted right by ind ("" alone, "    " inside
+ * qcow2's "encrypt", where QEMU adds a "format" line).
+ */
 static void info_print_luks_human(const QCryptoBlockInfo *l, const char *ind,
                                   bool in_qcow2)
 {
-    info_luks_printf(ind, "    ivgen alg: %s\n", qcrypto_ivgen_algo_name(l->ivgen_alg));
-    info_luks_printf(ind, "    hash alg: %s\n", qcrypto_hash_algo_name(l->hash_alg));
-    info_luks_printf(ind, "    cipher alg: %s\n", qcrypto_cipher_algo_name(l->cipher_alg));
-    info_luks_printf(ind, "    uuid: %s\n", l->uuid ? l->uuid : "");
+    printf("%s    ivgen alg: %s\n", ind,
+           qcrypto_ivgen_algo_name(l->ivgen_alg));
+    printf("%s    hash alg: %s\n", ind, qcrypto_hash_algo_name(l->hash_alg));
+    printf("%s    cipher alg: %s\n", ind,
+           qcrypto_cipher_algo_name(l->cipher_alg));
+    printf("%s    uuid: %s\n", ind, l->uuid ? l->uuid : "");
     if (l->has_ivgen_hash_alg) {
-        info_luks_printf(ind, "    ivgen hash alg: %s\n",
+        printf("%s    ivgen hash alg: %s\n", ind,
                qcrypto_hash_algo_name(l->ivgen_hash_alg));
     }
     if (in_qcow2) {
-        info_luks_printf(ind, "    format: luks\n");
+        printf("%s    format: luks\n", ind);
     }
-    info_luks_printf(ind, "    cipher mode: %s\n", qcrypto_cipher_mode_name(l->cipher_mode));
-    info_luks_printf(ind, "    slots:\n");
+    printf("%s    cipher mode: %s\n", ind,
+           qcrypto_cipher_mode_name(l->cipher_mode));
+    printf("%s    slots:\n", ind);
     for (size_t i = 0; i < l->nslots; i++) {
         const QCryptoBlockInfoLUKSSlot *slot = &l->slots[i];
 
-        info_luks_printf(ind, "        [%zu]:\n", i);
-        info_luks_printf(ind, "            active: %s\n", slot->active ? "true" : "false");
+        printf("%s        [%zu]:\n", ind, i);
+        printf("%s            active: %s\n", ind,
+               slot->active ? "true" : "false");
         if (slot->active) {
-            info_luks_printf(ind, "            iters: %" G_GUINT64_FORMAT "\n", slot->iters);
+            printf("%s            iters: %" G_GUINT64_FORMAT "\n", ind,
+                   slot->iters);
         }
-        info_luks_printf(ind, "            key offset: %" G_GUINT64_FORMAT "\n",
+        printf("%s            key offset: %" G_GUINT64_FORMAT "\n", ind,
                slot->key_offset);
         if (slot->active) {
-            info_luks_printf(ind, "            stripes: %" G_GUINT64_FORMAT "\n",
+            printf("%s            stripes: %" G_GUINT64_FORMAT "\n", ind,
                    slot->stripes);
         }
         if (slot->active && l->version == 2) {
-            info_luks_printf(ind, "            kdf: %s\n", qcrypto_block_kdf_name(slot->kdf));
+            printf("%s            kdf: %s\n", ind,
+                   qcrypto_block_kdf_name(slot->kdf));
             if (slot->kdf != QCRYPTO_BLOCK_KDF_PBKDF2) {
-                info_luks_printf(ind, "            kdf memory: %u\n", slot->kdf_memory);
-                info_luks_printf(ind, "            kdf parallel: %u\n", slot->kdf_parallel);
+                printf("%s            kdf memory: %u\n", ind,
+                       slot->kdf_memory);
+                printf("%s            kdf parallel: %u\n", ind,
+                       slot->kdf_parallel);
             }
-            info_luks_printf(ind, "            priority: %d\n", slot->priority);
-            info_luks_printf(ind, "            bound: %s\n", slot->bound ? "true" : "false");
+            printf("%s            priority: %d\n", ind, slot->priority);
+            printf("%s            bound: %s\n", ind,
+                   slot->bound ? "true" : "false");
         }
     }
-    info_luks_printf(ind, "    payload offset: %" G_GUINT64_FORMAT "\n", l->payload_offset);
-    info_luks_printf(ind, "    master key iters: %" G_GUINT64_FORMAT "\n",
+    printf("%s    payload offset: %" G_GUINT64_FORMAT "\n", ind,
+           l->payload_offset);
+    printf("%s    master key iters: %" G_GUINT64_FORMAT "\n", ind,
            l->master_key_iters);
     if (l->detached_header) {
-        info_luks_printf(ind, "    detached header: true\n");
+        printf("%s    detached header: true\n", ind);
     }
     if (l->version == 2) {
         info_print_luks2_human(l);
     }
 }
-
 
 /* qcow2's format-specific lines, in qemu-img 7.2's order. */
 static void info_print_qcow2_human(const BlockImageInfoQcow2 *q)

@@ -70,6 +70,11 @@ def forget_backing_format(path):
         f.write(b"\x12\x34\x56\x78")
 
 
+def qcow2_opts(path):
+    """--image-opts string of an encrypted qcow2 image, secret sec0."""
+    return f"driver=qcow2,encrypt.key-secret=sec0,file.filename={path}"
+
+
 def ordered(obj):
     """JSON as nested lists of (key, value): key order matters too."""
     if isinstance(obj, dict):
@@ -254,17 +259,16 @@ class Qcow2Interop(TestCase):
             o += "," + opts
         qemu_img("create", "-q", "--object", SECRET, "-f", "qcow2", "-o", o,
                  path, "8M")
-        io_writes(["--object", SECRET, "--image-opts",
-                   f"driver=qcow2,encrypt.key-secret=sec0,file.filename={path}"])
+        io_writes(["--object", SECRET, "--image-opts", qcow2_opts(path)])
         return path
 
     def test_luks_piecemeal(self):
         for opts in ("", "encrypt.cipher-mode=cbc,encrypt.ivgen-alg=essiv,"
-                     "encrypt.ivgen-hash-alg=sha256,encrypt.cipher-alg=aes-128"):
+                     "encrypt.ivgen-hash-alg=sha256,"
+                     "encrypt.cipher-alg=aes-128"):
             with self.subTest(opts=opts):
                 img = self.luks_image("luks.qcow2", opts)
-                iopts = ("driver=qcow2,encrypt.key-secret=sec0,"
-                         f"file.filename={img}")
+                iopts = qcow2_opts(img)
                 raw = self.assert_same_raw("--image-opts", iopts,
                                            objects=[SECRET])
                 self.assert_same_info(img)
@@ -294,13 +298,10 @@ class Qcow2Interop(TestCase):
         qemu_img("create", "-q", "--object", SECRET, "-f", "qcow2", "-o",
                  f"encrypt.format=luks,encrypt.key-secret=sec0,"
                  f"encrypt.iter-time={ITER_TIME}", img, "4M")
-        io_writes(["--object", SECRET, "--image-opts",
-                   f"driver=qcow2,encrypt.key-secret=sec0,file.filename={img}"],
+        io_writes(["--object", SECRET, "--image-opts", qcow2_opts(img)],
                   ["write -P 0x5a 3M 64k", "write -P 0x5a 0 64k"])
-        raw = self.assert_same_raw(
-            "--image-opts",
-            f"driver=qcow2,encrypt.key-secret=sec0,file.filename={img}",
-            objects=[SECRET])
+        raw = self.assert_same_raw("--image-opts", qcow2_opts(img),
+                                   objects=[SECRET])
         data = file_bytes(raw)
         self.assertEqual(data[:65536], b"\x5a" * 65536)
         self.assertEqual(data[3 << 20:(3 << 20) + 65536], b"\x5a" * 65536)
@@ -309,8 +310,7 @@ class Qcow2Interop(TestCase):
         img = self.luks_image("luks.qcow2")
         out = self.path("out.raw")
         self.assertFails(["convert", "--object", WRONG_SECRET, "--image-opts",
-                          f"driver=qcow2,encrypt.key-secret=sec0,"
-                          f"file.filename={img}", "-O", "raw", out],
+                          qcow2_opts(img), "-O", "raw", out],
                          "Invalid password")
         self.assertFalse(os.path.exists(out))
         self.assertFails(["convert", "-O", "raw", img, out],
@@ -321,7 +321,7 @@ class Qcow2Interop(TestCase):
         img = self.path("aes.qcow2")
         qemu_img("create", "-q", "--object", SECRET, "-f", "qcow2", "-o",
                  "encrypt.format=aes,encrypt.key-secret=sec0", img, "8M")
-        iopts = f"driver=qcow2,encrypt.key-secret=sec0,file.filename={img}"
+        iopts = qcow2_opts(img)
         io_writes(["--object", SECRET, "--image-opts", iopts])
         self.assert_same_raw("--image-opts", iopts, objects=[SECRET])
         self.assert_same_info(img)
@@ -333,7 +333,7 @@ class Qcow2Interop(TestCase):
         qemu_img("create", "-q", "--object", SECRET, "-f", "qcow2", "-o",
                  "compat=0.10,encryption=on,encrypt.key-secret=sec0", img2,
                  "8M")
-        iopts2 = f"driver=qcow2,encrypt.key-secret=sec0,file.filename={img2}"
+        iopts2 = qcow2_opts(img2)
         io_writes(["--object", SECRET, "--image-opts", iopts2])
         self.assert_same_raw("--image-opts", iopts2, objects=[SECRET])
         self.assert_same_info(img2)
@@ -349,7 +349,8 @@ class Qcow2Interop(TestCase):
         self.assert_same_info("ext.qcow2", cwd=self.dir)
         # data-file.filename= names it explicitly, from anywhere.
         self.assert_same_raw(
-            "--image-opts", f"driver=qcow2,file.filename={self.path('ext.qcow2')},"
+            "--image-opts",
+            f"driver=qcow2,file.filename={self.path('ext.qcow2')},"
             f"data-file.filename={self.path('ext.data')}", cwd="/")
 
     def test_dirty_image(self):

@@ -21,8 +21,10 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <glib/gstdio.h>
+
 #include "block/qcow2.h"
-#include "luks-test-image.h"
+#include "test-error.h"
 
 /* ---- An image under construction, in memory */
 
@@ -203,11 +205,9 @@ static void test_header_valid(void)
 {
     g_autoptr(Img) img = img_new(16, 1ull << 30, false);
     Qcow2Header h;
-    Error *err = NULL;
 
     g_assert_cmpint(qcow2_header_parse(img->buf->data, img->cs,
-                                       img->buf->len, &h, &err), ==, 0);
-    test_assert_no_error(err);
+                                       img->buf->len, &h, &error_abort), ==, 0);
     g_assert_cmpuint(h.version, ==, 3);
     g_assert_cmpuint(h.cluster_bits, ==, 16);
     g_assert_cmpuint(h.size, ==, 1ull << 30);
@@ -273,8 +273,7 @@ static void test_header_hostile(void)
         g_test_message("field at %u = 0x%" PRIx64, f->offset, f->value);
         g_assert_cmpint(qcow2_header_parse(h, img->cs, img->buf->len, &hdr,
                                            &err), ==, -1);
-        test_assert_error(err, f->error);
-        error_free(err);
+        test_error_expect(&err, f->error);
     }
 }
 
@@ -287,12 +286,10 @@ static void test_header_short(void)
     /* A file too short for the header, and a v3 header cut at 72 bytes. */
     g_assert_cmpint(qcow2_header_parse(img->buf->data, 71, 71, &h, &err),
                     ==, -1);
-    test_assert_error(err, "not in qcow2 format");
-    g_clear_pointer(&err, error_free);
+    test_error_expect(&err, "not in qcow2 format");
     g_assert_cmpint(qcow2_header_parse(img->buf->data, 72, img->buf->len, &h,
                                        &err), ==, -1);
-    test_assert_error(err, "header too short");
-    error_free(err);
+    test_error_expect(&err, "header too short");
 }
 
 static void test_header_features(void)
@@ -306,27 +303,23 @@ static void test_header_features(void)
     put_be64(h + 72, QCOW2_INCOMPAT_COMPRESSION);
     g_assert_cmpint(qcow2_header_parse(h, img->cs, img->buf->len, &hdr,
                                        &err), ==, -1);
-    test_assert_error(err, "compression type bit is set");
-    g_clear_pointer(&err, error_free);
+    test_error_expect(&err, "compression type bit is set");
     put_be64(h + 72, 0);
     h[104] = 1;
     g_assert_cmpint(qcow2_header_parse(h, img->cs, img->buf->len, &hdr,
                                        &err), ==, -1);
-    test_assert_error(err, "bit is not set");
-    g_clear_pointer(&err, error_free);
+    test_error_expect(&err, "bit is not set");
     put_be64(h + 72, QCOW2_INCOMPAT_COMPRESSION);
     h[104] = 2;
     g_assert_cmpint(qcow2_header_parse(h, img->cs, img->buf->len, &hdr,
                                        &err), ==, -1);
-    test_assert_error(err, "unknown compression type 2");
-    g_clear_pointer(&err, error_free);
+    test_error_expect(&err, "unknown compression type 2");
     h[104] = 0;
     /* Extended L2 needs 16 KiB clusters (this image has 4 KiB). */
     put_be64(h + 72, QCOW2_INCOMPAT_EXTL2);
     g_assert_cmpint(qcow2_header_parse(h, img->cs, img->buf->len, &hdr,
                                        &err), ==, -1);
-    test_assert_error(err, "Extended L2 entries need clusters");
-    error_free(err);
+    test_error_expect(&err, "Extended L2 entries need clusters");
 }
 
 /* Version 2: no v3 fields, refcount order 4, the 72-byte header. */
@@ -335,14 +328,12 @@ static void test_header_v2(void)
     g_autoptr(Img) img = img_new(16, 1ull << 30, false);
     uint8_t *h = img->buf->data;
     Qcow2Header hdr;
-    Error *err = NULL;
 
     put_be32(h + 4, 2);
     put_be64(h + 72, ~0ull);    /* v3 fields: ignored in version 2 */
     put_be32(h + 96, 99);
     g_assert_cmpint(qcow2_header_parse(h, img->cs, img->buf->len, &hdr,
-                                       &err), ==, 0);
-    test_assert_no_error(err);
+                                       &error_abort), ==, 0);
     g_assert_cmpuint(hdr.incompatible_features, ==, 0);
     g_assert_cmpuint(hdr.refcount_order, ==, 4);
     g_assert_cmpuint(hdr.header_length, ==, 72);
@@ -375,15 +366,13 @@ static void test_extensions(void)
     uint8_t *p = img->buf->data + 112;
     uint8_t feature[48] = { 0, 9 };
     Qcow2Extensions ext;
-    Error *err = NULL;
 
     memcpy(feature + 2, "frobnication", 12);
     p += put_ext(p, QCOW2_EXT_BACKING_FORMAT, "qcow2", 5);
     p += put_ext(p, QCOW2_EXT_FEATURE_TABLE, feature, sizeof(feature));
     p += put_ext(p, 0x12345678, "ignored", 7);
     put_ext(p, QCOW2_EXT_DATA_FILE, "data.raw", 8);
-    g_assert_cmpint(parse_exts(img, &ext, &err), ==, 0);
-    test_assert_no_error(err);
+    g_assert_cmpint(parse_exts(img, &ext, &error_abort), ==, 0);
     g_assert_cmpstr(ext.backing_format, ==, "qcow2");
     g_assert_cmpstr(ext.data_file, ==, "data.raw");
     g_assert_cmpstr(ext.incompat_names[9], ==, "frobnication");
@@ -425,8 +414,7 @@ static void test_extensions_hostile(void)
             put_be32(p + 4, cases[i].fake_len);
         }
         g_assert_cmpint(parse_exts(img, &ext, &err), ==, -1);
-        test_assert_error(err, cases[i].error);
-        error_free(err);
+        test_error_expect(&err, cases[i].error);
     }
 }
 
@@ -441,35 +429,29 @@ static void test_extensions_crypto(void)
     put_be32(img->buf->data + 32, QCOW2_CRYPT_LUKS);
     /* LUKS without the extension */
     g_assert_cmpint(parse_exts(img, &ext, &err), ==, -1);
-    test_assert_error(err, "without a crypto header extension");
-    g_clear_pointer(&err, error_free);
+    test_error_expect(&err, "without a crypto header extension");
     /* A header past the end of the file */
     put_be64(crypto, 1ull << 40);
     put_be64(crypto + 8, 4096);
     put_ext(p, QCOW2_EXT_CRYPTO_HEADER, crypto, 16);
     g_assert_cmpint(parse_exts(img, &ext, &err), ==, -1);
-    test_assert_error(err, "beyond the end of the file");
-    g_clear_pointer(&err, error_free);
+    test_error_expect(&err, "beyond the end of the file");
     /* Unaligned, too long, wrong length, then a good one */
     put_be64(crypto, 65536 + 512);
     put_ext(p, QCOW2_EXT_CRYPTO_HEADER, crypto, 16);
     g_assert_cmpint(parse_exts(img, &ext, &err), ==, -1);
-    test_assert_error(err, "not cluster-aligned");
-    g_clear_pointer(&err, error_free);
+    test_error_expect(&err, "not cluster-aligned");
     put_be64(crypto, 65536);
     put_be64(crypto + 8, 1ull << 40);
     put_ext(p, QCOW2_EXT_CRYPTO_HEADER, crypto, 16);
     g_assert_cmpint(parse_exts(img, &ext, &err), ==, -1);
-    test_assert_error(err, "Crypto header too large");
-    g_clear_pointer(&err, error_free);
+    test_error_expect(&err, "Crypto header too large");
     put_ext(p, QCOW2_EXT_CRYPTO_HEADER, crypto, 8);
     g_assert_cmpint(parse_exts(img, &ext, &err), ==, -1);
-    test_assert_error(err, "invalid crypto header extension");
-    g_clear_pointer(&err, error_free);
+    test_error_expect(&err, "invalid crypto header extension");
     put_be64(crypto + 8, 4096);
     put_ext(p, QCOW2_EXT_CRYPTO_HEADER, crypto, 16);
-    g_assert_cmpint(parse_exts(img, &ext, &err), ==, 0);
-    test_assert_no_error(err);
+    g_assert_cmpint(parse_exts(img, &ext, &error_abort), ==, 0);
     g_assert_true(ext.has_crypto_header);
     g_assert_cmpuint(ext.crypto_header_offset, ==, 65536);
     g_assert_cmpuint(ext.crypto_header_length, ==, 4096);
@@ -481,24 +463,20 @@ static void test_validate_table(void)
     Error *err = NULL;
 
     g_assert_cmpint(qcow2_validate_table(65536, 8192, 8, 1 << 20, 65536,
-                                         131072, "T", &err), ==, 0);
-    test_assert_no_error(err);
+                                         131072, "T", &error_abort), ==, 0);
     /* One byte more than the file holds */
     g_assert_cmpint(qcow2_validate_table(65536, 8193, 8, 1 << 20, 65536,
                                          131072, "T", &err), ==, -1);
-    test_assert_error(err, "T (65544 bytes at offset 65536) is beyond");
-    g_clear_pointer(&err, error_free);
+    test_error_expect(&err, "T (65544 bytes at offset 65536) is beyond");
     /* entries * entry_len would overflow: refused as too large first */
     g_assert_cmpint(qcow2_validate_table(0, UINT64_MAX / 4, 8, UINT64_MAX,
                                          512, UINT64_MAX, "T", &err), ==, -1);
-    test_assert_error(err, "T too large");
-    g_clear_pointer(&err, error_free);
+    test_error_expect(&err, "T too large");
     /* offset + size would wrap */
     g_assert_cmpint(qcow2_validate_table(UINT64_MAX - 511, 64, 8, 1 << 20,
                                          512, UINT64_MAX - 100, "T", &err),
                     ==, -1);
-    test_assert_error(err, "beyond the end");
-    error_free(err);
+    test_error_expect(&err, "beyond the end");
 }
 
 /* ---- L2 entries */
@@ -522,15 +500,14 @@ static int entry_type(const Qcow2Geometry *g, uint64_t entry,
 {
     Qcow2SubclusterType type = -1;
     Error *err = NULL;
-    int ret = qcow2_l2_entry_type(g, entry, bitmap, sc, &type, &err);
+    int ret = qcow2_l2_entry_type(g, entry, bitmap, sc, &type,
+                                  error ? &err : &error_abort);
 
     if (error) {
         g_assert_cmpint(ret, ==, -1);
-        test_assert_error(err, error);
-        error_free(err);
+        test_error_expect(&err, error);
         return -1;
     }
-    test_assert_no_error(err);
     return type;
 }
 
@@ -643,20 +620,20 @@ static void test_refcount_read(Fixture *f, gconstpointer data)
     g_autoptr(BlockDriverState) bs = NULL;
     uint64_t host = img_write(img, 0, 0x11);
     uint64_t rc = 99;
-    Error *err = NULL;
 
-    bs = img_open(img, f->path, &err);
-    test_assert_no_error(err);
-    g_assert_cmpint(qcow2_get_refcount(bs, 0, &rc, &err), ==, 0);
+    bs = img_open(img, f->path, &error_abort);
+    g_assert_cmpint(qcow2_get_refcount(bs, 0, &rc, &error_abort), ==, 0);
     g_assert_cmpuint(rc, ==, 1);
-    g_assert_cmpint(qcow2_get_refcount(bs, host + 100, &rc, &err), ==, 0);
+    g_assert_cmpint(qcow2_get_refcount(bs, host + 100, &rc, &error_abort),
+                    ==, 0);
     g_assert_cmpuint(rc, ==, 1);
     /* Past the last cluster, and past what the refcount table covers */
-    g_assert_cmpint(qcow2_get_refcount(bs, host + 65536, &rc, &err), ==, 0);
+    g_assert_cmpint(qcow2_get_refcount(bs, host + 65536, &rc, &error_abort),
+                    ==, 0);
     g_assert_cmpuint(rc, ==, 0);
-    g_assert_cmpint(qcow2_get_refcount(bs, 1ull << 55, &rc, &err), ==, 0);
+    g_assert_cmpint(qcow2_get_refcount(bs, 1ull << 55, &rc, &error_abort),
+                    ==, 0);
     g_assert_cmpuint(rc, ==, 0);
-    test_assert_no_error(err);
 }
 
 /* ---- The L2 cache */
@@ -724,8 +701,7 @@ static void check_decompress(Qcow2CompressionType type, GByteArray *z,
     /* Exactly one cluster, nothing written past it */
     memset(out, 0xee, cluster + 16);
     g_assert_cmpint(qcow2_decompress(type, z->data, z->len, out, cluster,
-                                     &err), ==, 0);
-    test_assert_no_error(err);
+                                     &error_abort), ==, 0);
     g_assert_cmpmem(out, cluster, plain, cluster);
     for (int i = 0; i < 16; i++) {
         g_assert_cmpuint(out[cluster + i], ==, 0xee);
@@ -733,20 +709,17 @@ static void check_decompress(Qcow2CompressionType type, GByteArray *z,
     /* Padding after the data (the rest of the last sector) is fine. */
     g_byte_array_set_size(z, z->len + 300);
     g_assert_cmpint(qcow2_decompress(type, z->data, z->len, out, cluster,
-                                     &err), ==, 0);
-    test_assert_no_error(err);
+                                     &error_abort), ==, 0);
     g_byte_array_set_size(z, z->len - 300);
     /* Cut short: an error, not a partial cluster */
     g_assert_cmpint(qcow2_decompress(type, z->data, z->len / 2, out, cluster,
                                      &err), ==, -1);
-    g_assert_nonnull(err);
-    g_clear_pointer(&err, error_free);
+    test_error_expect(&err, "decompression failed");
     /* Garbage */
     memset(z->data, 0xff, z->len);
     g_assert_cmpint(qcow2_decompress(type, z->data, z->len, out, cluster,
                                      &err), ==, -1);
-    g_assert_nonnull(err);
-    error_free(err);
+    test_error_expect(&err, "decompression failed");
 }
 
 static void test_decompress(void)
@@ -756,7 +729,6 @@ static void test_decompress(void)
     g_autofree uint8_t *out = g_malloc(cluster);
     g_autoptr(GByteArray) z = NULL;
     g_autoptr(GByteArray) zs = g_byte_array_new();
-    Error *err = NULL;
 
     for (size_t i = 0; i < 2 * cluster; i++) {
         plain[i] = (i * 7) ^ (i >> 9);
@@ -773,8 +745,7 @@ static void test_decompress(void)
     g_clear_pointer(&z, g_byte_array_unref);
     z = deflate_raw(plain, 2 * cluster);
     g_assert_cmpint(qcow2_decompress(QCOW2_COMPRESSION_ZLIB, z->data, z->len,
-                                     out, cluster, &err), ==, 0);
-    test_assert_no_error(err);
+                                     out, cluster, &error_abort), ==, 0);
     g_assert_cmpmem(out, cluster, plain, cluster);
 }
 
@@ -782,10 +753,8 @@ static void test_decompress(void)
 
 static void read_all(BlockDriverState *bs, uint8_t *buf, uint64_t len)
 {
-    Error *err = NULL;
 
-    g_assert_cmpint(bdrv_pread(bs, 0, buf, len, &err), ==, 0);
-    test_assert_no_error(err);
+    g_assert_cmpint(bdrv_pread(bs, 0, buf, len, &error_abort), ==, 0);
 }
 
 static void test_read_mapping(Fixture *f, gconstpointer data)
@@ -813,8 +782,7 @@ static void test_read_mapping(Fixture *f, gconstpointer data)
     img_write(img, 64 * cs, 0x64);
     memset(expect + 64 * cs, 0x64, 1024);
 
-    bs = img_open(img, f->path, &err);
-    test_assert_no_error(err);
+    bs = img_open(img, f->path, &error_abort);
     g_assert_cmpstr(bdrv_get_format_name(bs), ==, "qcow2");
     g_assert_cmpint(bdrv_getlength(bs, &err), ==, size);
     read_all(bs, got, size);
@@ -848,15 +816,13 @@ static void test_read_subclusters(Fixture *f, gconstpointer data)
     g_autofree uint8_t *expect = g_malloc0(size);
     g_autofree uint8_t *got = g_malloc(size);
     uint64_t host, pnum;
-    Error *err = NULL;
 
     /* Cluster 1: subclusters 0-3 allocated, 4 zero, 5+ unallocated */
     host = img_write(img, cs, 0x5c);
     img_set_l2(img, cs, host | QCOW2_OFLAG_COPIED, 0xfull | (1ull << 36));
     memset(expect + cs, 0x5c, 4 * sc);
 
-    bs = img_open(img, f->path, &err);
-    test_assert_no_error(err);
+    bs = img_open(img, f->path, &error_abort);
     read_all(bs, got, size);
     g_assert_cmpmem(got, size, expect, size);
     g_assert_true(bdrv_block_status_is_data(bs, cs, size - cs, &pnum));
@@ -873,24 +839,21 @@ static void test_read_sparse_16t(Fixture *f, gconstpointer data)
     uint8_t buf[4096], zero[4096] = { 0 };
     BDRVQcow2State *s;
     uint64_t pnum;
-    Error *err = NULL;
 
     img_write(img, 8ull << 40, 0x88);
-    bs = img_open(img, f->path, &err);
-    test_assert_no_error(err);
+    bs = img_open(img, f->path, &error_abort);
     s = bs->opaque;
     /* The L1 table (256 KiB) and at most one L2 table so far */
     g_assert_cmpuint(s->l1_size, ==, 32768);
-    g_assert_cmpint(bdrv_pread(bs, (16ull << 40) - 4096, buf, 4096, &err),
-                    ==, 0);
+    g_assert_cmpint(bdrv_pread(bs, (16ull << 40) - 4096, buf, 4096,
+                               &error_abort), ==, 0);
     g_assert_cmpmem(buf, 4096, zero, 4096);
-    g_assert_cmpint(bdrv_pread(bs, 8ull << 40, buf, 4096, &err), ==, 0);
+    g_assert_cmpint(bdrv_pread(bs, 8ull << 40, buf, 4096, &error_abort), ==, 0);
     g_assert_cmpuint(buf[0], ==, 0x88);
     g_assert_cmpuint(qcow2_cache_memory(s->l2_cache), <=, 65536);
     /* One hole covers an L2 table's span (512 MiB) per answer. */
     g_assert_false(bdrv_block_status_is_data(bs, 0, 16ull << 40, &pnum));
     g_assert_cmpuint(pnum, ==, 512ull << 20);
-    test_assert_no_error(err);
 }
 
 /* More L2 tables than the cache holds: memory stays at the cap. */
@@ -901,20 +864,18 @@ static void test_read_cache_bound(Fixture *f, gconstpointer data)
     g_autoptr(Img) img = img_new(9, ntables * span, false);
     g_autoptr(BlockDriverState) bs = NULL;
     BDRVQcow2State *s;
-    Error *err = NULL;
 
     for (uint64_t t = 0; t < ntables; t++) {
         img_write(img, t * span + 512, t & 0xff);
     }
     img_save(img, f->path);
-    bs = bdrv_open(f->path, "qcow2", NULL, 0, &err);
-    test_assert_no_error(err);
+    bs = bdrv_open(f->path, "qcow2", NULL, 0, &error_abort);
     s = bs->opaque;
     for (int pass = 0; pass < 2; pass++) {
         for (uint64_t t = 0; t < ntables; t++) {
             uint8_t b = 0xaa;
 
-            g_assert_cmpint(bdrv_pread(bs, t * span + 513, &b, 1, &err),
+            g_assert_cmpint(bdrv_pread(bs, t * span + 513, &b, 1, &error_abort),
                             ==, 0);
             g_assert_cmpuint(b, ==, t & 0xff);
         }
@@ -922,7 +883,6 @@ static void test_read_cache_bound(Fixture *f, gconstpointer data)
     g_assert_cmpuint(qcow2_cache_capacity(s->l2_cache), <, ntables);
     g_assert_cmpuint(qcow2_cache_memory(s->l2_cache), <=,
                      qcow2_cache_capacity(s->l2_cache) * 512);
-    test_assert_no_error(err);
 }
 
 /* Broken tables are found on the read that meets them, with a message. */
@@ -953,11 +913,9 @@ static void test_read_hostile(Fixture *f, gconstpointer data)
         } else {
             img_set_l2(img, 0, cases[i].l2e, 0);
         }
-        bs = img_open(img, f->path, &err);
-        test_assert_no_error(err);
+        bs = img_open(img, f->path, &error_abort);
         g_assert_cmpint(bdrv_pread(bs, 0, buf, sizeof(buf), &err), ==, -1);
-        test_assert_error(err, cases[i].error);
-        error_free(err);
+        test_error_expect(&err, cases[i].error);
     }
 }
 
@@ -974,28 +932,24 @@ static void test_open_refused(Fixture *f, gconstpointer data)
     put_be64(img->buf->data + 72, 1ull << 9);
     bs = img_open(img, f->path, &err);
     g_assert_null(bs);
-    test_assert_error(err, "Unsupported qcow2 feature(s): frobnication");
-    g_clear_pointer(&err, error_free);
+    test_error_expect(&err, "Unsupported qcow2 feature(s): frobnication");
 
     put_be64(img->buf->data + 72, 1ull << 10);
     bs = img_open(img, f->path, &err);
     g_assert_null(bs);
-    test_assert_error(err, "Unknown incompatible feature: 400");
-    g_clear_pointer(&err, error_free);
+    test_error_expect(&err, "Unknown incompatible feature: 400");
 
     put_be64(img->buf->data + 72, 0);
     img_save(img, f->path);
     bs = bdrv_open(f->path, "qcow2", NULL, BDRV_O_RDWR, &err);
     g_assert_null(bs);
-    test_assert_error(err, "does not write them");
-    g_clear_pointer(&err, error_free);
+    test_error_expect(&err, "does not write them");
 
     /* An external data file is named by the image or the options. */
     put_be64(img->buf->data + 72, QCOW2_INCOMPAT_DATA_FILE);
     bs = img_open(img, f->path, &err);
     g_assert_null(bs);
-    test_assert_error(err, "'data-file' is required");
-    error_free(err);
+    test_error_expect(&err, "'data-file' is required");
 }
 
 int main(int argc, char **argv)
