@@ -839,13 +839,18 @@ static int qcow2_read_compressed(BlockDriverState *bs, const Qcow2Extent *ext,
     BDRVQcow2State *s = bs->opaque;
     uint64_t coffset, clen;
     uint64_t in_cluster = offset & (s->g.cluster_size - 1);
+    /* A whole cluster is wanted (convert's case): no bounce buffer. */
+    bool whole = in_cluster == 0 && ext->bytes == s->g.cluster_size;
     g_autofree uint8_t *in = NULL;
-    g_autofree uint8_t *out = NULL;
+    g_autofree uint8_t *bounce = NULL;
+    uint8_t *out = buf;
 
     qcow2_compressed_extent(&s->g, ext->l2_entry, &coffset, &clen);
     /* clen is bounded by the descriptor: at most 2 clusters (spec). */
     in = g_malloc(clen);
-    out = g_malloc(s->g.cluster_size);
+    if (!whole) {
+        out = bounce = g_malloc(s->g.cluster_size);
+    }
     if (bs->file->drv->bdrv_pread(bs->file, coffset, in, clen, errp) < 0) {
         return -1;
     }
@@ -855,7 +860,9 @@ static int qcow2_read_compressed(BlockDriverState *bs, const Qcow2Extent *ext,
                       G_GUINT64_FORMAT ": ", offset - in_cluster);
         return -1;
     }
-    memcpy(buf, out + in_cluster, ext->bytes);
+    if (!whole) {
+        memcpy(buf, bounce + in_cluster, ext->bytes);
+    }
     return 0;
 }
 
