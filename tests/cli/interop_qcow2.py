@@ -362,6 +362,19 @@ class Qcow2Interop(TestCase):
         self.assertTrue(info["dirty-flag"])
         self.check(img)
 
+    def test_corrupt_bit(self):
+        # An image QEMU marked corrupt is still read (read-only), as
+        # qemu-img reads it, and info says so.
+        img = self.make("corrupt.qcow2")
+        with open(img, "r+b") as f:
+            f.seek(79)
+            bits = f.read(1)[0]
+            f.seek(79)
+            f.write(bytes([bits | 2]))
+        self.assertTrue(
+            self.info_json(img)["format-specific"]["data"]["corrupt"])
+        self.check(img)
+
     def test_compare_and_measure(self):
         img = self.make("cmp.qcow2")
         raw = self.assert_same_raw(img)
