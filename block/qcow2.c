@@ -758,8 +758,8 @@ static int qcow2_open_image(BlockDriverState *bs, GHashTable *opts, int flags,
     int64_t len;
 
     if (flags & BDRV_O_RDWR) {
-        error_setg(errp, "qemu-img-lite reads qcow2 images but does not "
-                   "write them: open '%s' read-only (e.g. convert it)",
+        error_setg(errp, "qcow2 images are read-only in qemu-img-lite: "
+                   "convert '%s' to raw or LUKS to change it",
                    bdrv_get_filename(bs->file));
         return -1;
     }

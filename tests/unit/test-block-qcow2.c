@@ -943,7 +943,7 @@ static void test_open_refused(Fixture *f, gconstpointer data)
     img_save(img, f->path);
     bs = bdrv_open(f->path, "qcow2", NULL, BDRV_O_RDWR, &err);
     g_assert_null(bs);
-    test_error_expect(&err, "does not write them");
+    test_error_expect(&err, "qcow2 images are read-only");
 
     /* An external data file is named by the image or the options. */
     put_be64(img->buf->data + 72, QCOW2_INCOMPAT_DATA_FILE);
