@@ -239,6 +239,21 @@ class Qcow2Interop(TestCase):
         # Without the chain, info reads the top image's header only.
         self.assertEqual(self.info_json(b)["backing-filename"], a)
 
+    def test_absurd_chain_depth_refused(self):
+        # Every level is an open file and an L1 table: 64 images at most.
+        prev = self.path("c0.qcow2")
+        qemu_img("create", "-q", "-f", "qcow2", prev, "1M")
+        for i in range(1, 70):
+            img = self.path(f"c{i}.qcow2")
+            qemu_img("create", "-q", "-f", "qcow2", "-b", prev, "-F", "qcow2",
+                     img)
+            prev = img
+        out = self.path("out.raw")
+        self.assertFails(["convert", "-O", "raw", prev, out],
+                         "chain is too deep")
+        self.assertFalse(os.path.exists(out))
+        self.assert_same_raw(self.path("c60.qcow2"))
+
     def test_missing_backing_refused(self):
         top = self.path("orphan.qcow2")
         qemu_img("create", "-q", "-f", "qcow2", "-u", "-b", "gone.qcow2",
