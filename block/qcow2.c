@@ -442,12 +442,6 @@ static int qcow2_check_features(const Qcow2Header *h,
         error_setg(errp, "data-file-raw requires a data file");
         return -1;
     }
-    if ((h->incompatible_features & QCOW2_INCOMPAT_DATA_FILE) &&
-        h->crypt_method == QCOW2_CRYPT_AES) {
-        error_setg(errp, "qcow2 header: AES encryption with an external "
-                   "data file is not a valid combination");
-        return -1;
-    }
     return 0;
 }
 

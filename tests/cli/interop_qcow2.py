@@ -368,6 +368,22 @@ class Qcow2Interop(TestCase):
             f"driver=qcow2,file.filename={self.path('ext.qcow2')},"
             f"data-file.filename={self.path('ext.data')}", cwd="/")
 
+    def test_encrypted_external_data_file(self):
+        # LUKS IVs then count in the data file; AES ones in the guest.
+        for fmt, extra in (("luks", f",encrypt.iter-time={ITER_TIME}"),
+                           ("aes", "")):
+            with self.subTest(encrypt=fmt):
+                img = self.path(f"{fmt}-ext.qcow2")
+                data = self.path(f"{fmt}-ext.data")
+                qemu_img("create", "-q", "--object", SECRET, "-f", "qcow2",
+                         "-o", f"data_file={data},encrypt.format={fmt},"
+                         f"encrypt.key-secret=sec0{extra}", img, "8M")
+                io_writes(["--object", SECRET, "--image-opts",
+                           qcow2_opts(img)])
+                self.assert_same_raw("--image-opts", qcow2_opts(img),
+                                     objects=[SECRET])
+                self.assert_same_info(img)
+
     def test_dirty_image(self):
         img = self.make("dirty.qcow2", "lazy_refcounts=on", writes=None)
         # A crash with lazy refcounts leaves the dirty bit set.
