@@ -9,8 +9,14 @@ FUZZ_TARGETS ?=
 # make check-sanitize: the tests again under ASan and UBSan (gcc).
 SANITIZE_BUILD ?= build-sanitize
 SANITIZE_SUITES ?= unit cli fuzz-replay
+# make check-noaes: the nettle-only build (-Daes_x86=disabled, what every
+# non-x86 host gets), warnings as errors, and its unit tests.
+NOAES_BUILD ?= build-noaes
+# make werror: the default build with warnings as errors, compiled only.
+WERROR_BUILD ?= build-werror
 
-.PHONY: all deps demo check check-sanitize fuzz bench clean
+.PHONY: all deps demo check check-sanitize check-noaes werror fuzz bench \
+	clean
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -40,6 +46,26 @@ check-sanitize: deps
 	    meson test -C $(SANITIZE_BUILD) --print-errorlogs --num-processes 2 \
 	        $(addprefix --suite ,$(SANITIZE_SUITES))
 
+# Setup once, then force the options each time: a directory made by hand
+# with other options would otherwise test something else.
+check-noaes: deps
+	if test -f $(NOAES_BUILD)/build.ninja; then \
+	    meson configure -Daes_x86=disabled -Dwerror=true $(NOAES_BUILD); \
+	else \
+	    meson setup -Daes_x86=disabled -Dwerror=true $(NOAES_BUILD); \
+	fi
+	ninja -C $(NOAES_BUILD)
+	meson test -C $(NOAES_BUILD) --print-errorlogs --num-processes 2 \
+	    --suite unit
+
+werror: deps
+	if test -f $(WERROR_BUILD)/build.ninja; then \
+	    meson configure -Dwerror=true $(WERROR_BUILD); \
+	else \
+	    meson setup -Dwerror=true $(WERROR_BUILD); \
+	fi
+	ninja -C $(WERROR_BUILD)
+
 fuzz:
 	@scripts/install-deps.sh --fuzz
 	test -f $(FUZZ_BUILD)/build.ninja || \
@@ -50,4 +76,5 @@ bench: all
 	$(BUILD)/tests/benchmark-crypto-cipher $(BENCH_ARGS)
 
 clean:
-	rm -rf $(BUILD) $(SANITIZE_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(SANITIZE_BUILD) $(NOAES_BUILD) $(WERROR_BUILD) \
+	    $(FUZZ_BUILD)

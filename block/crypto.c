@@ -109,6 +109,35 @@ static void block_crypto_secret_free(QCryptoBlockSecret *secret)
     secret->len = 0;
 }
 
+/*
+ * The secret that locks a new image or key slot (key-secret on create,
+ * new-secret on amend) must not be empty: data=, or a file=/dev/stdin
+ * read to its end already, would lock the data with no passphrase at all.
+ * (Opening a slot with an empty passphrase stays allowed: cryptsetup lets
+ * one be made on request.)
+ */
+static int block_crypto_take_new_secret(GHashTable *opts, const char *key,
+                                        bool required, bool *has,
+                                        QCryptoBlockSecret *secret,
+                                        Error **errp)
+{
+    g_autofree char *id = g_strdup(g_hash_table_lookup(opts, key));
+
+    if (block_crypto_take_secret(opts, key, required, has, secret, errp) < 0) {
+        return -1;
+    }
+    if (id && secret->len == 0) {
+        error_setg(errp, "Secret '%s' (%s) is empty: a new key slot needs a "
+                   "passphrase of at least one byte", id, key);
+        block_crypto_secret_free(secret);
+        if (has) {
+            *has = false;
+        }
+        return -1;
+    }
+    return 0;
+}
+
 static int block_crypto_open(BlockDriverState *bs, GHashTable *opts, int flags,
                              Error **errp)
 {
@@ -498,7 +527,12 @@ block_crypto_take_create_opts_inner(GHashTable *opts,
         return -1;
     }
     copts->has_iter_time = has_iter_time;
-    return block_crypto_take_secret(opts, "key-secret", need_secret, NULL,
+    /* need_secret: a new image (measure does not use the secret). */
+    if (need_secret) {
+        return block_crypto_take_new_secret(opts, "key-secret", true, NULL,
+                                            &copts->secret, errp);
+    }
+    return block_crypto_take_secret(opts, "key-secret", false, NULL,
                                     &copts->secret, errp);
 }
 
@@ -683,9 +717,9 @@ static int block_crypto_take_amend_opts(GHashTable *opts,
     if (block_crypto_take_secret(opts, "old-secret", false,
                                  &aopts->has_old_secret, &aopts->old_secret,
                                  errp) < 0 ||
-        block_crypto_take_secret(opts, "new-secret", false,
-                                 &aopts->has_new_secret, &aopts->new_secret,
-                                 errp) < 0) {
+        block_crypto_take_new_secret(opts, "new-secret", false,
+                                     &aopts->has_new_secret,
+                                     &aopts->new_secret, errp) < 0) {
         return -1;
     }
     return 0;

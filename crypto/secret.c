@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "crypto/cipher.h"
 #include "crypto/secret.h"
 #include "crypto/secure-mem.h"
 
@@ -20,6 +21,10 @@
  * (--keyfile-size-max, 8 MiB). It also bounds what file=/dev/stdin swallows.
  */
 #define SECRET_FILE_MAX (8u << 20)
+
+/* Encrypted secrets are AES-256-CBC: a 32-byte key, 16-byte blocks. */
+#define SECRET_AES_KEY_LEN 32
+#define SECRET_AES_BLOCK 16
 
 typedef struct QCryptoSecret {
     uint8_t *data;
@@ -122,67 +127,260 @@ fail:
     return -1;
 }
 
-/* Replace *data (a secure value) by its base64 decoding. */
-static int secret_decode_base64(uint8_t **data, size_t *len, Error **errp)
+/* The 6-bit value of a base64 character (RFC 4648, table 1), or -1. */
+static int base64_char_value(uint8_t c)
 {
-    gsize n;
+    if (c >= 'A' && c <= 'Z') {
+        return c - 'A';
+    }
+    if (c >= 'a' && c <= 'z') {
+        return c - 'a' + 26;
+    }
+    if (c >= '0' && c <= '9') {
+        return c - '0' + 52;
+    }
+    if (c == '+') {
+        return 62;
+    }
+    if (c == '/') {
+        return 63;
+    }
+    return -1;
+}
 
-    /*
-     * g_base64_decode() accepts anything: check the alphabet first. The
-     * message never shows the offending byte: it is part of the secret.
-     */
-    for (size_t i = 0; i < *len; i++) {
-        if (!g_ascii_isalnum((*data)[i]) && !strchr("+/=", (*data)[i])) {
-            error_setg(errp, "Secret data is not valid base64");
-            return -1;
+/*
+ * Decode base64 (RFC 4648, section 4) in place, into *outlen bytes;
+ * false if buf is not valid base64. Strict where g_base64_decode() is not
+ * (it skips what it does not know, and a short input is a GLib-CRITICAL):
+ * whole groups of 4 characters, '=' only as the padding of the last one.
+ * '\n' is skipped anywhere, as QEMU's qbase64_decode() allows it: a key
+ * file written by base64(1) ends with one. The output never overtakes the
+ * input (3 bytes for every 4 characters), so the decoded secret is never
+ * outside the secure buffer that held it.
+ */
+static bool base64_decode_inplace(uint8_t *buf, size_t len, size_t *outlen)
+{
+    uint32_t group = 0;
+    size_t nchars = 0, npad = 0, out = 0;
+
+    for (size_t i = 0; i < len; i++) {
+        int v = base64_char_value(buf[i]);
+
+        if (buf[i] == '\n') {
+            continue;
+        }
+        if (buf[i] == '=') {
+            /* Padding ends a group that holds at least one byte. */
+            if (nchars < 2) {
+                goto invalid;
+            }
+            npad++;
+            v = 0;
+        } else if (v < 0 || npad) {
+            /* Not the alphabet, or something after the padding. */
+            goto invalid;
+        }
+        group = group << 6 | (uint32_t)v;
+        if (++nchars == 4) {
+            buf[out++] = group >> 16;
+            if (npad < 2) {
+                buf[out++] = group >> 8;
+            }
+            if (npad < 1) {
+                buf[out++] = group;
+            }
+            group = 0;
+            nchars = 0;
         }
     }
-    /* In place, so the decoded secret is never outside a secure buffer. */
-    g_base64_decode_inplace((gchar *)*data, &n);
-    {
-        uint8_t *decoded = secret_value_new(*data, n);
-
-        qcrypto_secret_value_free(*data, *len);
-        *data = decoded;
-        *len = n;
+    if (nchars) {
+        goto invalid;
     }
+    *outlen = out;
+    return true;
+
+invalid:
+    explicit_bzero(&group, sizeof(group));
+    return false;
+}
+
+/* Replace *data (a secure value) by its base64 decoding. */
+static int secret_decode_base64(const char *id, const char *what,
+                                uint8_t **data, size_t *len, Error **errp)
+{
+    size_t n;
+    uint8_t *decoded;
+
+    /* The message never shows the offending byte: it is part of a secret. */
+    if (!base64_decode_inplace(*data, *len, &n)) {
+        error_setg(errp, "Secret '%s': %s is not valid base64", id, what);
+        return -1;
+    }
+    decoded = secret_value_new(*data, n);
+    qcrypto_secret_value_free(*data, *len);
+    *data = decoded;
+    *len = n;
     return 0;
 }
 
-int qcrypto_secret_add(const char *id, const char *data, const char *file,
-                       QCryptoSecretFormat format, Error **errp)
+/*
+ * The length of the plaintext in buf (len bytes, a whole number of AES
+ * blocks, len > 0) once its PKCS#7 padding (RFC 5652, section 6.3) is
+ * removed, or -1 if the padding is not valid: 1 to 16 bytes, each holding
+ * their count. The check looks at the whole last block whatever the
+ * padding says, so its time does not tell where the padding went wrong.
+ */
+static ssize_t pkcs7_unpadded_len(const uint8_t *buf, size_t len)
 {
-    QCryptoSecret *s;
-    uint8_t *value;
-    size_t len;
+    uint8_t pad = buf[len - 1];
+    unsigned bad = (pad == 0) | (pad > SECRET_AES_BLOCK);
 
+    for (size_t i = 1; i <= SECRET_AES_BLOCK; i++) {
+        /* Bytes within the padding must equal pad; the others are data. */
+        bad |= (i <= pad) & (buf[len - i] != pad);
+    }
+    return bad ? -1 : (ssize_t)(len - pad);
+}
+
+/* A registered secret's value, without a copy (NULL if there is none). */
+static const QCryptoSecret *secret_find(const char *id)
+{
+    return secrets ? g_hash_table_lookup(secrets, id) : NULL;
+}
+
+/*
+ * An encrypted secret, as QEMU's secret object and libvirt make them:
+ * *data (base64-decoded first with format=base64) is AES-256-CBC
+ * ciphertext under the 32-byte secret keyid, with the base64 iv, and
+ * PKCS#7 padding. Replace *data by the plaintext.
+ */
+static int secret_decrypt(const char *id, const QCryptoSecretOptions *opts,
+                          uint8_t **data, size_t *len, Error **errp)
+{
+    const QCryptoSecret *key = secret_find(opts->keyid);
+    g_autoptr(QCryptoCipher) aes = NULL;
+    g_autofree uint8_t *iv = (uint8_t *)g_strdup(opts->iv);   /* no secret */
+    size_t ivlen;
+    ssize_t plainlen;
+    uint8_t *plain;
+
+    if (!key) {
+        error_setg(errp, "Secret '%s': no secret with id '%s' (keyid) to "
+                   "decrypt it: define that secret in an earlier --object",
+                   id, opts->keyid);
+        return -1;
+    }
+    if (key->len != SECRET_AES_KEY_LEN) {
+        error_setg(errp, "Secret '%s': its key '%s' (keyid) must be %d bytes "
+                   "long for AES-256, not %zu", id, opts->keyid,
+                   SECRET_AES_KEY_LEN, key->len);
+        return -1;
+    }
+    if (!base64_decode_inplace(iv, strlen(opts->iv), &ivlen)) {
+        error_setg(errp, "Secret '%s': 'iv' is not valid base64", id);
+        return -1;
+    }
+    if (ivlen != SECRET_AES_BLOCK) {
+        error_setg(errp, "Secret '%s': 'iv' must be %d bytes long, not %zu",
+                   id, SECRET_AES_BLOCK, ivlen);
+        return -1;
+    }
+    if (opts->format == QCRYPTO_SECRET_FORMAT_BASE64 &&
+        secret_decode_base64(id, "encrypted data", data, len, errp) < 0) {
+        return -1;
+    }
+    if (*len == 0 || *len % SECRET_AES_BLOCK) {
+        error_setg(errp, "Secret '%s': encrypted data must be a whole number "
+                   "of %d-byte AES blocks, and it has %zu bytes", id,
+                   SECRET_AES_BLOCK, *len);
+        return -1;
+    }
+    aes = qcrypto_cipher_new(QCRYPTO_CIPHER_ALGO_AES_256,
+                             QCRYPTO_CIPHER_MODE_CBC, key->data, key->len,
+                             errp);
+    if (!aes || qcrypto_cipher_setiv(aes, iv, ivlen, errp) < 0 ||
+        qcrypto_cipher_decrypt(aes, *data, *data, *len, errp) < 0) {
+        return -1;
+    }
+    plainlen = pkcs7_unpadded_len(*data, *len);
+    if (plainlen < 0) {
+        /* What the padding held is plaintext: not shown. */
+        error_setg(errp, "Secret '%s': cannot decrypt it: its padding is "
+                   "wrong after decryption (a wrong key '%s' or iv, or "
+                   "damaged data)", id, opts->keyid);
+        return -1;
+    }
+    plain = secret_value_new(*data, plainlen);
+    qcrypto_secret_value_free(*data, *len);
+    *data = plain;
+    *len = plainlen;
+    return 0;
+}
+
+/* What can be checked before anything is read (file=/dev/stdin is read once). */
+static int secret_check_options(const char *id,
+                                const QCryptoSecretOptions *opts,
+                                Error **errp)
+{
     if (!id || !*id) {
         error_setg(errp, "Parameter 'id' is missing");
         return -1;
     }
-    if (!data == !file) {
+    if (!opts->data == !opts->file) {
         error_setg(errp, "Secret '%s': exactly one of 'data' and 'file' "
                    "is needed", id);
+        return -1;
+    }
+    /* QEMU's own message, when keyid comes without an iv. */
+    if (opts->keyid && !opts->iv) {
+        error_setg(errp, "Secret '%s': IV is required to decrypt secret "
+                   "(keyid= needs iv=)", id);
+        return -1;
+    }
+    /* QEMU ignores a lone iv; it can only be a mistake. */
+    if (opts->iv && !opts->keyid) {
+        error_setg(errp, "Secret '%s': 'iv' is given without 'keyid' (the "
+                   "id of the secret that encrypted this one)", id);
+        return -1;
+    }
+    if (secrets && g_hash_table_contains(secrets, id)) {
+        error_setg(errp, "Duplicate ID '%s' for object", id);
+        return -1;
+    }
+    return 0;
+}
+
+int qcrypto_secret_add_opts(const char *id, const QCryptoSecretOptions *opts,
+                            Error **errp)
+{
+    QCryptoSecret *s;
+    uint8_t *value;
+    size_t len;
+    int ret;
+
+    if (secret_check_options(id, opts, errp) < 0) {
+        return -1;
+    }
+    if (opts->data) {
+        len = strlen(opts->data);
+        value = secret_value_new(opts->data, len);
+    } else if (secret_read_file(opts->file, &value, &len, errp) < 0) {
+        return -1;
+    }
+    if (opts->keyid) {
+        ret = secret_decrypt(id, opts, &value, &len, errp);
+    } else if (opts->format == QCRYPTO_SECRET_FORMAT_BASE64) {
+        ret = secret_decode_base64(id, "data", &value, &len, errp);
+    } else {
+        ret = 0;
+    }
+    if (ret < 0) {
+        qcrypto_secret_value_free(value, len);
         return -1;
     }
     if (!secrets) {
         secrets = g_hash_table_new_full(g_str_hash, g_str_equal,
                                         g_free, secret_free);
-    }
-    if (g_hash_table_contains(secrets, id)) {
-        error_setg(errp, "Duplicate ID '%s' for object", id);
-        return -1;
-    }
-    if (data) {
-        len = strlen(data);
-        value = secret_value_new(data, len);
-    } else if (secret_read_file(file, &value, &len, errp) < 0) {
-        return -1;
-    }
-    if (format == QCRYPTO_SECRET_FORMAT_BASE64 &&
-        secret_decode_base64(&value, &len, errp) < 0) {
-        qcrypto_secret_value_free(value, len);
-        return -1;
     }
     s = g_new0(QCryptoSecret, 1);
     s->data = value;
@@ -191,10 +389,22 @@ int qcrypto_secret_add(const char *id, const char *data, const char *file,
     return 0;
 }
 
+int qcrypto_secret_add(const char *id, const char *data, const char *file,
+                       QCryptoSecretFormat format, Error **errp)
+{
+    QCryptoSecretOptions opts = {
+        .data = data,
+        .file = file,
+        .format = format,
+    };
+
+    return qcrypto_secret_add_opts(id, &opts, errp);
+}
+
 int qcrypto_secret_lookup(const char *id, uint8_t **data, size_t *len,
                           Error **errp)
 {
-    QCryptoSecret *s = secrets ? g_hash_table_lookup(secrets, id) : NULL;
+    const QCryptoSecret *s = secret_find(id);
 
     if (!s) {
         error_setg(errp, "No secret with id '%s'", id);

@@ -1,6 +1,7 @@
 /*
  * Secure buffers for key material (see include/crypto/secure-mem.h).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -20,13 +21,25 @@ static size_t secure_page_size(void)
     return page;
 }
 
+/*
+ * Out of memory, or a size no allocation can hold: no caller could do
+ * anything about it, so stop here with the reason, as g_malloc() does.
+ * abort() rather than g_error(): SIGABRT, like every other broken promise
+ * in this code (the fuzzers keep an input on SIGABRT, not on SIGTRAP).
+ */
+static G_NORETURN void secure_alloc_abort(const char *why, size_t len)
+{
+    fprintf(stderr, "qcrypto_secure_alloc: %s (%zu bytes)\n", why, len);
+    abort();
+}
+
 /* Bytes actually allocated for len: whole pages, at least one. */
 static size_t secure_span(size_t len)
 {
     size_t page = secure_page_size();
 
     if (len > SIZE_MAX - page) {
-        g_error("qcrypto_secure_alloc: %zu bytes is too large", len);
+        secure_alloc_abort("too large", len);
     }
     return len ? (len + page - 1) / page * page : page;
 }
@@ -37,7 +50,7 @@ void *qcrypto_secure_alloc(size_t len)
     void *p;
 
     if (posix_memalign(&p, secure_page_size(), span) != 0) {
-        g_error("qcrypto_secure_alloc: out of memory (%zu bytes)", span);
+        secure_alloc_abort("out of memory", span);
     }
     memset(p, 0, span);
     /*

@@ -34,6 +34,34 @@ void img_error_free(const char *file, Error *err)
     error_free(err);
 }
 
+/*
+ * entries, each string option taken as bytes. qemu-img passes its
+ * arguments on unconverted, and so must we (passphrases in data=, file
+ * names, option values). GOption converts G_OPTION_ARG_STRING values from
+ * the locale's encoding to UTF-8 and refuses what does not convert ("Invalid
+ * byte sequence in conversion input": any non-ASCII byte in the C locale,
+ * "\xff" in any); its FILENAME types hand the bytes over unchanged on
+ * POSIX, into the same char * and char ** variables.
+ */
+static GOptionEntry *img_entries_as_bytes(const GOptionEntry *entries)
+{
+    size_t n = 0;
+    GOptionEntry *copy;
+
+    while (entries[n].long_name) {
+        n++;
+    }
+    copy = g_memdup2(entries, (n + 1) * sizeof(*entries));
+    for (size_t i = 0; i < n; i++) {
+        if (copy[i].arg == G_OPTION_ARG_STRING) {
+            copy[i].arg = G_OPTION_ARG_FILENAME;
+        } else if (copy[i].arg == G_OPTION_ARG_STRING_ARRAY) {
+            copy[i].arg = G_OPTION_ARG_FILENAME_ARRAY;
+        }
+    }
+    return copy;
+}
+
 int img_parse_args(int *argc, char ***argv, const char *params,
                    const char *summary, const char *description,
                    const GOptionEntry *entries, ImgCommonOpts *common)
@@ -43,6 +71,7 @@ int img_parse_args(int *argc, char ***argv, const char *params,
           "define a secret: secret,id=ID,data=STRING[,format=raw|base64], "
           "secret,id=ID,file=PATH (any bytes; file=/dev/stdin reads a pipe) "
           "or secret,id=ID,prompt=on (asks on the terminal, no echo); "
+          "keyid=ID,iv=BASE64 for one encrypted with secret ID (libvirt); "
           "data= shows the passphrase in the process list", "OBJECTDEF" },
         { "quiet", 'q', 0, G_OPTION_ARG_NONE, &common->quiet,
           "quiet mode: no progress, no messages but errors", NULL },
@@ -50,13 +79,15 @@ int img_parse_args(int *argc, char ***argv, const char *params,
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new(params);
     g_autoptr(GError) gerr = NULL;
+    g_autofree GOptionEntry *own = img_entries_as_bytes(entries);
+    g_autofree GOptionEntry *common_own = img_entries_as_bytes(common_entries);
 
     g_option_context_set_summary(ctx, summary);
     if (description) {
         g_option_context_set_description(ctx, description);
     }
-    g_option_context_add_main_entries(ctx, entries, NULL);
-    g_option_context_add_main_entries(ctx, common_entries, NULL);
+    g_option_context_add_main_entries(ctx, own, NULL);
+    g_option_context_add_main_entries(ctx, common_own, NULL);
     if (!g_option_context_parse(ctx, argc, argv, &gerr)) {
         img_error(NULL, "%s", gerr->message);
         fprintf(stderr, "Try '%s --help' for more information.\n",
@@ -90,6 +121,7 @@ G_DEFINE_AUTO_CLEANUP_FREE_FUNC(ImgSecretStr, img_secret_str_free, NULL)
 
 /*
  * --object secret,id=ID,data=STR|file=PATH|prompt=on[,format=raw|base64]
+ *                                               [,keyid=ID,iv=BASE64]
  *
  * No message here repeats a value or an unknown name of a definition that
  * has data=: with an undoubled comma in the passphrase ("data=ab,cd"), part
@@ -101,6 +133,8 @@ static int img_add_object(const char *def)
     g_autofree char *type = NULL, *id = NULL, *file = NULL;
     g_auto(ImgSecretStr) data = NULL;
     g_autofree char *format = NULL, *unknown = NULL;
+    g_autofree char *keyid = NULL, *iv = NULL;
+    QCryptoSecretOptions sopts = { 0 };
     QCryptoSecretFormat fmt = QCRYPTO_SECRET_FORMAT_RAW;
     uint8_t *typed = NULL;
     size_t typed_len = 0;
@@ -127,6 +161,8 @@ static int img_add_object(const char *def)
     data = qemu_opt_take(opts, "data");
     file = qemu_opt_take(opts, "file");
     format = qemu_opt_take(opts, "format");
+    keyid = qemu_opt_take(opts, "keyid");
+    iv = qemu_opt_take(opts, "iv");
     if (qemu_opt_take_bool(opts, "prompt", false, &prompt, &err) < 0) {
         img_error_free(NULL, err);
         return -1;
@@ -166,8 +202,14 @@ static int img_add_object(const char *def)
             return -1;
         }
     }
-    ret = qcrypto_secret_add(id, typed ? (const char *)typed : data, file,
-                             fmt, &err);
+    sopts = (QCryptoSecretOptions) {
+        .data = typed ? (const char *)typed : data,
+        .file = file,
+        .format = fmt,
+        .keyid = keyid,
+        .iv = iv,
+    };
+    ret = qcrypto_secret_add_opts(id, &sopts, &err);
     qcrypto_secure_free(typed, IMG_PROMPT_MAX + 1);
     if (ret < 0) {
         img_error_free(NULL, err);

@@ -2,15 +2,44 @@
  * Error objects (see include/qemu/error.h).
  */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "qemu/error.h"
 
 struct Error {
     char *msg;
+    /* Where error_setg was called, for &error_abort's message. */
+    const char *src;
+    const char *func;
+    int line;
 };
 
-static void error_setv(Error **errp, const char *suffix,
+Error *error_abort;
+Error *error_fatal;
+
+/*
+ * Act on err when the caller asked for it through &error_abort or
+ * &error_fatal; otherwise return and let the caller store it.
+ */
+static void error_handle(Error **errp, Error *err)
+{
+    if (errp == &error_abort) {
+        fprintf(stderr, "Unexpected error in %s() at %s:%d: %s\n",
+                err->func, err->src, err->line, err->msg);
+        abort();
+    }
+    if (errp == &error_fatal) {
+        const char *prog = g_get_prgname();
+
+        fprintf(stderr, "%s: %s\n", prog ? prog : "error", err->msg);
+        exit(1);
+    }
+}
+
+static void error_setv(Error **errp, const char *src, int line,
+                       const char *func, const char *suffix,
                        const char *fmt, va_list ap)
 {
     Error *err;
@@ -28,24 +57,31 @@ static void error_setv(Error **errp, const char *suffix,
         g_free(err->msg);
         err->msg = full;
     }
+    err->src = src;
+    err->line = line;
+    err->func = func;
+    error_handle(errp, err);
     *errp = err;
 }
 
-void error_setg(Error **errp, const char *fmt, ...)
+void error_setg_internal(Error **errp, const char *src, int line,
+                         const char *func, const char *fmt, ...)
 {
     va_list ap;
 
     va_start(ap, fmt);
-    error_setv(errp, NULL, fmt, ap);
+    error_setv(errp, src, line, func, NULL, fmt, ap);
     va_end(ap);
 }
 
-void error_setg_errno(Error **errp, int os_errno, const char *fmt, ...)
+void error_setg_errno_internal(Error **errp, const char *src, int line,
+                               const char *func, int os_errno,
+                               const char *fmt, ...)
 {
     va_list ap;
 
     va_start(ap, fmt);
-    error_setv(errp, g_strerror(os_errno), fmt, ap);
+    error_setv(errp, src, line, func, g_strerror(os_errno), fmt, ap);
     va_end(ap);
 }
 
@@ -54,6 +90,7 @@ void error_propagate(Error **dst_errp, Error *local_err)
     if (!local_err) {
         return;
     }
+    error_handle(dst_errp, local_err);
     if (dst_errp && !*dst_errp) {
         *dst_errp = local_err;
     } else {

@@ -1,8 +1,16 @@
 /*
  * Error reporting in QEMU's style: every failure a user can cause travels up
  * as an Error object through an "Error **errp" argument. Functions return
- * 0 / -1 or a pointer / NULL, and set *errp on failure. Passing errp == NULL
- * means the caller does not care about the message.
+ * 0 / -1 or a pointer / NULL, and set *errp on failure.
+ *
+ * What the caller passes as errp says what it wants done with a failure:
+ *   NULL           it does not care about the message;
+ *   &err           it handles the error (err starts NULL, ends set or not);
+ *   &error_abort   a failure can only be a bug: print the message and
+ *                  where it was set, then abort();
+ *   &error_fatal   a failure ends the program: print "prog: message" on
+ *                  stderr and exit(1). Only main() and what it calls for
+ *                  that purpose may pass it, never library code.
  */
 #ifndef QEMU_ERROR_H
 #define QEMU_ERROR_H
@@ -11,14 +19,38 @@
 
 typedef struct Error Error;
 
-/* Set *errp to a new error with a printf-style message (if errp != NULL). */
-void error_setg(Error **errp, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+/*
+ * Only their addresses matter (error.c compares errp with them); they
+ * always stay NULL.
+ */
+extern Error *error_abort;
+extern Error *error_fatal;
+
+/*
+ * Set *errp to a new error with a printf-style message (if errp != NULL).
+ * A macro so that &error_abort can say where the error was set.
+ */
+#define error_setg(errp, fmt, ...)                                      \
+    error_setg_internal((errp), __FILE__, __LINE__, __func__,           \
+                        (fmt), ## __VA_ARGS__)
 
 /* As error_setg, with ": <strerror(os_errno)>" appended. */
-void error_setg_errno(Error **errp, int os_errno, const char *fmt, ...)
-    G_GNUC_PRINTF(3, 4);
+#define error_setg_errno(errp, os_errno, fmt, ...)                      \
+    error_setg_errno_internal((errp), __FILE__, __LINE__, __func__,     \
+                              (os_errno), (fmt), ## __VA_ARGS__)
 
-/* Move local_err into *dst_errp (or free it when dst_errp is NULL). */
+void error_setg_internal(Error **errp, const char *src, int line,
+                         const char *func, const char *fmt, ...)
+    G_GNUC_PRINTF(5, 6);
+void error_setg_errno_internal(Error **errp, const char *src, int line,
+                               const char *func, int os_errno,
+                               const char *fmt, ...)
+    G_GNUC_PRINTF(6, 7);
+
+/*
+ * Move local_err into *dst_errp (or free it when dst_errp is NULL).
+ * With &error_abort or &error_fatal it aborts or exits as described above.
+ */
 void error_propagate(Error **dst_errp, Error *local_err);
 
 /* Prefix the message of *errp (if any) with a printf-style string. */
@@ -28,7 +60,7 @@ const char *error_get_pretty(const Error *err);
 
 void error_free(Error *err);
 
-/* Free *errp and set it back to NULL. */
+/* Free *errp and set it back to NULL; abort if no error was set. */
 void error_free_or_abort(Error **errp);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Error, error_free)

@@ -13,25 +13,6 @@
 
 #include "crypto/block.h"
 
-/* Fail with the message of an unexpected Error. */
-#define test_assert_no_error(err)                                       \
-    do {                                                                \
-        if (err) {                                                      \
-            g_error("%s:%d: unexpected error: %s", __FILE__, __LINE__,  \
-                    error_get_pretty(err));                             \
-        }                                                               \
-    } while (0)
-
-/* An error is expected, and its message must contain substr. */
-#define test_assert_error(err, substr)                                  \
-    do {                                                                \
-        g_assert_nonnull(err);                                          \
-        if (!strstr(error_get_pretty(err), (substr))) {                 \
-            g_error("%s:%d: error \"%s\" lacks \"%s\"", __FILE__,       \
-                    __LINE__, error_get_pretty(err), (substr));         \
-        }                                                               \
-    } while (0)
-
 typedef struct TestImage {
     GByteArray *buf;
     unsigned nwrites;

@@ -17,14 +17,6 @@
 
 #include "crypto/block.h"
 
-/* Fail the test with the message of an unexpected error. */
-#define test_assert_ok(err)                                             \
-    do {                                                                \
-        if (err) {                                                      \
-            g_error("unexpected error: %s", error_get_pretty(err));     \
-        }                                                               \
-    } while (0)
-
 /* The callbacks of crypto/block.h on a file descriptor (the opaque). */
 static inline int test_file_read(QCryptoBlock *block, uint64_t offset,
                                  uint8_t *buf, size_t len, void *opaque,

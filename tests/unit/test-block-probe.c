@@ -20,6 +20,7 @@
 
 #include "block/block_int.h"
 #include "luks-test-image.h"
+#include "test-error.h"
 
 static const char pass[] = "probe";
 
@@ -29,7 +30,6 @@ static TestImage *make_luks(int version)
     QCryptoBlockCreateOptions opts;
     g_autoptr(TestImage) img = test_image_new();
     g_autoptr(QCryptoBlock) block = NULL;
-    g_autoptr(Error) err = NULL;
 
     qcrypto_block_create_options_init(&opts);
     opts.secret = test_secret(pass);
@@ -41,8 +41,7 @@ static TestImage *make_luks(int version)
         opts.kdf = QCRYPTO_BLOCK_KDF_PBKDF2;    /* not 1 GiB of argon2 */
     }
     block = qcrypto_block_create(&opts, test_image_init, test_image_write,
-                                 img, &err);
-    test_assert_no_error(err);
+                                 img, &error_abort);
     g_assert_nonnull(block);
     return g_steal_pointer(&img);
 }
@@ -74,7 +73,6 @@ static int open_version(TestImage *img, Error **errp)
 static void test_luks1(void)
 {
     g_autoptr(TestImage) img = make_luks(1);
-    g_autoptr(Error) err = NULL;
 
     g_assert_cmpstr(probe(img, img->buf->len), ==, "luks");
     /* A magic is certain; raw is the guess of last resort. */
@@ -82,28 +80,23 @@ static void test_luks1(void)
                                          "x"), ==, 100);
     g_assert_cmpint(bdrv_raw.bdrv_probe(img->buf->data, img->buf->len,
                                         "x"), ==, 1);
-    g_assert_cmpint(open_version(img, &err), ==, 1);
-    test_assert_no_error(err);
+    g_assert_cmpint(open_version(img, &error_abort), ==, 1);
 }
 
 static void test_luks2(void)
 {
     g_autoptr(TestImage) img = make_luks(2);
-    g_autoptr(Error) err = NULL;
 
     g_assert_cmpstr(probe(img, img->buf->len), ==, "luks");
-    g_assert_cmpint(open_version(img, &err), ==, 2);
-    test_assert_no_error(err);
+    g_assert_cmpint(open_version(img, &error_abort), ==, 2);
 }
 
 /* luks_version 0 is the format's default: LUKS1, what QEMU opens too. */
 static void test_create_default_version(void)
 {
     g_autoptr(TestImage) img = make_luks(0);
-    g_autoptr(Error) err = NULL;
 
-    g_assert_cmpint(open_version(img, &err), ==, 1);
-    test_assert_no_error(err);
+    g_assert_cmpint(open_version(img, &error_abort), ==, 1);
 }
 
 static void test_create_unknown_version(void)
@@ -143,14 +136,13 @@ static void test_version_picks_driver(void)
     v1->buf->data[7] = 2;
     g_assert_cmpstr(probe(v1, v1->buf->len), ==, "luks");
     g_assert_cmpint(open_version(v1, &err), ==, -1);
-    test_assert_error(err, "No valid LUKS2 header");
-    error_free_or_abort(&err);
+    test_error_expect(&err, "No valid LUKS2 header");
 
     v2->buf->data[7] = 1;
     g_assert_cmpstr(probe(v2, v2->buf->len), ==, "luks");
     g_assert_cmpint(open_version(v2, &err), ==, -1);
     /* LUKS1 reads LUKS2's header size and label as its cipher's name. */
-    test_assert_error(err, "Unsupported LUKS cipher");
+    test_error_expect(&err, "Unsupported LUKS cipher");
 }
 
 /*
@@ -178,12 +170,10 @@ static void test_luks2_damaged_primary(void)
 {
     g_autoptr(TestImage) img = make_luks(2);
     g_autoptr(QCryptoBlock) block = NULL;
-    g_autoptr(Error) err = NULL;
 
     memset(img->buf->data, 0, 6);
     g_assert_cmpstr(probe(img, img->buf->len), ==, "raw");
-    block = test_image_open(img, NULL, 0, &err);
-    test_assert_no_error(err);
+    block = test_image_open(img, NULL, 0, &error_abort);
     g_assert_nonnull(block);
     g_assert_nonnull(strstr(qcrypto_block_get_warning(block),
                             "primary header is damaged"));
@@ -219,7 +209,7 @@ static void test_truncated(void)
     /* Opened as LUKS, the LUKS1 driver says the header is cut short. */
     g_byte_array_set_size(img->buf, 100);
     g_assert_cmpint(open_version(img, &err), ==, -1);
-    test_assert_error(err, "too small for a LUKS header");
+    test_error_expect(&err, "too small for a LUKS header");
 }
 
 /* What the block layer's probe picks for a whole file of len bytes. */
@@ -607,7 +597,6 @@ static void test_open_file(void)
     g_autofree char *dir = g_dir_make_tmp("test-block-probe-XXXXXX", NULL);
     g_autofree char *path = g_build_filename(dir, "img", NULL);
     static const int versions[] = { 1, 2 };
-    g_autoptr(Error) err = NULL;
 
     for (size_t i = 0; i < G_N_ELEMENTS(versions); i++) {
         g_autoptr(TestImage) img = make_luks(versions[i]);
@@ -616,19 +605,16 @@ static void test_open_file(void)
 
         g_assert_true(g_file_set_contents(path, (char *)img->buf->data,
                                           img->buf->len, NULL));
-        bs = bdrv_open(path, NULL, NULL, BDRV_O_NO_IO, &err);
-        test_assert_no_error(err);
+        bs = bdrv_open(path, NULL, NULL, BDRV_O_NO_IO, &error_abort);
         g_assert_cmpstr(bdrv_get_format_name(bs), ==, "luks");
-        info = bdrv_get_image_info(bs, &err);
-        test_assert_no_error(err);
+        info = bdrv_get_image_info(bs, &error_abort);
         g_assert_cmpint(info->luks->version, ==, versions[i]);
 
         /* Seven bytes of it are no LUKS header: raw. */
         bdrv_close(g_steal_pointer(&bs));
         g_assert_true(g_file_set_contents(path, (char *)img->buf->data, 7,
                                           NULL));
-        bs = bdrv_open(path, NULL, NULL, 0, &err);
-        test_assert_no_error(err);
+        bs = bdrv_open(path, NULL, NULL, 0, &error_abort);
         g_assert_cmpstr(bdrv_get_format_name(bs), ==, "raw");
     }
     g_assert_cmpint(unlink(path), ==, 0);

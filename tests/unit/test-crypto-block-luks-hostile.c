@@ -5,6 +5,7 @@
  * turn, every byte flipped, truncated files.
  */
 #include "luks-test-image.h"
+#include "test-error.h"
 
 /* A valid aes-256-xts-plain64 / sha256 image of our own, made once. */
 static TestImage *base_image(void)
@@ -14,15 +15,13 @@ static TestImage *base_image(void)
     if (!base) {
         QCryptoBlockCreateOptions opts = { .secret = test_secret("pw") };
         g_autoptr(QCryptoBlock) block = NULL;
-        g_autoptr(Error) err = NULL;
 
         qcrypto_block_create_options_init(&opts);
         opts.has_iter_time = true;
         opts.iter_time = 10;
         base = test_image_new();
         block = qcrypto_block_create(&opts, test_image_init,
-                                     test_image_write, base, &err);
-        test_assert_no_error(err);
+                                     test_image_write, base, &error_abort);
         /* 1 MiB of payload. */
         test_image_grow(base, base->buf->len + 1024 * 1024);
     }
@@ -52,7 +51,7 @@ static void assert_refused(TestImage *img, const char *pw, const char *error)
             g_error("a hostile header was accepted (expected \"%s\")",
                     error);
         }
-        test_assert_error(err, error);
+        test_error_expect(&err, error);
     }
     after = g_compute_checksum_for_data(G_CHECKSUM_SHA256, img->buf->data,
                                         img->buf->len);
@@ -111,11 +110,10 @@ static void test_valid_header_file(void)
     }
     path = g_build_filename(dir, "valid_header_file.xz", NULL);
     img = test_image_load_xz(path);
-    block = test_image_open(img, NULL, 0, &err);
-    test_assert_no_error(err);
+    block = test_image_open(img, NULL, 0, &error_abort);
     qcrypto_block_free(g_steal_pointer(&block));
     block = test_image_open(img, "anything", 0, &err);
-    test_assert_error(err, "Invalid password, cannot unlock any keyslot");
+    test_error_expect(&err, "Invalid password, cannot unlock any keyslot");
 }
 
 /* ---- every field corrupted in turn */
@@ -258,12 +256,11 @@ static void test_digest_field(gconstpointer data)
     } else {
         memcpy(field, c->value, c->len);
     }
-    block = test_image_open(img, NULL, 0, &err);
-    test_assert_no_error(err);
+    block = test_image_open(img, NULL, 0, &error_abort);
     qcrypto_block_free(g_steal_pointer(&block));
     block = test_image_open(img, "pw", 0, &err);
     g_assert_null(block);
-    test_assert_error(err, "Invalid password, cannot unlock any keyslot");
+    test_error_expect(&err, "Invalid password, cannot unlock any keyslot");
 }
 
 /*
@@ -337,16 +334,15 @@ static void test_truncated(void)
         if (short_lens[i] == 0) {
             /* A size of 0 reads as "unknown": the read itself fails. */
             block = test_image_open(img, NULL, 0, &err);
-            test_assert_error(err, "Cannot read the LUKS header");
+            test_error_expect(&err, "Cannot read the LUKS header");
             continue;
         }
         block = test_image_open(img, NULL, 0, &err);
-        test_assert_error(err, "too small for a LUKS header");
-        error_free_or_abort(&err);
+        test_error_expect(&err, "too small for a LUKS header");
         /* Size unknown: the short read is the error. */
         block = qcrypto_block_open(&opts, test_image_read, img,
                                    QCRYPTO_BLOCK_OPEN_NO_IO, &err);
-        test_assert_error(err, "Cannot read the LUKS header");
+        test_error_expect(&err, "Cannot read the LUKS header");
     }
 
     /* Header whole, key material cut off. */
@@ -368,17 +364,15 @@ static void test_truncated(void)
         g_byte_array_set_size(img->buf, 4096 + 1000);
         g_assert_null(qcrypto_block_open(&opts, test_image_read, img, 0,
                                          &err));
-        test_assert_error(err, "Cannot read key slot 0");
+        test_error_expect(&err, "Cannot read key slot 0");
     }
     /* Key material whole, payload empty: a valid 0-byte disk. */
     {
         g_autoptr(TestImage) img = copy_image(base);
         g_autoptr(QCryptoBlock) block = NULL;
-        g_autoptr(Error) err = NULL;
 
         g_byte_array_set_size(img->buf, slot7_end);
-        block = test_image_open(img, "pw", 0, &err);
-        test_assert_no_error(err);
+        block = test_image_open(img, "pw", 0, &error_abort);
         g_byte_array_set_size(img->buf, slot7_end - 1);
         assert_refused(img, "pw", "beyond the end of the file");
     }
@@ -397,19 +391,18 @@ static void test_detached_truncated(void)
     opts.iter_time = 10;
     opts.detached_header = true;
     block = qcrypto_block_create(&opts, test_image_init, test_image_write,
-                                 img, &err);
-    test_assert_no_error(err);
+                                 img, &error_abort);
     qcrypto_block_free(g_steal_pointer(&block));
 
     /* Slot 7's 500 sectors of key material end at sector 4036. */
     g_byte_array_set_size(img->buf, 4036 * 512);
-    block = test_image_open(img, "pw", QCRYPTO_BLOCK_OPEN_DETACHED, &err);
-    test_assert_no_error(err);
+    block = test_image_open(img, "pw", QCRYPTO_BLOCK_OPEN_DETACHED,
+                            &error_abort);
     qcrypto_block_free(g_steal_pointer(&block));
     g_byte_array_set_size(img->buf, 4036 * 512 - 1);
     block = test_image_open(img, "pw", QCRYPTO_BLOCK_OPEN_DETACHED, &err);
     g_assert_null(block);
-    test_assert_error(err, "key slot 7 key material ends at byte");
+    test_error_expect(&err, "key slot 7 key material ends at byte");
 }
 
 int main(int argc, char **argv)

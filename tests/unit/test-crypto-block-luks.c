@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "luks-test-image.h"
+#include "test-error.h"
 
 #define PAYLOAD_LEN (64 * 1024)
 
@@ -52,11 +53,9 @@ static TestImage *test_create(const QCryptoBlockCreateOptions *opts,
 {
     TestImage *img = test_image_new();
     g_autoptr(QCryptoBlock) block = NULL;
-    g_autoptr(Error) err = NULL;
 
     block = qcrypto_block_create(opts, test_image_init, test_image_write,
-                                 img, &err);
-    test_assert_no_error(err);
+                                 img, &error_abort);
     g_assert_nonnull(block);
     if (blockp) {
         *blockp = g_steal_pointer(&block);
@@ -80,10 +79,9 @@ static void test_write_payload(QCryptoBlock *block, TestImage *img,
 {
     uint64_t off = qcrypto_block_get_payload_offset(block);
     g_autofree uint8_t *buf = g_memdup2(plain, len);
-    g_autoptr(Error) err = NULL;
 
-    g_assert_cmpint(qcrypto_block_encrypt(block, 0, buf, len, &err), ==, 0);
-    test_assert_no_error(err);
+    g_assert_cmpint(qcrypto_block_encrypt(block, 0, buf, len,
+                                          &error_abort), ==, 0);
     g_assert_true(memcmp(buf, plain, len) != 0);
     test_image_grow(img, off + len);
     memcpy(img->buf->data + off, buf, len);
@@ -95,11 +93,9 @@ static uint8_t *test_read_payload(QCryptoBlock *block, TestImage *img,
 {
     uint64_t off = qcrypto_block_get_payload_offset(block) + offset;
     uint8_t *buf = g_memdup2(img->buf->data + off, len);
-    g_autoptr(Error) err = NULL;
 
-    g_assert_cmpint(qcrypto_block_decrypt(block, offset, buf, len, &err), ==,
-                    0);
-    test_assert_no_error(err);
+    g_assert_cmpint(qcrypto_block_decrypt(block, offset, buf, len,
+                                          &error_abort), ==, 0);
     return buf;
 }
 
@@ -175,7 +171,6 @@ static void test_roundtrip(gconstpointer data)
     g_autoptr(QCryptoBlock) created = NULL, opened = NULL, noio = NULL;
     g_autoptr(QCryptoBlockInfo) info = NULL;
     g_autoptr(TestImage) img = NULL;
-    g_autoptr(Error) err = NULL;
     g_autofree uint8_t *plain = test_pattern(PAYLOAD_LEN);
     g_autofree uint8_t *back = NULL, *middle = NULL;
     uint32_t stride;
@@ -218,17 +213,14 @@ static void test_roundtrip(gconstpointer data)
         /* Sectors 0 and 1 hold different plaintext; make them equal. */
         g_autofree uint8_t *two = g_malloc0(1024);
 
-        g_assert_cmpint(qcrypto_block_encrypt(created, 0, two, 1024, &err),
-                        ==, 0);
-        test_assert_no_error(err);
+        g_assert_cmpint(qcrypto_block_encrypt(created, 0, two, 1024,
+                                              &error_abort), ==, 0);
         g_assert_true(memcmp(two, two + 512, 512) != 0);
     }
 
     /* Header only: the info, and no key. */
-    noio = test_image_open(img, NULL, 0, &err);
-    test_assert_no_error(err);
-    info = qcrypto_block_get_info(noio, &err);
-    test_assert_no_error(err);
+    noio = test_image_open(img, NULL, 0, &error_abort);
+    info = qcrypto_block_get_info(noio, &error_abort);
     g_assert_cmpint(info->version, ==, 1);
     g_assert_cmpint(info->cipher_alg, ==, c->alg);
     g_assert_cmpint(info->cipher_mode, ==, c->mode);
@@ -242,8 +234,7 @@ static void test_roundtrip(gconstpointer data)
     g_assert_false(info->detached_header);
 
     /* With the passphrase: the payload comes back, whole or in part. */
-    opened = test_image_open(img, "roundtrip pw", 0, &err);
-    test_assert_no_error(err);
+    opened = test_image_open(img, "roundtrip pw", 0, &error_abort);
     back = test_read_payload(opened, img, 0, PAYLOAD_LEN);
     g_assert_cmpmem(back, PAYLOAD_LEN, plain, PAYLOAD_LEN);
     middle = test_read_payload(opened, img, 8 * 512, 3 * 512);
@@ -268,10 +259,8 @@ static void test_empty_passphrase(void)
     QCryptoBlockCreateOptions opts = test_create_options("");
     g_autoptr(TestImage) img = test_create(&opts, NULL);
     g_autoptr(QCryptoBlock) block = NULL;
-    g_autoptr(Error) err = NULL;
 
-    block = test_image_open(img, "", 0, &err);
-    test_assert_no_error(err);
+    block = test_image_open(img, "", 0, &error_abort);
 }
 
 /* Binary key files (cryptsetup's) are passphrases too: NULs and all. */
@@ -293,11 +282,9 @@ static void test_binary_passphrase(void)
      */
     oopts.secret = (QCryptoBlockSecret) { key, strlen((const char *)key) };
     block = qcrypto_block_open(&oopts, test_image_read, img, 0, &err);
-    test_assert_error(err, "Invalid password");
-    error_free_or_abort(&err);
+    test_error_expect(&err, "Invalid password");
     oopts.secret.len = sizeof(key);
-    block = qcrypto_block_open(&oopts, test_image_read, img, 0, &err);
-    test_assert_no_error(err);
+    block = qcrypto_block_open(&oopts, test_image_read, img, 0, &error_abort);
 }
 
 static void test_no_io_cannot_crypt(void)
@@ -311,7 +298,7 @@ static void test_no_io_cannot_crypt(void)
     g_assert_nonnull(block);
     g_assert_cmpint(qcrypto_block_decrypt(block, 0, buf, sizeof(buf), &err),
                     ==, -1);
-    test_assert_error(err, "opened without its key");
+    test_error_expect(&err, "opened without its key");
 }
 
 static void test_unaligned_request(void)
@@ -324,10 +311,9 @@ static void test_unaligned_request(void)
 
     g_assert_cmpint(qcrypto_block_encrypt(block, 100, buf, 512, &err), ==,
                     -1);
-    test_assert_error(err, "not aligned");
-    error_free_or_abort(&err);
+    test_error_expect(&err, "not aligned");
     g_assert_cmpint(qcrypto_block_encrypt(block, 0, buf, 700, &err), ==, -1);
-    test_assert_error(err, "not aligned");
+    test_error_expect(&err, "not aligned");
 }
 
 static void test_has_format(void)
@@ -357,10 +343,8 @@ static void test_info(void)
     g_autoptr(QCryptoBlock) block = NULL;
     g_autoptr(TestImage) img = test_create(&opts, &block);
     g_autoptr(QCryptoBlockInfo) info = NULL;
-    g_autoptr(Error) err = NULL;
 
-    info = qcrypto_block_get_info(block, &err);
-    test_assert_no_error(err);
+    info = qcrypto_block_get_info(block, &error_abort);
     g_assert_cmpint(info->format, ==, QCRYPTO_BLOCK_FORMAT_LUKS);
     g_assert_true(g_uuid_string_is_valid(info->uuid));
     g_assert_cmpstr(info->uuid, ==, (char *)img->buf->data + HDR_UUID);
@@ -395,19 +379,16 @@ static void test_align_payload(void)
         QCryptoBlockCreateOptions opts = test_create_options("pw");
         g_autoptr(TestImage) img = NULL;
         g_autoptr(QCryptoBlock) block = NULL;
-        g_autoptr(Error) err = NULL;
         uint64_t calc;
 
         opts.align_payload = cases[i].align;
-        g_assert_cmpint(qcrypto_block_calculate_payload_offset(&opts, &calc,
-                                                               &err), ==, 0);
-        test_assert_no_error(err);
+        g_assert_cmpint(qcrypto_block_calculate_payload_offset(
+                            &opts, &calc, &error_abort), ==, 0);
         g_assert_cmpuint(calc, ==, cases[i].payload * 512ull);
         img = test_create(&opts, NULL);
         g_assert_cmpuint(be32_at(img, HDR_PAYLOAD_OFFSET), ==,
                          cases[i].payload);
-        block = test_image_open(img, "pw", 0, &err);
-        test_assert_no_error(err);
+        block = test_image_open(img, "pw", 0, &error_abort);
         g_assert_cmpuint(qcrypto_block_get_payload_offset(block), ==, calc);
     }
 }
@@ -437,30 +418,29 @@ static void test_detached_header(void)
 
     block = test_image_open(img, "pw", 0, &err);
     g_assert_null(block);
-    test_assert_error(err, "detached header");
-    error_free_or_abort(&err);
+    test_error_expect(&err, "detached header");
 
-    block = test_image_open(img, "pw", QCRYPTO_BLOCK_OPEN_DETACHED, &err);
-    test_assert_no_error(err);
-    info = qcrypto_block_get_info(block, &err);
+    block = test_image_open(img, "pw", QCRYPTO_BLOCK_OPEN_DETACHED,
+                            &error_abort);
+    info = qcrypto_block_get_info(block, &error_abort);
     g_assert_true(info->detached_header);
     g_assert_cmpuint(info->payload_offset, ==, 0);
-    g_assert_cmpint(qcrypto_block_decrypt(block, 0, data, 4096, &err), ==,
-                    0);
+    g_assert_cmpint(qcrypto_block_decrypt(block, 0, data, 4096,
+                                          &error_abort), ==, 0);
     g_assert_cmpmem(data, 4096, plain, 4096);
 
     /* cryptsetup --header --offset 2048: the data starts 1 MiB in. */
     qcrypto_block_free(g_steal_pointer(&block));
     img->buf->data[HDR_PAYLOAD_OFFSET + 2] = 2048 >> 8;
-    block = test_image_open(img, "pw", QCRYPTO_BLOCK_OPEN_DETACHED, &err);
-    test_assert_no_error(err);
+    block = test_image_open(img, "pw", QCRYPTO_BLOCK_OPEN_DETACHED,
+                            &error_abort);
     g_assert_cmpuint(qcrypto_block_get_payload_offset(block), ==,
                      2048 * 512);
 
     opts.align_payload = 2048;
     g_assert_cmpint(qcrypto_block_calculate_payload_offset(&opts, &calc,
                                                            &err), ==, -1);
-    test_assert_error(err, "align-payload cannot be used with a detached");
+    test_error_expect(&err, "align-payload cannot be used with a detached");
 }
 
 static void test_create_bad_options(void)
@@ -491,7 +471,7 @@ static void test_create_bad_options(void)
         opts.ivgen_alg = QCRYPTO_IVGEN_ALGO_ESSIV;
         g_assert_null(qcrypto_block_create(&opts, test_image_init,
                                            test_image_write, img, &err));
-        test_assert_error(err, cases[i].error);
+        test_error_expect(&err, cases[i].error);
         /* Refused before anything was written. */
         g_assert_cmpuint(img->nwrites, ==, 0);
     }
@@ -504,15 +484,15 @@ static void test_amend(QCryptoBlock *block, TestImage *img,
                        const char *error)
 {
     g_autoptr(Error) err = NULL;
+    /* Only an expected error is kept; any other aborts with its message. */
     int ret = qcrypto_block_amend_options(block, test_image_read,
                                           test_image_write, img, opts, force,
-                                          &err);
+                                          error ? &err : &error_abort);
 
     if (error) {
         g_assert_cmpint(ret, ==, -1);
-        test_assert_error(err, error);
+        test_error_expect(&err, error);
     } else {
-        test_assert_no_error(err);
         g_assert_cmpint(ret, ==, 0);
     }
 }
@@ -557,12 +537,10 @@ static void test_opens(TestImage *img, const char *pw, bool ok)
     g_autoptr(QCryptoBlock) block = NULL;
     g_autoptr(Error) err = NULL;
 
-    block = test_image_open(img, pw, 0, &err);
-    if (ok) {
-        test_assert_no_error(err);
-    } else {
+    block = test_image_open(img, pw, 0, ok ? &error_abort : &err);
+    if (!ok) {
         g_assert_null(block);
-        test_assert_error(err, "Invalid password, cannot unlock any keyslot");
+        test_error_expect(&err, "Invalid password, cannot unlock any keyslot");
     }
 }
 
@@ -750,7 +728,6 @@ static void test_qemu_img_image(void)
     g_autofree char *dir = NULL, *path = NULL, *imgopts = NULL;
     g_autoptr(TestImage) img = NULL;
     g_autoptr(QCryptoBlock) block = NULL;
-    g_autoptr(Error) err = NULL;
     g_autofree uint8_t *back = NULL;
     uint8_t expect[65536];
 
@@ -788,8 +765,7 @@ static void test_qemu_img_image(void)
     img = test_image_load(path);
     test_rm_rf(dir);
 
-    block = test_image_open(img, "pw", 0, &err);
-    test_assert_no_error(err);
+    block = test_image_open(img, "pw", 0, &error_abort);
     g_assert_cmpuint(qcrypto_block_get_payload_offset(block), ==, 2068480);
     back = test_read_payload(block, img, 0, sizeof(expect));
     memset(expect, 0x5a, sizeof(expect));
@@ -886,7 +862,6 @@ static void test_cryptsetup_format(gconstpointer data)
     QCryptoBlockAmendOptions add = test_amend_add(-1, NULL, "second key");
     g_autoptr(TestImage) img = NULL;
     g_autoptr(QCryptoBlock) block = NULL;
-    g_autoptr(Error) err = NULL;
 
     if (!cryptsetup) {
         g_test_skip("cryptsetup is not installed");
@@ -914,8 +889,7 @@ static void test_cryptsetup_format(gconstpointer data)
     img = test_image_load(path);
     oopts.size = img->buf->len;
     oopts.secret = (QCryptoBlockSecret) { key1, sizeof(key1) };
-    block = qcrypto_block_open(&oopts, test_image_read, img, 0, &err);
-    test_assert_no_error(err);
+    block = qcrypto_block_open(&oopts, test_image_read, img, 0, &error_abort);
     /*
      * cryptsetup's default alignment, 2048 sectors: the end of slot 7
      * (sector 4040 or 2056 for these key sizes) rounds up to 4096.

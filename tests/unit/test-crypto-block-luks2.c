@@ -43,7 +43,6 @@ static void new_image(NewImage *img, uint32_t sector_size,
                       QCryptoBlockKDF kdf)
 {
     QCryptoBlockCreateOptions opts;
-    g_autoptr(Error) err = NULL;
     g_autoptr(QCryptoBlock) block = NULL;
     g_autofree uint8_t *buf = NULL;
     int fd;
@@ -67,8 +66,7 @@ static void new_image(NewImage *img, uint32_t sector_size,
     fd = open(img->path, O_RDWR | O_CREAT | O_TRUNC, 0600);
     g_assert_cmpint(fd, >=, 0);
     block = qcrypto_block_create(&opts, file_init, test_file_write,
-                                 GINT_TO_POINTER(fd), &err);
-    test_assert_ok(err);
+                                 GINT_TO_POINTER(fd), &error_abort);
     g_assert_nonnull(block);
     g_assert_cmpuint(qcrypto_block_get_sector_size(block), ==,
                      sector_size ? sector_size : 4096);
@@ -81,8 +79,7 @@ static void new_image(NewImage *img, uint32_t sector_size,
     fill_pattern(img->data, img->data_len, sector_size);
     buf = g_memdup2(img->data, img->data_len);
     g_assert_cmpint(qcrypto_block_encrypt(block, 0, buf, img->data_len,
-                                          &err), ==, 0);
-    test_assert_ok(err);
+                                          &error_abort), ==, 0);
     g_assert_true(memcmp(buf, img->data, 64) != 0);
     g_assert_cmpint(pwrite(fd, buf, img->data_len, img->payload_offset), ==,
                     (ssize_t)img->data_len);
@@ -122,11 +119,11 @@ static void check_data(const char *path, const char *secret,
 {
     g_autoptr(Error) err = NULL;
     int fd;
-    g_autoptr(QCryptoBlock) block = open_image(path, secret, 0, &fd, &err);
+    g_autoptr(QCryptoBlock) block = open_image(path, secret, 0, &fd,
+                                               &error_abort);
     g_autofree uint8_t *buf = g_malloc(img->data_len);
     uint64_t off;
 
-    test_assert_ok(err);
     off = qcrypto_block_get_payload_offset(block);
     g_assert_cmpint(pread(fd, buf, img->data_len, off), ==,
                     (ssize_t)img->data_len);
@@ -157,8 +154,8 @@ static void check_with_volume_key(const NewImage *img, uint32_t sector_size)
     key = g_bytes_get_data(vk, &nkey);
     g_assert_cmpuint(nkey, ==, 64);
     cipher = qcrypto_cipher_new(QCRYPTO_CIPHER_ALGO_AES_256,
-                                QCRYPTO_CIPHER_MODE_XTS, key, nkey, &err);
-    test_assert_ok(err);
+                                QCRYPTO_CIPHER_MODE_XTS, key, nkey,
+                                &error_abort);
 
     g_assert_cmpint(pread(fd, buf, img->data_len, img->payload_offset), ==,
                     (ssize_t)img->data_len);
@@ -261,16 +258,14 @@ static void test_convert_luks1(void)
 static void test_info(void)
 {
     NewImage img;
-    g_autoptr(Error) err = NULL;
     g_autoptr(QCryptoBlock) block = NULL;
     g_autoptr(QCryptoBlockInfo) info = NULL;
 
     new_image(&img, 0, QCRYPTO_BLOCK_KDF_ARGON2ID);
     /* No secret needed for the header. */
-    block = open_image(img.path, "", QCRYPTO_BLOCK_OPEN_NO_IO, NULL, &err);
-    test_assert_ok(err);
-    info = qcrypto_block_get_info(block, &err);
-    test_assert_ok(err);
+    block = open_image(img.path, "", QCRYPTO_BLOCK_OPEN_NO_IO, NULL,
+                       &error_abort);
+    info = qcrypto_block_get_info(block, &error_abort);
     g_assert_cmpint(info->version, ==, 2);
     g_assert_cmpint(info->cipher_alg, ==, QCRYPTO_CIPHER_ALGO_AES_256);
     g_assert_cmpint(info->cipher_mode, ==, QCRYPTO_CIPHER_MODE_XTS);
@@ -319,20 +314,17 @@ static void test_amend(void)
     int fd;
 
     new_image(&img, 0, QCRYPTO_BLOCK_KDF_ARGON2ID);
-    block = open_image(img.path, pass, 0, &fd, &err);
-    test_assert_ok(err);
+    block = open_image(img.path, pass, 0, &fd, &error_abort);
 
     g_assert_cmpint(qcrypto_block_amend_options(block, test_file_read,
                                                 test_file_write,
                                                 GINT_TO_POINTER(fd), &add,
-                                                false, &err), ==, 0);
-    test_assert_ok(err);
+                                                false, &error_abort), ==, 0);
     g_assert_cmpint(qcrypto_block_amend_options(block, test_file_read,
                                                 test_file_write,
                                                 GINT_TO_POINTER(fd),
-                                                &erase_first, false, &err),
-                    ==, 0);
-    test_assert_ok(err);
+                                                &erase_first, false,
+                                                &error_abort), ==, 0);
     g_assert_cmpint(qcrypto_block_amend_options(block, test_file_read,
                                                 test_file_write,
                                                 GINT_TO_POINTER(fd),
@@ -355,7 +347,6 @@ static void test_recover_primary(gconstpointer data)
 {
     bool wipe = GPOINTER_TO_INT(data);
     NewImage img;
-    g_autoptr(Error) err = NULL;
     g_autoptr(QCryptoBlock) block = NULL;
     int fd;
 
@@ -371,8 +362,7 @@ static void test_recover_primary(gconstpointer data)
     }
     close(fd);
 
-    block = open_image(img.path, pass, 0, &fd, &err);
-    test_assert_ok(err);
+    block = open_image(img.path, pass, 0, &fd, &error_abort);
     g_assert_nonnull(qcrypto_block_get_warning(block));
     g_test_message("%s", qcrypto_block_get_warning(block));
     g_assert_nonnull(strstr(qcrypto_block_get_warning(block),
@@ -391,11 +381,9 @@ static void test_recover_primary(gconstpointer data)
         g_assert_cmpint(qcrypto_block_amend_options(block, test_file_read,
                                                     test_file_write,
                                                     GINT_TO_POINTER(fd),
-                                                    &add, false, &err),
-                        ==, 0);
-        test_assert_ok(err);
-        again = open_image(img.path, "r", 0, NULL, &err);
-        test_assert_ok(err);
+                                                    &add, false,
+                                                    &error_abort), ==, 0);
+        again = open_image(img.path, "r", 0, NULL, &error_abort);
         g_assert_null(qcrypto_block_get_warning(again));
     }
     close(fd);
@@ -422,26 +410,24 @@ static void test_iv_tweak(void)
     new_image(&img, 4096, QCRYPTO_BLOCK_KDF_PBKDF2);
     fd = test_open(img.path, O_RDWR);
     hdr = qcrypto_luks2_header_read(NULL, test_file_read,
-                                    GINT_TO_POINTER(fd), NULL, &err);
-    test_assert_ok(err);
-    md = qcrypto_luks2_metadata_parse(hdr->json, hdr->bin.hdr_size, &err);
-    test_assert_ok(err);
+                                    GINT_TO_POINTER(fd), NULL, &error_abort);
+    md = qcrypto_luks2_metadata_parse(hdr->json, hdr->bin.hdr_size,
+                                      &error_abort);
     json_object_set_string_member(
         json_object_get_object_member(
             json_object_get_object_member(json_node_get_object(md->root),
                                           "segments"), "0"),
         "iv_tweak", "8");
-    g_assert_cmpint(qcrypto_luks2_metadata_reload(md, &err), ==, 0);
+    g_assert_cmpint(qcrypto_luks2_metadata_reload(md, &error_abort), ==, 0);
     json = qcrypto_luks2_metadata_to_json(md);
     g_assert_cmpint(qcrypto_luks2_header_write(hdr, json, NULL,
                                                test_file_write,
-                                               GINT_TO_POINTER(fd), &err),
-                    ==, 0);
+                                               GINT_TO_POINTER(fd),
+                                               &error_abort), ==, 0);
     close(fd);
 
     /* Encrypt at payload offset 0 now == encrypt at 4096 before. */
-    block = open_image(img.path, pass, 0, NULL, &err);
-    test_assert_ok(err);
+    block = open_image(img.path, pass, 0, NULL, &error_abort);
     buf = g_memdup2(img.data + 4096, 4096);
     g_assert_cmpint(qcrypto_block_encrypt(block, 0, buf, 4096, &err), ==, 0);
     want = g_malloc(4096);
@@ -509,8 +495,7 @@ static void test_detached(void)
     opts.has_iter_time = true;
     opts.iter_time = 1;
     block = qcrypto_block_create(&opts, file_init, test_file_write,
-                                 GINT_TO_POINTER(fd), &err);
-    test_assert_ok(err);
+                                 GINT_TO_POINTER(fd), &error_abort);
     g_assert_cmpuint(qcrypto_block_get_payload_offset(block), ==, 0);
 
     /* Without the detached flag it is refused, with the reason. */
@@ -520,8 +505,7 @@ static void test_detached(void)
     g_assert_nonnull(strstr(error_get_pretty(err), "detached header"));
     error_free_or_abort(&err);
     opened = qcrypto_block_open(&oo, test_file_read, GINT_TO_POINTER(fd),
-                                QCRYPTO_BLOCK_OPEN_DETACHED, &err);
-    test_assert_ok(err);
+                                QCRYPTO_BLOCK_OPEN_DETACHED, &error_abort);
     g_assert_cmpuint(qcrypto_block_get_payload_offset(opened), ==, 0);
     close(fd);
     if (test_have_cryptsetup()) {
@@ -587,8 +571,7 @@ static void test_cryptsetup_image_data(gconstpointer data)
         g_assert_nonnull(o3);
     }
 
-    block = open_image(img.path, pass, 0, &fd, &err);
-    test_assert_ok(err);
+    block = open_image(img.path, pass, 0, &fd, &error_abort);
     img.payload_offset = qcrypto_block_get_payload_offset(block);
     img.data_len = 128 * 1024;
     img.data = g_malloc(img.data_len);

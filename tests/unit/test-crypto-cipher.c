@@ -7,6 +7,7 @@
 
 #include "crypto/cipher.h"
 #include "crypto-test-hex.h"
+#include "test-error.h"
 
 typedef struct CipherVector {
     const char *name;
@@ -183,15 +184,6 @@ static const CipherVector cipher_vectors[] = {
     },
 };
 
-/* Fail with the message of an unexpected error. */
-static void assert_ok(int ret, Error *err)
-{
-    if (err) {
-        g_error("unexpected error: %s", error_get_pretty(err));
-    }
-    g_assert_cmpint(ret, ==, 0);
-}
-
 typedef struct Bytes {
     guint8 *key, *iv, *pt, *ct;
     size_t nkey, niv, len;
@@ -218,10 +210,9 @@ static void bytes_free(Bytes *b)
 
 static void cipher_restart(QCryptoCipher *cipher, const Bytes *b)
 {
-    Error *err = NULL;
-
     if (b->iv) {
-        assert_ok(qcrypto_cipher_setiv(cipher, b->iv, b->niv, &err), err);
+        g_assert_cmpint(qcrypto_cipher_setiv(cipher, b->iv, b->niv,
+                                             &error_abort), ==, 0);
     }
 }
 
@@ -242,7 +233,6 @@ static void test_cipher_vector(gconstpointer opaque)
     g_autofree guint8 *out = NULL;
     size_t blocklen = qcrypto_cipher_get_block_len(v->alg);
     size_t split;
-    Error *err = NULL;
     Bytes b;
 
     bytes_load(&b, v);
@@ -250,32 +240,37 @@ static void test_cipher_vector(gconstpointer opaque)
     /* The first half, rounded down to whole blocks (at least one block). */
     split = MAX(b.len / blocklen / 2, 1) * blocklen;
 
-    assert_ok(qcrypto_cipher_set_backend(c->backend, &err), err);
-    cipher = qcrypto_cipher_new(v->alg, v->mode, b.key, b.nkey, &err);
-    assert_ok(cipher ? 0 : -1, err);
+    g_assert_cmpint(qcrypto_cipher_set_backend(c->backend,
+                                               &error_abort), ==, 0);
+    cipher = qcrypto_cipher_new(v->alg, v->mode, b.key, b.nkey, &error_abort);
+    g_assert_nonnull(cipher);
     g_assert_cmpstr(qcrypto_cipher_get_impl_name(cipher), !=, NULL);
     g_assert_cmpint(qcrypto_cipher_get_algo(cipher), ==, v->alg);
     g_assert_cmpint(qcrypto_cipher_get_mode(cipher), ==, v->mode);
 
     /* Whole, out of place. */
     cipher_restart(cipher, &b);
-    assert_ok(qcrypto_cipher_encrypt(cipher, b.pt, out, b.len, &err), err);
+    g_assert_cmpint(qcrypto_cipher_encrypt(cipher, b.pt, out, b.len,
+                                           &error_abort), ==, 0);
     g_assert_cmpmem(out, b.len, b.ct, b.len);
     cipher_restart(cipher, &b);
-    assert_ok(qcrypto_cipher_decrypt(cipher, b.ct, out, b.len, &err), err);
+    g_assert_cmpint(qcrypto_cipher_decrypt(cipher, b.ct, out, b.len,
+                                           &error_abort), ==, 0);
     g_assert_cmpmem(out, b.len, b.pt, b.len);
 
     /* Two calls, in place. */
     memcpy(out, b.pt, b.len);
     cipher_restart(cipher, &b);
-    assert_ok(qcrypto_cipher_encrypt(cipher, out, out, split, &err), err);
-    assert_ok(qcrypto_cipher_encrypt(cipher, out + split, out + split,
-                                     b.len - split, &err), err);
+    g_assert_cmpint(qcrypto_cipher_encrypt(cipher, out, out, split,
+                                           &error_abort), ==, 0);
+    g_assert_cmpint(qcrypto_cipher_encrypt(cipher, out + split, out + split,
+                                           b.len - split, &error_abort), ==, 0);
     g_assert_cmpmem(out, b.len, b.ct, b.len);
     cipher_restart(cipher, &b);
-    assert_ok(qcrypto_cipher_decrypt(cipher, out, out, split, &err), err);
-    assert_ok(qcrypto_cipher_decrypt(cipher, out + split, out + split,
-                                     b.len - split, &err), err);
+    g_assert_cmpint(qcrypto_cipher_decrypt(cipher, out, out, split,
+                                           &error_abort), ==, 0);
+    g_assert_cmpint(qcrypto_cipher_decrypt(cipher, out + split, out + split,
+                                           b.len - split, &error_abort), ==, 0);
     g_assert_cmpmem(out, b.len, b.pt, b.len);
     bytes_free(&b);
 }
@@ -290,7 +285,6 @@ static void test_cipher_3des_parity(void)
     const CipherVector *v = NULL;
     g_autoptr(QCryptoCipher) cipher = NULL;
     g_autofree guint8 *out = NULL;
-    Error *err = NULL;
     Bytes b;
 
     for (size_t i = 0; i < G_N_ELEMENTS(cipher_vectors); i++) {
@@ -304,9 +298,10 @@ static void test_cipher_3des_parity(void)
         b.key[i] ^= 1;
     }
     out = g_malloc(b.len);
-    cipher = qcrypto_cipher_new(v->alg, v->mode, b.key, b.nkey, &err);
-    assert_ok(cipher ? 0 : -1, err);
-    assert_ok(qcrypto_cipher_encrypt(cipher, b.pt, out, b.len, &err), err);
+    cipher = qcrypto_cipher_new(v->alg, v->mode, b.key, b.nkey, &error_abort);
+    g_assert_nonnull(cipher);
+    g_assert_cmpint(qcrypto_cipher_encrypt(cipher, b.pt, out, b.len,
+                                           &error_abort), ==, 0);
     g_assert_cmpmem(out, b.len, b.ct, b.len);
     bytes_free(&b);
 }
@@ -331,7 +326,6 @@ static void test_cipher_modes_from_ecb(gconstpointer opaque)
     g_autoptr(QCryptoCipher) ecb = NULL;
     g_autoptr(QCryptoCipher) cbc = NULL;
     g_autoptr(QCryptoCipher) ctrc = NULL;
-    Error *err = NULL;
 
     for (size_t i = 0; i < nkey; i++) {
         key[i] = 0x11 * i + 3;
@@ -344,12 +338,15 @@ static void test_cipher_modes_from_ecb(gconstpointer opaque)
         iv[i] = i + 1 == bs ? 0xfd : 0xff - i;
     }
 
-    ecb = qcrypto_cipher_new(alg, QCRYPTO_CIPHER_MODE_ECB, key, nkey, &err);
-    assert_ok(ecb ? 0 : -1, err);
-    cbc = qcrypto_cipher_new(alg, QCRYPTO_CIPHER_MODE_CBC, key, nkey, &err);
-    assert_ok(cbc ? 0 : -1, err);
-    ctrc = qcrypto_cipher_new(alg, QCRYPTO_CIPHER_MODE_CTR, key, nkey, &err);
-    assert_ok(ctrc ? 0 : -1, err);
+    ecb = qcrypto_cipher_new(alg, QCRYPTO_CIPHER_MODE_ECB, key, nkey,
+                             &error_abort);
+    g_assert_nonnull(ecb);
+    cbc = qcrypto_cipher_new(alg, QCRYPTO_CIPHER_MODE_CBC, key, nkey,
+                             &error_abort);
+    g_assert_nonnull(cbc);
+    ctrc = qcrypto_cipher_new(alg, QCRYPTO_CIPHER_MODE_CTR, key, nkey,
+                              &error_abort);
+    g_assert_nonnull(ctrc);
 
     /* CBC: C_i = E(P_i ^ C_{i-1}), C_0 = IV */
     memcpy(blk, iv, bs);
@@ -357,20 +354,24 @@ static void test_cipher_modes_from_ecb(gconstpointer opaque)
         for (size_t i = 0; i < bs; i++) {
             blk[i] ^= pt[off + i];
         }
-        assert_ok(qcrypto_cipher_encrypt(ecb, blk, blk, bs, &err), err);
+        g_assert_cmpint(qcrypto_cipher_encrypt(ecb, blk, blk, bs,
+                                               &error_abort), ==, 0);
         memcpy(ref + off, blk, bs);
     }
-    assert_ok(qcrypto_cipher_setiv(cbc, iv, bs, &err), err);
-    assert_ok(qcrypto_cipher_encrypt(cbc, pt, out, len, &err), err);
+    g_assert_cmpint(qcrypto_cipher_setiv(cbc, iv, bs, &error_abort), ==, 0);
+    g_assert_cmpint(qcrypto_cipher_encrypt(cbc, pt, out, len,
+                                           &error_abort), ==, 0);
     g_assert_cmpmem(out, len, ref, len);
-    assert_ok(qcrypto_cipher_setiv(cbc, iv, bs, &err), err);
-    assert_ok(qcrypto_cipher_decrypt(cbc, out, out, len, &err), err);
+    g_assert_cmpint(qcrypto_cipher_setiv(cbc, iv, bs, &error_abort), ==, 0);
+    g_assert_cmpint(qcrypto_cipher_decrypt(cbc, out, out, len,
+                                           &error_abort), ==, 0);
     g_assert_cmpmem(out, len, pt, len);
 
     /* CTR: C_i = P_i ^ E(ctr + i), the whole block a big-endian counter */
     memcpy(ctr, iv, bs);
     for (size_t off = 0; off < len; off += bs) {
-        assert_ok(qcrypto_cipher_encrypt(ecb, ctr, blk, bs, &err), err);
+        g_assert_cmpint(qcrypto_cipher_encrypt(ecb, ctr, blk, bs,
+                                               &error_abort), ==, 0);
         for (size_t i = 0; i < bs; i++) {
             ref[off + i] = pt[off + i] ^ blk[i];
         }
@@ -378,27 +379,16 @@ static void test_cipher_modes_from_ecb(gconstpointer opaque)
             /* carry into the next byte up */
         }
     }
-    assert_ok(qcrypto_cipher_setiv(ctrc, iv, bs, &err), err);
-    assert_ok(qcrypto_cipher_encrypt(ctrc, pt, out, 3 * bs, &err), err);
-    assert_ok(qcrypto_cipher_encrypt(ctrc, pt + 3 * bs, out + 3 * bs,
-                                     len - 3 * bs, &err), err);
+    g_assert_cmpint(qcrypto_cipher_setiv(ctrc, iv, bs, &error_abort), ==, 0);
+    g_assert_cmpint(qcrypto_cipher_encrypt(ctrc, pt, out, 3 * bs,
+                                           &error_abort), ==, 0);
+    g_assert_cmpint(qcrypto_cipher_encrypt(ctrc, pt + 3 * bs, out + 3 * bs,
+                                           len - 3 * bs, &error_abort), ==, 0);
     g_assert_cmpmem(out, len, ref, len);
-    assert_ok(qcrypto_cipher_setiv(ctrc, iv, bs, &err), err);
-    assert_ok(qcrypto_cipher_decrypt(ctrc, out, out, len, &err), err);
+    g_assert_cmpint(qcrypto_cipher_setiv(ctrc, iv, bs, &error_abort), ==, 0);
+    g_assert_cmpint(qcrypto_cipher_decrypt(ctrc, out, out, len,
+                                           &error_abort), ==, 0);
     g_assert_cmpmem(out, len, pt, len);
-}
-
-/*
- * An expected failure: NULL / -1 and an Error whose message says expect.
- * Takes errp, not the Error, so that it is read after the call sets it.
- */
-static void assert_error(int failed, Error **errp, const char *expect)
-{
-    g_assert_true(failed);
-    g_assert_nonnull(*errp);
-    g_test_message("error: %s", error_get_pretty(*errp));
-    g_assert_nonnull(strstr(error_get_pretty(*errp), expect));
-    error_free_or_abort(errp);
 }
 
 static void test_cipher_errors(void)
@@ -413,37 +403,40 @@ static void test_cipher_errors(void)
     /* A 15-byte key for AES-128. */
     bad = qcrypto_cipher_new(QCRYPTO_CIPHER_ALGO_AES_128,
                              QCRYPTO_CIPHER_MODE_CBC, key, 15, &err);
-    assert_error(bad == NULL, &err, "key length");
+    g_assert_null(bad);
+    test_error_expect(&err, "key length");
     /* XTS wants two keys: one alone is not enough. */
     bad = qcrypto_cipher_new(QCRYPTO_CIPHER_ALGO_AES_256,
                              QCRYPTO_CIPHER_MODE_XTS, key, 32, &err);
-    assert_error(bad == NULL, &err, "key length");
+    g_assert_null(bad);
+    test_error_expect(&err, "key length");
     /* XTS is defined for 128-bit blocks; 3DES has 64. */
     bad = qcrypto_cipher_new(QCRYPTO_CIPHER_ALGO_DES_EDE3,
                              QCRYPTO_CIPHER_MODE_XTS, key, 48, &err);
-    assert_error(bad == NULL, &err, "3des");
+    g_assert_null(bad);
+    test_error_expect(&err, "3des");
     g_assert_false(qcrypto_cipher_supports(QCRYPTO_CIPHER_ALGO_DES_EDE3,
                                            QCRYPTO_CIPHER_MODE_XTS));
     g_assert_false(qcrypto_cipher_supports(QCRYPTO_CIPHER_ALGO__MAX,
                                            QCRYPTO_CIPHER_MODE_ECB));
 
     cbc = qcrypto_cipher_new(QCRYPTO_CIPHER_ALGO_AES_128,
-                             QCRYPTO_CIPHER_MODE_CBC, key, 16, &err);
-    assert_ok(cbc ? 0 : -1, err);
+                             QCRYPTO_CIPHER_MODE_CBC, key, 16, &error_abort);
+    g_assert_nonnull(cbc);
     /* Not a whole number of blocks. */
-    assert_error(qcrypto_cipher_encrypt(cbc, buf, buf, 17, &err) < 0, &err,
-                 "multiple of the block size");
-    assert_error(qcrypto_cipher_decrypt(cbc, buf, buf, 8, &err) < 0, &err,
-                 "multiple of the block size");
+    g_assert_cmpint(qcrypto_cipher_encrypt(cbc, buf, buf, 17, &err), <, 0);
+    test_error_expect(&err, "multiple of the block size");
+    g_assert_cmpint(qcrypto_cipher_decrypt(cbc, buf, buf, 8, &err), <, 0);
+    test_error_expect(&err, "multiple of the block size");
     /* An 8-byte IV for a 16-byte block. */
-    assert_error(qcrypto_cipher_setiv(cbc, buf, 8, &err) < 0, &err,
-                 "IV length");
+    g_assert_cmpint(qcrypto_cipher_setiv(cbc, buf, 8, &err), <, 0);
+    test_error_expect(&err, "IV length");
 
     ecb = qcrypto_cipher_new(QCRYPTO_CIPHER_ALGO_AES_128,
-                             QCRYPTO_CIPHER_MODE_ECB, key, 16, &err);
-    assert_ok(ecb ? 0 : -1, err);
-    assert_error(qcrypto_cipher_setiv(ecb, buf, 16, &err) < 0, &err,
-                 "no IV");
+                             QCRYPTO_CIPHER_MODE_ECB, key, 16, &error_abort);
+    g_assert_nonnull(ecb);
+    g_assert_cmpint(qcrypto_cipher_setiv(ecb, buf, 16, &err), <, 0);
+    test_error_expect(&err, "no IV");
 }
 
 static void test_cipher_names(void)
@@ -500,20 +493,20 @@ static void test_cipher_backend_override(void)
     }
     g_assert_true(found);
 
-    assert_ok(qcrypto_cipher_set_backend("nettle", &err), err);
+    g_assert_cmpint(qcrypto_cipher_set_backend("nettle", &error_abort), ==, 0);
     g_assert_cmpstr(qcrypto_cipher_get_backend(), ==, "nettle");
     cipher = qcrypto_cipher_new(QCRYPTO_CIPHER_ALGO_AES_128,
-                                QCRYPTO_CIPHER_MODE_CBC, key, 16, &err);
-    assert_ok(cipher ? 0 : -1, err);
+                                QCRYPTO_CIPHER_MODE_CBC, key, 16, &error_abort);
+    g_assert_nonnull(cipher);
     g_assert_cmpstr(qcrypto_cipher_get_impl_name(cipher), ==, "nettle");
     qcrypto_cipher_free(cipher);
 
-    assert_error(qcrypto_cipher_set_backend("bogus", &err) < 0, &err,
-                 "bogus");
+    g_assert_cmpint(qcrypto_cipher_set_backend("bogus", &err), <, 0);
+    test_error_expect(&err, "bogus");
     /* A failed override leaves the previous choice. */
     g_assert_cmpstr(qcrypto_cipher_get_backend(), ==, "nettle");
 
-    assert_ok(qcrypto_cipher_set_backend("auto", &err), err);
+    g_assert_cmpint(qcrypto_cipher_set_backend("auto", &error_abort), ==, 0);
     g_assert_cmpstr(qcrypto_cipher_get_backend(), ==, "auto");
 }
 

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "crypto/ivgen.h"
+#include "test-error.h"
 
 #define KEY16 "000102030405060708090a0b0c0d0e0f"
 #define KEY32 KEY16 "101112131415161718191a1b1c1d1e1f"
@@ -196,10 +197,8 @@ static void test_ivgen_answer(gconstpointer opaque)
     if (t->key) {
         key = unhex(t->key, &nkey);
     }
-    ivgen = qcrypto_ivgen_new(t->ivgen, t->cipher, t->hash, key, nkey, &err);
-    if (!ivgen) {
-        g_error("%s", error_get_pretty(err));
-    }
+    ivgen = qcrypto_ivgen_new(t->ivgen, t->cipher, t->hash, key, nkey,
+                              &error_abort);
     g_assert_cmpint(qcrypto_ivgen_get_algorithm(ivgen), ==, t->ivgen);
     g_assert_cmpint(qcrypto_ivgen_get_cipher(ivgen), ==, t->cipher);
     g_assert_cmpuint(qcrypto_ivgen_get_sector_shift(ivgen), ==, 0);
@@ -261,10 +260,7 @@ static void expect_new_fails(QCryptoIVGenAlgo alg, QCryptoCipherAlgo cipher,
                                             &err);
 
     g_assert_null(ivgen);
-    g_assert_nonnull(err);
-    if (!strstr(error_get_pretty(err), fragment)) {
-        g_error("message '%s' lacks '%s'", error_get_pretty(err), fragment);
-    }
+    test_error_expect(&err, fragment);
 }
 
 static void test_ivgen_errors(void)

@@ -129,33 +129,25 @@ static const LRWVector lrw_vectors[] = {
     },
 };
 
-/* Fail with the message of an unexpected error. */
-static void assert_ok(int ret, Error *err)
-{
-    if (err) {
-        g_error("unexpected error: %s", error_get_pretty(err));
-    }
-    g_assert_cmpint(ret, ==, 0);
-}
-
 /* Set the IV, then run len bytes in one call, or two split at a block. */
 static void lrw_run(QCryptoCipher *cipher, const guint8 *iv, bool encrypt,
                     const guint8 *in, guint8 *out, size_t len, bool split)
 {
     size_t first = split ? len / 16 / 2 * 16 : 0;
-    Error *err = NULL;
 
-    assert_ok(qcrypto_cipher_setiv(cipher, iv, 16, &err), err);
+    g_assert_cmpint(qcrypto_cipher_setiv(cipher, iv, 16, &error_abort), ==, 0);
     if (first) {
-        assert_ok(encrypt ?
-                  qcrypto_cipher_encrypt(cipher, in, out, first, &err) :
-                  qcrypto_cipher_decrypt(cipher, in, out, first, &err), err);
+        g_assert_cmpint(encrypt ?
+                        qcrypto_cipher_encrypt(cipher, in, out, first,
+                                               &error_abort) :
+                        qcrypto_cipher_decrypt(cipher, in, out, first,
+                                               &error_abort), ==, 0);
     }
-    assert_ok(encrypt ?
-              qcrypto_cipher_encrypt(cipher, in + first, out + first,
-                                     len - first, &err) :
-              qcrypto_cipher_decrypt(cipher, in + first, out + first,
-                                     len - first, &err), err);
+    g_assert_cmpint(encrypt ?
+                    qcrypto_cipher_encrypt(cipher, in + first, out + first,
+                                           len - first, &error_abort) :
+                    qcrypto_cipher_decrypt(cipher, in + first, out + first,
+                                           len - first, &error_abort), ==, 0);
 }
 
 typedef struct LRWCase {
@@ -175,14 +167,14 @@ static void test_lrw_vector(gconstpointer opaque)
     g_autofree guint8 *inbuf = g_malloc(len + 1);
     g_autofree guint8 *outbuf = g_malloc(len + 1);
     g_autoptr(QCryptoCipher) cipher = NULL;
-    Error *err = NULL;
 
     g_assert_cmpuint(niv, ==, 16);
     g_assert_cmpuint(nct, ==, len);
-    assert_ok(qcrypto_cipher_set_backend(c->backend, &err), err);
+    g_assert_cmpint(qcrypto_cipher_set_backend(c->backend,
+                                               &error_abort), ==, 0);
     cipher = qcrypto_cipher_new(v->alg, QCRYPTO_CIPHER_MODE_LRW, key, nkey,
-                                &err);
-    assert_ok(cipher ? 0 : -1, err);
+                                &error_abort);
+    g_assert_nonnull(cipher);
 
     for (int split = 0; split <= 1; split++) {
         for (size_t offset = 0; offset <= 1; offset++) {
@@ -272,7 +264,6 @@ static void test_lrw_vs_reference(gconstpointer opaque)
     g_autoptr(QCryptoCipher) lrw = NULL;
     g_autoptr(QCryptoCipher) ecb = NULL;
     guint8 idx[16], T[16], blk[16];
-    Error *err = NULL;
     size_t done = 0;
 
     for (size_t i = 0; i < nk + 16; i++) {
@@ -282,10 +273,11 @@ static void test_lrw_vs_reference(gconstpointer opaque)
         pt[i] = i * 11 + (i >> 9);
     }
     lrw = qcrypto_cipher_new(c->alg, QCRYPTO_CIPHER_MODE_LRW, key, nk + 16,
-                             &err);
-    assert_ok(lrw ? 0 : -1, err);
-    ecb = qcrypto_cipher_new(c->alg, QCRYPTO_CIPHER_MODE_ECB, key, nk, &err);
-    assert_ok(ecb ? 0 : -1, err);
+                             &error_abort);
+    g_assert_nonnull(lrw);
+    ecb = qcrypto_cipher_new(c->alg, QCRYPTO_CIPHER_MODE_ECB, key, nk,
+                             &error_abort);
+    g_assert_nonnull(ecb);
 
     memcpy(idx, iv, 16);
     for (size_t off = 0; off < len; off += 16) {
@@ -293,25 +285,27 @@ static void test_lrw_vs_reference(gconstpointer opaque)
         for (int i = 0; i < 16; i++) {
             blk[i] = pt[off + i] ^ T[i];
         }
-        assert_ok(qcrypto_cipher_encrypt(ecb, blk, blk, 16, &err), err);
+        g_assert_cmpint(qcrypto_cipher_encrypt(ecb, blk, blk, 16,
+                                               &error_abort), ==, 0);
         for (int i = 0; i < 16; i++) {
             ref[off + i] = blk[i] ^ T[i];
         }
         index_increment(idx);
     }
 
-    assert_ok(qcrypto_cipher_setiv(lrw, iv, 16, &err), err);
+    g_assert_cmpint(qcrypto_cipher_setiv(lrw, iv, 16, &error_abort), ==, 0);
     for (size_t i = 0; done < len; i = (i + 1) % G_N_ELEMENTS(pieces)) {
         size_t n = MIN(pieces[i], len - done);
 
-        assert_ok(qcrypto_cipher_encrypt(lrw, pt + done, out + done, n, &err),
-                  err);
+        g_assert_cmpint(qcrypto_cipher_encrypt(lrw, pt + done, out + done, n,
+                                               &error_abort), ==, 0);
         done += n;
     }
     g_assert_cmpmem(out, len, ref, len);
 
-    assert_ok(qcrypto_cipher_setiv(lrw, iv, 16, &err), err);
-    assert_ok(qcrypto_cipher_decrypt(lrw, out, out, len, &err), err);
+    g_assert_cmpint(qcrypto_cipher_setiv(lrw, iv, 16, &error_abort), ==, 0);
+    g_assert_cmpint(qcrypto_cipher_decrypt(lrw, out, out, len,
+                                           &error_abort), ==, 0);
     g_assert_cmpmem(out, len, pt, len);
 }
 

@@ -30,7 +30,6 @@ static void fixture_setup(Fixture *f, gconstpointer unused)
             .subsystem = "",
         },
     };
-    g_autoptr(Error) err = NULL;
 
     memset(hdr.salt_primary, 0x11, sizeof(hdr.salt_primary));
     memset(hdr.salt_secondary, 0x22, sizeof(hdr.salt_secondary));
@@ -42,8 +41,7 @@ static void fixture_setup(Fixture *f, gconstpointer unused)
     g_assert_cmpint(qcrypto_luks2_header_write(&hdr, small_json, NULL,
                                                test_file_write,
                                                GINT_TO_POINTER(f->fd),
-                                               &err), ==, 0);
-    test_assert_ok(err);
+                                               &error_abort), ==, 0);
     g_assert_cmpuint(hdr.bin.seqid, ==, 8);
 }
 
@@ -68,12 +66,10 @@ static void poke(Fixture *f, uint64_t offset, const void *data, size_t len)
 
 static void test_roundtrip(Fixture *f, gconstpointer unused)
 {
-    g_autoptr(Error) err = NULL;
     g_autofree char *warning = NULL;
-    g_autoptr(QCryptoLUKS2Header) hdr = read_hdr(f, &warning, &err);
+    g_autoptr(QCryptoLUKS2Header) hdr = read_hdr(f, &warning, &error_abort);
     uint8_t buf[8];
 
-    test_assert_ok(err);
     g_assert_null(warning);
     g_assert_cmpuint(hdr->bin.hdr_size, ==, HDR);
     g_assert_cmpuint(hdr->bin.seqid, ==, 8);
@@ -96,7 +92,6 @@ static void test_roundtrip(Fixture *f, gconstpointer unused)
 static void test_primary_damaged(Fixture *f, gconstpointer data)
 {
     uint64_t offset = GPOINTER_TO_UINT(data);
-    g_autoptr(Error) err = NULL;
     g_autofree char *warning = NULL;
     g_autoptr(QCryptoLUKS2Header) hdr = NULL;
     uint8_t b;
@@ -105,8 +100,7 @@ static void test_primary_damaged(Fixture *f, gconstpointer data)
     b ^= 0x40;
     poke(f, offset, &b, 1);
 
-    hdr = read_hdr(f, &warning, &err);
-    test_assert_ok(err);
+    hdr = read_hdr(f, &warning, &error_abort);
     g_assert_nonnull(hdr);
     g_assert_cmpstr(hdr->json, ==, small_json);
     g_assert_nonnull(warning);
@@ -119,13 +113,11 @@ static void test_primary_damaged(Fixture *f, gconstpointer data)
 static void test_primary_wiped(Fixture *f, gconstpointer unused)
 {
     g_autofree uint8_t *zero = g_malloc0(HDR);
-    g_autoptr(Error) err = NULL;
     g_autofree char *warning = NULL;
     g_autoptr(QCryptoLUKS2Header) hdr = NULL;
 
     poke(f, 0, zero, HDR);
-    hdr = read_hdr(f, &warning, &err);
-    test_assert_ok(err);
+    hdr = read_hdr(f, &warning, &error_abort);
     g_assert_nonnull(hdr);
     g_assert_nonnull(warning);
     g_assert_nonnull(strstr(warning, "no LUKS2 magic"));
@@ -151,23 +143,20 @@ static void test_seqid_newer(Fixture *f, gconstpointer unused)
     static const char newer_json[] =
         "{\"keyslots\":{},\"tokens\":{},\"segments\":{},\"digests\":{},"
         "\"config\":{\"json_size\":\"12288\",\"keyslots_size\":\"8192\"}}";
-    g_autoptr(Error) err = NULL;
     g_autofree char *warning = NULL;
     g_autofree uint8_t *secondary = g_malloc(HDR);
-    g_autoptr(QCryptoLUKS2Header) hdr = read_hdr(f, NULL, &err);
+    g_autoptr(QCryptoLUKS2Header) hdr = read_hdr(f, NULL, &error_abort);
     g_autoptr(QCryptoLUKS2Header) again = NULL;
 
-    test_assert_ok(err);
     /* Rewrite both (seqid 9), then put the old secondary (8) back. */
     g_assert_cmpint(pread(f->fd, secondary, HDR, HDR), ==, HDR);
     g_assert_cmpint(qcrypto_luks2_header_write(hdr, newer_json, NULL,
                                                test_file_write,
                                                GINT_TO_POINTER(f->fd),
-                                               &err), ==, 0);
+                                               &error_abort), ==, 0);
     poke(f, HDR, secondary, HDR);
 
-    again = read_hdr(f, &warning, &err);
-    test_assert_ok(err);
+    again = read_hdr(f, &warning, &error_abort);
     g_assert_cmpuint(again->bin.seqid, ==, 9);
     g_assert_cmpstr(again->json, ==, newer_json);
     g_assert_nonnull(warning);
@@ -216,9 +205,8 @@ static void test_json_not_terminated(Fixture *f, gconstpointer unused)
     g_autoptr(QCryptoLUKS2Header) hdr = NULL;
     g_autofree uint8_t *area = g_malloc(HDR);
     g_autoptr(QCryptoHash) h = qcrypto_hash_new(QCRYPTO_HASH_ALGO_SHA256,
-                                                &err);
+                                                &error_abort);
 
-    test_assert_ok(err);
     for (int copy = 0; copy < 2; copy++) {
         g_assert_cmpint(pread(f->fd, area, HDR, copy * HDR), ==, HDR);
         memset(area + 4096, ' ', HDR - 4096);
@@ -263,21 +251,19 @@ static void test_mda_images(void)
     for (unsigned kib = 16; kib <= 4096; kib *= 2) {
         g_autofree char *name = g_strdup_printf("test_image_%u", kib);
         g_autofree char *path = g_build_filename(dir, name, NULL);
-        g_autoptr(Error) err = NULL;
         g_autofree char *warning = NULL;
         g_autoptr(QCryptoLUKS2Header) hdr = NULL;
         g_autoptr(QCryptoLUKS2Metadata) md = NULL;
         int fd = test_open(path, O_RDONLY);
 
         hdr = qcrypto_luks2_header_read(NULL, test_file_read,
-                                        GINT_TO_POINTER(fd), &warning, &err);
+                                        GINT_TO_POINTER(fd), &warning,
+                                        &error_abort);
         close(fd);
-        test_assert_ok(err);
         g_assert_null(warning);
         g_assert_cmpuint(hdr->bin.hdr_size, ==, kib * 1024);
         md = qcrypto_luks2_metadata_parse(hdr->json, hdr->bin.hdr_size,
-                                          &err);
-        test_assert_ok(err);
+                                          &error_abort);
         g_assert_cmpuint(md->json_size, ==, kib * 1024 - 4096);
         g_assert_nonnull(md->keyslots[0]);
         g_assert_nonnull(md->segments[0]);

@@ -65,7 +65,6 @@ typedef struct Base {
 
 static bool base_load(Base *b)
 {
-    g_autoptr(Error) err = NULL;
     g_autoptr(QCryptoLUKS2Header) hdr = NULL;
     int fd;
 
@@ -76,9 +75,8 @@ static bool base_load(Base *b)
     }
     fd = test_open(b->path, O_RDONLY);
     hdr = qcrypto_luks2_header_read(NULL, test_file_read,
-                                    GINT_TO_POINTER(fd), NULL, &err);
+                                    GINT_TO_POINTER(fd), NULL, &error_abort);
     close(fd);
-    test_assert_ok(err);
     b->json = g_strdup(hdr->json);
     return true;
 }
@@ -93,18 +91,15 @@ static void base_free(Base *b)
 /* Put json into both header copies of path, checksums made right. */
 static void write_json(const char *path, const char *json)
 {
-    g_autoptr(Error) err = NULL;
     g_autoptr(QCryptoLUKS2Header) hdr = NULL;
     int fd = test_open(path, O_RDWR);
 
     hdr = qcrypto_luks2_header_read(NULL, test_file_read,
-                                    GINT_TO_POINTER(fd), NULL, &err);
-    test_assert_ok(err);
+                                    GINT_TO_POINTER(fd), NULL, &error_abort);
     g_assert_cmpint(qcrypto_luks2_header_write(hdr, json, NULL,
                                                test_file_write,
-                                               GINT_TO_POINTER(fd), &err),
-                    ==, 0);
-    test_assert_ok(err);
+                                               GINT_TO_POINTER(fd),
+                                               &error_abort), ==, 0);
     close(fd);
 }
 
@@ -130,7 +125,6 @@ static QCryptoBlock *open_path(const char *path, unsigned flags,
 static void test_base_opens(void)
 {
     Base b = { 0 };
-    g_autoptr(Error) err = NULL;
     g_autoptr(QCryptoBlock) block = NULL;
     g_autoptr(QCryptoBlockInfo) info = NULL;
 
@@ -138,10 +132,8 @@ static void test_base_opens(void)
         base_free(&b);
         return;
     }
-    block = open_path(b.path, QCRYPTO_BLOCK_OPEN_NO_IO, &err);
-    test_assert_ok(err);
-    info = qcrypto_block_get_info(block, &err);
-    test_assert_ok(err);
+    block = open_path(b.path, QCRYPTO_BLOCK_OPEN_NO_IO, &error_abort);
+    info = qcrypto_block_get_info(block, &error_abort);
     g_assert_cmpint(info->version, ==, 2);
     g_assert_cmpuint(info->nslots, ==, 8);
     base_free(&b);

@@ -21,18 +21,16 @@ typedef struct Image {
 
 static void image_open(Image *img, const char *path)
 {
-    g_autoptr(Error) err = NULL;
     g_autofree char *warning = NULL;
 
     img->fd = test_open(path, O_RDWR);
     img->hdr = qcrypto_luks2_header_read(NULL, test_file_read,
                                          GINT_TO_POINTER(img->fd), &warning,
-                                         &err);
-    test_assert_ok(err);
+                                         &error_abort);
     g_assert_null(warning);
     img->md = qcrypto_luks2_metadata_parse(img->hdr->json,
-                                           img->hdr->bin.hdr_size, &err);
-    test_assert_ok(err);
+                                           img->hdr->bin.hdr_size,
+                                           &error_abort);
 }
 
 static void image_close(Image *img)
@@ -66,14 +64,12 @@ static void check_unlock(const char *dir, const char *path, const char *pass,
 {
     g_autofree char *keyfile = g_build_filename(dir, "check.key", NULL);
     g_autoptr(GBytes) ours = NULL, theirs = NULL;
-    g_autoptr(Error) err = NULL;
     Image img;
     int slot = -1;
 
     image_open(&img, path);
-    ours = image_unlock(&img, pass, &slot, &err);
+    ours = image_unlock(&img, pass, &slot, &error_abort);
     image_close(&img);
-    test_assert_ok(err);
     g_assert_cmpint(slot, ==, want_slot);
 
     test_write_file(keyfile, pass, strlen(pass));
@@ -274,46 +270,44 @@ static void add_keyslot(Image *img, int id, QCryptoBlockKDF kdf,
         .area_encryption = (char *)"aes-xts-plain64", .area_key_size = 64,
         .digest = qcrypto_luks2_segment_digest(img->md, 0),
     };
-    g_autoptr(Error) err = NULL;
     g_autofree char *json = NULL;
 
     ks.area_size = qcrypto_luks2_keyslot_area_size(nkey, ks.af_stripes);
     g_assert_cmpint(qcrypto_luks2_keyslot_find_area(img->md, ks.area_size,
-                                                    &ks.area_offset, &err),
-                    ==, 0);
+                                                    &ks.area_offset,
+                                                    &error_abort), ==, 0);
     g_assert_cmpint(qcrypto_luks2_kdf_calibrate(&params, ks.area_key_size,
-                                                &ks.kdf, &err), ==, 0);
+                                                &ks.kdf, &error_abort), ==, 0);
     g_assert_cmpint(qcrypto_luks2_keyslot_store(&ks, &secret, key, nkey,
                                                 NULL, test_file_write,
                                                 GINT_TO_POINTER(img->fd),
-                                                &err), ==, 0);
+                                                &error_abort), ==, 0);
     qcrypto_luks2_metadata_set_keyslot(img->md, &ks);
-    g_assert_cmpint(qcrypto_luks2_metadata_reload(img->md, &err), ==, 0);
+    g_assert_cmpint(qcrypto_luks2_metadata_reload(img->md,
+                                                  &error_abort), ==, 0);
     json = qcrypto_luks2_metadata_to_json(img->md);
     g_assert_cmpint(qcrypto_luks2_header_write(img->hdr, json, NULL,
                                                test_file_write,
                                                GINT_TO_POINTER(img->fd),
-                                               &err), ==, 0);
-    test_assert_ok(err);
+                                               &error_abort), ==, 0);
 }
 
 static void remove_keyslot(Image *img, int id)
 {
-    g_autoptr(Error) err = NULL;
     g_autofree char *json = NULL;
 
     g_assert_cmpint(qcrypto_luks2_keyslot_wipe(img->md->keyslots[id], NULL,
                                                test_file_write,
                                                GINT_TO_POINTER(img->fd),
-                                               &err), ==, 0);
+                                               &error_abort), ==, 0);
     qcrypto_luks2_metadata_remove_keyslot(img->md, id);
-    g_assert_cmpint(qcrypto_luks2_metadata_reload(img->md, &err), ==, 0);
+    g_assert_cmpint(qcrypto_luks2_metadata_reload(img->md,
+                                                  &error_abort), ==, 0);
     json = qcrypto_luks2_metadata_to_json(img->md);
     g_assert_cmpint(qcrypto_luks2_header_write(img->hdr, json, NULL,
                                                test_file_write,
                                                GINT_TO_POINTER(img->fd),
-                                               &err), ==, 0);
-    test_assert_ok(err);
+                                               &error_abort), ==, 0);
 }
 
 static bool cryptsetup_test_passphrase(const char *dir, const char *path,
@@ -339,7 +333,6 @@ static void test_amend_interop(gconstpointer data)
     g_autofree char *tokfile = NULL, *newkey = NULL, *oldkey = NULL;
     g_autofree char *out = NULL, *token = NULL;
     g_autoptr(GBytes) vk = NULL;
-    g_autoptr(Error) err = NULL;
     static const char token_json[] =
         "{\"type\":\"example-vendor\",\"keyslots\":[\"0\"],"
         "\"vendor-data\":{\"serial\":\"42\"}}";
@@ -367,8 +360,7 @@ static void test_amend_interop(gconstpointer data)
 
     /* Add slot 1 with our code; cryptsetup opens it. */
     image_open(&img, path);
-    vk = image_unlock(&img, format_pass, &slot, &err);
-    test_assert_ok(err);
+    vk = image_unlock(&img, format_pass, &slot, &error_abort);
     add_keyslot(&img, 1, kdf, vk, "new secret");
     image_close(&img);
     g_assert_true(cryptsetup_test_passphrase(dir, path, "new secret"));
@@ -399,9 +391,9 @@ static void test_amend_interop(gconstpointer data)
     }
     image_open(&img, path);
     {
-        g_autoptr(GBytes) vk3 = image_unlock(&img, "third one", &slot, &err);
+        g_autoptr(GBytes) vk3 = image_unlock(&img, "third one", &slot,
+                                             &error_abort);
 
-        test_assert_ok(err);
         g_assert_true(g_bytes_equal(vk, vk3));
         g_assert_cmpint(slot, !=, 1);
     }
@@ -461,9 +453,8 @@ static void test_priorities(void)
 
         g_assert_nonnull(o1);
         image_open(&img, path);
-        key = image_unlock(&img, format_pass, &slot, &err);
+        key = image_unlock(&img, format_pass, &slot, &error_abort);
         image_close(&img);
-        test_assert_ok(err);
         g_assert_cmpint(slot, ==, 0);       /* both normal: in order */
         g_clear_pointer(&key, g_bytes_unref);
 
@@ -472,9 +463,8 @@ static void test_priorities(void)
         image_open(&img, path);
         g_assert_cmpint(img.md->keyslots[1]->priority, ==,
                         QCRYPTO_LUKS2_PRIORITY_HIGH);
-        key = image_unlock(&img, format_pass, &slot, &err);
+        key = image_unlock(&img, format_pass, &slot, &error_abort);
         image_close(&img);
-        test_assert_ok(err);
         g_assert_cmpint(slot, ==, 1);       /* preferred first */
         g_clear_pointer(&key, g_bytes_unref);
 
@@ -488,9 +478,8 @@ static void test_priorities(void)
         image_open(&img, path);
         g_assert_cmpint(img.md->keyslots[0]->priority, ==,
                         QCRYPTO_LUKS2_PRIORITY_IGNORE);
-        key = image_unlock(&img, format_pass, &slot, &err);
+        key = image_unlock(&img, format_pass, &slot, &error_abort);
         image_close(&img);
-        test_assert_ok(err);
         g_assert_cmpint(slot, ==, 1);
         g_clear_pointer(&key, g_bytes_unref);
 
@@ -523,11 +512,10 @@ static void test_area_full(void)
         "\"config\":{\"json_size\":\"12288\",\"keyslots_size\":\"520192\"}}";
     g_autoptr(Error) err = NULL;
     g_autoptr(QCryptoLUKS2Metadata) md =
-        qcrypto_luks2_metadata_parse(json, 16384, &err);
+        qcrypto_luks2_metadata_parse(json, 16384, &error_abort);
     uint64_t size = qcrypto_luks2_keyslot_area_size(64, 4000);
     uint64_t off = 0;
 
-    test_assert_ok(err);
     /* 32768 + 520192 = 552960 = 32768 + 2 * 258048 + 4096 */
     g_assert_cmpint(qcrypto_luks2_keyslot_find_area(md, size, &off, &err),
                     ==, 0);
@@ -548,11 +536,9 @@ static void test_calibrate_argon2(void)
         .max_memory_kib = 64 * 1024, .parallel = 1,
     };
     QCryptoLUKS2KDF kdf;
-    g_autoptr(Error) err = NULL;
 
-    g_assert_cmpint(qcrypto_luks2_kdf_calibrate(&params, 64, &kdf, &err),
-                    ==, 0);
-    test_assert_ok(err);
+    g_assert_cmpint(qcrypto_luks2_kdf_calibrate(&params, 64, &kdf,
+                                                &error_abort), ==, 0);
     g_test_message("argon2id for 200 ms: time %u, memory %u KiB",
                    kdf.time, kdf.memory);
     g_assert_cmpuint(kdf.memory, <=, 64 * 1024);

@@ -357,15 +357,6 @@ static const XTSVector xts_vectors[] = {
     },
 };
 
-/* Fail with the message of an unexpected error. */
-static void assert_ok(int ret, Error *err)
-{
-    if (err) {
-        g_error("unexpected error: %s", error_get_pretty(err));
-    }
-    g_assert_cmpint(ret, ==, 0);
-}
-
 static guint8 *xts_vector_plaintext(const XTSVector *v, size_t *len)
 {
     guint8 *pt;
@@ -401,26 +392,27 @@ static void xts_run(QCryptoCipher *cipher, const guint8 *iv, bool encrypt,
                     const guint8 *in, guint8 *out, size_t len, RunShape shape)
 {
     size_t split = len / XTS_BLOCK_SIZE / 2 * XTS_BLOCK_SIZE;
-    Error *err = NULL;
 
-    assert_ok(qcrypto_cipher_setiv(cipher, iv, 16, &err), err);
+    g_assert_cmpint(qcrypto_cipher_setiv(cipher, iv, 16, &error_abort), ==, 0);
     if (shape == RUN_SPLIT && split > 0) {
         g_assert_cmpuint(len - split, >=, XTS_BLOCK_SIZE);
         if (encrypt) {
-            assert_ok(qcrypto_cipher_encrypt(cipher, in, out, split, &err),
-                      err);
+            g_assert_cmpint(qcrypto_cipher_encrypt(cipher, in, out, split,
+                                                   &error_abort), ==, 0);
         } else {
-            assert_ok(qcrypto_cipher_decrypt(cipher, in, out, split, &err),
-                      err);
+            g_assert_cmpint(qcrypto_cipher_decrypt(cipher, in, out, split,
+                                                   &error_abort), ==, 0);
         }
         in += split;
         out += split;
         len -= split;
     }
     if (encrypt) {
-        assert_ok(qcrypto_cipher_encrypt(cipher, in, out, len, &err), err);
+        g_assert_cmpint(qcrypto_cipher_encrypt(cipher, in, out, len,
+                                               &error_abort), ==, 0);
     } else {
-        assert_ok(qcrypto_cipher_decrypt(cipher, in, out, len, &err), err);
+        g_assert_cmpint(qcrypto_cipher_decrypt(cipher, in, out, len,
+                                               &error_abort), ==, 0);
     }
 }
 
@@ -445,14 +437,14 @@ static void test_xts_vector(gconstpointer opaque)
     g_autofree guint8 *inbuf = g_malloc(len + 1);
     g_autofree guint8 *outbuf = g_malloc(len + 1);
     g_autoptr(QCryptoCipher) cipher = NULL;
-    Error *err = NULL;
 
     g_assert_cmpuint(niv, ==, 16);
     g_assert_cmpuint(nct, ==, len);
-    assert_ok(qcrypto_cipher_set_backend(c->backend, &err), err);
+    g_assert_cmpint(qcrypto_cipher_set_backend(c->backend,
+                                               &error_abort), ==, 0);
     cipher = qcrypto_cipher_new(v->alg, QCRYPTO_CIPHER_MODE_XTS, key, nkey,
-                                &err);
-    assert_ok(cipher ? 0 : -1, err);
+                                &error_abort);
+    g_assert_nonnull(cipher);
 
     for (int shape = RUN_WHOLE; shape <= RUN_SPLIT; shape++) {
         for (size_t offset = 0; offset <= 1; offset++) {
@@ -553,7 +545,6 @@ static void test_xts_bulk_vs_reference(gconstpointer opaque)
     g_autoptr(QCryptoCipher) xts = NULL;
     g_autoptr(QCryptoCipher) k1 = NULL;
     g_autoptr(QCryptoCipher) k2 = NULL;
-    Error *err = NULL;
     size_t done = 0;
 
     for (size_t i = 0; i < sizeof(key); i++) {
@@ -566,22 +557,24 @@ static void test_xts_bulk_vs_reference(gconstpointer opaque)
         pt[i] = i * 13 + (i >> 8);
     }
     xts = qcrypto_cipher_new(QCRYPTO_CIPHER_ALGO_AES_256,
-                             QCRYPTO_CIPHER_MODE_XTS, key, 64, &err);
-    assert_ok(xts ? 0 : -1, err);
+                             QCRYPTO_CIPHER_MODE_XTS, key, 64, &error_abort);
+    g_assert_nonnull(xts);
     k1 = qcrypto_cipher_new(QCRYPTO_CIPHER_ALGO_AES_256,
-                            QCRYPTO_CIPHER_MODE_ECB, key, 32, &err);
-    assert_ok(k1 ? 0 : -1, err);
+                            QCRYPTO_CIPHER_MODE_ECB, key, 32, &error_abort);
+    g_assert_nonnull(k1);
     k2 = qcrypto_cipher_new(QCRYPTO_CIPHER_ALGO_AES_256,
-                            QCRYPTO_CIPHER_MODE_ECB, key + 32, 32, &err);
-    assert_ok(k2 ? 0 : -1, err);
+                            QCRYPTO_CIPHER_MODE_ECB, key + 32, 32,
+                            &error_abort);
+    g_assert_nonnull(k2);
 
     /* Whole blocks: C_j = E(P_j ^ T_j) ^ T_j, T_{j+1} = T_j * x. */
-    assert_ok(qcrypto_cipher_encrypt(k2, iv, T, 16, &err), err);
+    g_assert_cmpint(qcrypto_cipher_encrypt(k2, iv, T, 16, &error_abort), ==, 0);
     for (size_t j = 0; j < nfull; j++) {
         for (int i = 0; i < 16; i++) {
             blk[i] = pt[16 * j + i] ^ T[i];
         }
-        assert_ok(qcrypto_cipher_encrypt(k1, blk, blk, 16, &err), err);
+        g_assert_cmpint(qcrypto_cipher_encrypt(k1, blk, blk, 16,
+                                               &error_abort), ==, 0);
         for (int i = 0; i < 16; i++) {
             ref[16 * j + i] = blk[i] ^ T[i];
         }
@@ -600,27 +593,29 @@ static void test_xts_bulk_vs_reference(gconstpointer opaque)
         for (int i = 0; i < 16; i++) {
             blk[i] ^= T[i];
         }
-        assert_ok(qcrypto_cipher_encrypt(k1, blk, blk, 16, &err), err);
+        g_assert_cmpint(qcrypto_cipher_encrypt(k1, blk, blk, 16,
+                                               &error_abort), ==, 0);
         for (int i = 0; i < 16; i++) {
             last_full[i] = blk[i] ^ T[i];
         }
     }
 
-    assert_ok(qcrypto_cipher_setiv(xts, iv, 16, &err), err);
+    g_assert_cmpint(qcrypto_cipher_setiv(xts, iv, 16, &error_abort), ==, 0);
     for (size_t i = 0; done < len; i = (i + 1) % G_N_ELEMENTS(pieces)) {
         size_t n = MIN(pieces[i], len - done);
 
         if (len - done - n < 16) {
             n = len - done;     /* the tail goes with the last full block */
         }
-        assert_ok(qcrypto_cipher_encrypt(xts, pt + done, out + done, n, &err),
-                  err);
+        g_assert_cmpint(qcrypto_cipher_encrypt(xts, pt + done, out + done, n,
+                                               &error_abort), ==, 0);
         done += n;
     }
     g_assert_cmpmem(out, len, ref, len);
 
-    assert_ok(qcrypto_cipher_setiv(xts, iv, 16, &err), err);
-    assert_ok(qcrypto_cipher_decrypt(xts, out, out, len, &err), err);
+    g_assert_cmpint(qcrypto_cipher_setiv(xts, iv, 16, &error_abort), ==, 0);
+    g_assert_cmpint(qcrypto_cipher_decrypt(xts, out, out, len,
+                                           &error_abort), ==, 0);
     g_assert_cmpmem(out, len, pt, len);
 }
 
@@ -632,8 +627,8 @@ static void test_xts_too_short(void)
     Error *err = NULL;
 
     cipher = qcrypto_cipher_new(QCRYPTO_CIPHER_ALGO_AES_128,
-                                QCRYPTO_CIPHER_MODE_XTS, key, 32, &err);
-    assert_ok(cipher ? 0 : -1, err);
+                                QCRYPTO_CIPHER_MODE_XTS, key, 32, &error_abort);
+    g_assert_nonnull(cipher);
     g_assert_cmpint(qcrypto_cipher_encrypt(cipher, buf, buf, 15, &err), <, 0);
     g_assert_nonnull(err);
     g_test_message("error: %s", error_get_pretty(err));
