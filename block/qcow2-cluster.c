@@ -17,7 +17,7 @@ int qcow2_l2_entry_type(const Qcow2Geometry *g, uint64_t l2_entry,
                         Qcow2SubclusterType *type, Error **errp)
 {
     uint64_t host = l2_entry & QCOW2_OFFSET_MASK;
-    bool alloc, zero;
+    bool alloc, zero, has_host;
 
     if (l2_entry & QCOW2_OFLAG_COMPRESSED) {
         if (g->has_data_file) {
@@ -48,8 +48,7 @@ int qcow2_l2_entry_type(const Qcow2Geometry *g, uint64_t l2_entry,
      * 0 is a real offset and the COPIED bit (refcount 1, always true
      * there) tells the two apart (as QEMU does).
      */
-    bool has_host = host || (g->has_data_file &&
-                             (l2_entry & QCOW2_OFLAG_COPIED));
+    has_host = host || (g->has_data_file && (l2_entry & QCOW2_OFLAG_COPIED));
 
     if (!g->extended_l2) {
         if (l2_entry & QCOW2_OFLAG_ZERO) {

@@ -571,9 +571,9 @@ static int qcow2_open_backing(BlockDriverState *bs, GHashTable *opts,
     bs->backing = bdrv_open(s->full_backing_filename, fmt, bopts,
                             flags & ~BDRV_O_RDWR, &local_err);
     if (!bs->backing) {
-        error_propagate(errp, local_err);
-        error_prepend(errp, "Could not open backing file '%s': ",
+        error_prepend(&local_err, "Could not open backing file '%s': ",
                       s->full_backing_filename);
+        error_propagate(errp, local_err);
         return -1;
     }
     return 0;
