@@ -338,6 +338,7 @@ int img_convert(int argc, char **argv)
     BlockDriverState *dst = NULL;
     gboolean image_opts = FALSE, target_image_opts = FALSE;
     gboolean no_create = FALSE, progress = FALSE, out_of_order = FALSE;
+    gboolean force_share = FALSE;
     gint num_threads = 0;
     ImgCommonOpts common = { 0 };
     const GOptionEntry entries[] = {
@@ -369,6 +370,9 @@ int img_convert(int argc, char **argv)
         { "out-of-order", 'W', 0, G_OPTION_ARG_NONE, &out_of_order,
           "accepted for qemu-img compatibility (writes are always out of "
           "order)", NULL },
+        { "force-share", 'U', 0, G_OPTION_ARG_NONE, &force_share,
+          "accepted for qemu-img compatibility (images are never locked)",
+          NULL },
         { NULL }
     };
     ConvertState s = { 0 };

@@ -214,6 +214,8 @@ class Qcow2Interop(TestCase):
                 top = (os.path.relpath(self.path("d/l3.qcow2"), cwd)
                        if cwd == self.dir else self.path("d/l3.qcow2"))
                 self.assert_same_raw(top, cwd=cwd)
+                # -U (force-share): a chain in use by a VM, as qemu-img.
+                self.assert_same_raw("-U", top, cwd=cwd)
                 self.assert_same_info("--backing-chain", top, cwd=cwd)
                 self.assert_same_info(top, cwd=cwd)
 
