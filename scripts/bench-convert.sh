@@ -58,15 +58,17 @@ trap 'rm -rf "${SCRATCH[@]+"${SCRATCH[@]}"}"' EXIT
 # "none") and syncing before each; print the fastest time in seconds.
 best() {
     local out=$1; shift
-    local t min='' ok=0 tries=0
+    local t start end min='' ok=0 tries=0
     while [ "$ok" -lt "$RUNS" ] && [ "$tries" -lt $((RUNS * 4)) ]; do
         tries=$((tries + 1))
         [ "$out" = none ] || rm -f "$out"
         sync
-        if ! /usr/bin/time -o time.txt -f %e "$@" >/dev/null 2>&1; then
+        start=$(date +%s%N)
+        if ! "$@" >/dev/null 2>&1; then
             continue
         fi
-        t=$(tail -n 1 time.txt)
+        end=$(date +%s%N)
+        t=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
         ok=$((ok + 1))
         if [ -z "$min" ] || awk "BEGIN{exit !($t < $min)}"; then
             min=$t
@@ -78,9 +80,9 @@ best() {
 # row NAME TIME DD [QEMU_IMG_TIME]: one line of the table, with ratios.
 row() {
     awk -v n="$1" -v t="$2" -v d="$3" -v q="${4:-}" 'BEGIN {
-        line = sprintf("%-24s %7.2f s  %5.2fx dd", n, t, t / d)
+        line = sprintf("%-24s %7.3f s  %5.2fx dd", n, t, t / d)
         if (q != "" && q != "failed")
-            line = line sprintf("   qemu-img %6.2f s (%.1fx ours)", q, q / t)
+            line = line sprintf("   qemu-img %7.3f s (%.1fx ours)", q, q / t)
         print line
     }'
 }
@@ -155,10 +157,10 @@ bench_sparse() {
     fi
     echo "== 2 TiB sparse raw (4 MiB of data) in $1 ($(fstype "$1"))"
     awk -v a="$t_conv" -v b="$t_q_conv" -v c="$t_cmp" -v d="$t_q_cmp" '
-        function q(t) { return t == "" ? "" : sprintf("   qemu-img %6.2f s", t) }
+        function q(t) { return t == "" ? "" : sprintf("   qemu-img %7.3f s", t) }
         BEGIN {
-            printf "%-24s %7.2f s%s\n", "convert -O raw", a, q(b)
-            printf "%-24s %7.2f s%s\n", "compare", c, q(d)
+            printf "%-24s %7.3f s%s\n", "convert -O raw", a, q(b)
+            printf "%-24s %7.3f s%s\n", "compare", c, q(d)
         }'
     cd /
     rm -rf "$dir"
