@@ -5,7 +5,7 @@
  * All three share one cipher object and driver; they differ only in the
  * table of mode functions (AesX86Ops) the cipher points at, chosen when
  * it is created. This file keeps the chaining state between calls; the
- * tables do the work (aes-ni.c, aes-vaes.c, aes-x86-template.h).
+ * tables do the work (aes-ni.c, aes-vaes.c, aes-x86-template.c.inc).
  */
 #include <cpuid.h>
 #include <string.h>
