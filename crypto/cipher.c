@@ -135,6 +135,13 @@ static struct {
     const QCryptoCipherBackend *usable[N_BACKENDS + 1];
     const char *names[N_BACKENDS + 1];
     const QCryptoCipherBackend *forced;     /* NULL: auto */
+    /*
+     * What was wrong with QCRYPTO_CIPHER_BACKEND, or NULL. A library must
+     * not end the process, and ignoring a choice the user made would
+     * measure or test the wrong code: every qcrypto_cipher_new() reports
+     * it instead, until qcrypto_cipher_set_backend() chooses again.
+     */
+    char *env_error;
 } cipher_backends;
 
 static int cipher_backend_find(const char *name,
@@ -155,9 +162,12 @@ static gpointer cipher_backends_init_once(gpointer unused)
     }
     if (env && *env) {
         Error *err = NULL;
+
         if (cipher_backend_find(env, &cipher_backends.forced, &err) < 0) {
-            /* No Error ** here: a bad variable is fatal, not ignored. */
-            g_error("QCRYPTO_CIPHER_BACKEND: %s", error_get_pretty(err));
+            cipher_backends.env_error =
+                g_strdup_printf("QCRYPTO_CIPHER_BACKEND: %s",
+                                error_get_pretty(err));
+            error_free(err);
         }
     }
     return NULL;
@@ -203,7 +213,12 @@ const char *const *qcrypto_cipher_backend_list(void)
 int qcrypto_cipher_set_backend(const char *name, Error **errp)
 {
     cipher_backends_init();
-    return cipher_backend_find(name, &cipher_backends.forced, errp);
+    if (cipher_backend_find(name, &cipher_backends.forced, errp) < 0) {
+        return -1;
+    }
+    /* A choice made here replaces a bad one from the environment. */
+    g_clear_pointer(&cipher_backends.env_error, g_free);
+    return 0;
 }
 
 const char *qcrypto_cipher_get_backend(void)
@@ -249,6 +264,10 @@ QCryptoCipher *qcrypto_cipher_new(QCryptoCipherAlgo alg,
         return NULL;
     }
     backend = cipher_backend_for(alg, mode);
+    if (cipher_backends.env_error) {
+        error_setg(errp, "%s", cipher_backends.env_error);
+        return NULL;
+    }
     if (!backend) {
         if (cipher_backends.forced) {
             error_setg(errp, "Cipher backend '%s' does not support "

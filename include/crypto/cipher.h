@@ -129,7 +129,9 @@ int qcrypto_cipher_decrypt_sectors(QCryptoCipher *cipher, QCryptoIVGen *ivgen,
  * first one that supports its algorithm and mode. Forcing a name makes
  * every new cipher use that implementation, or fail with a clear error if
  * it cannot run the algorithm and mode. The environment variable
- * QCRYPTO_CIPHER_BACKEND sets the initial choice.
+ * QCRYPTO_CIPHER_BACKEND sets the initial choice; a value that names no
+ * backend this CPU can run makes every qcrypto_cipher_new() fail with an
+ * error saying so, until qcrypto_cipher_set_backend() chooses again.
  */
 const char *const *qcrypto_cipher_backend_list(void);
 int qcrypto_cipher_set_backend(const char *name, Error **errp);
