@@ -1,7 +1,6 @@
 /*
- * The cipher interface: argument checks, backend choice, and the generic
- * per-sector loop. The work itself is done by backends through the driver
- * table in cipherpriv.h.
+ * The cipher interface: argument checks and backend choice. The work
+ * itself is done by backends through the driver table in cipherpriv.h.
  */
 #include <string.h>
 
@@ -378,84 +377,59 @@ int qcrypto_cipher_setiv(QCryptoCipher *cipher, const uint8_t *iv,
     return cipher->driver->cipher_setiv(cipher, iv, niv, errp);
 }
 
-/* The generic path: one IV, one setiv and one cipher call per sector. */
-static int cipher_sectors_generic(QCryptoCipher *cipher, QCryptoIVGen *ivgen,
-                                  uint64_t sector, size_t sector_size,
-                                  uint8_t *buf, size_t len, bool encrypt,
-                                  Error **errp)
+bool qcrypto_cipher_has_sectors(const QCryptoCipher *cipher,
+                                QCryptoCipherIVFormat iv_format)
 {
-    size_t niv = qcrypto_cipher_get_iv_len(cipher->alg, cipher->mode);
-    uint8_t iv[16];
-
-    for (size_t done = 0; done < len; done += sector_size, sector++) {
-        int ret;
-
-        if (niv) {
-            if (qcrypto_ivgen_calculate(ivgen, sector, iv, niv, errp) < 0 ||
-                cipher->driver->cipher_setiv(cipher, iv, niv, errp) < 0) {
-                return -1;
-            }
-        }
-        ret = encrypt ?
-            cipher->driver->cipher_encrypt(cipher, buf + done, buf + done,
-                                           sector_size, errp) :
-            cipher->driver->cipher_decrypt(cipher, buf + done, buf + done,
-                                           sector_size, errp);
-        if (ret < 0) {
-            return -1;
-        }
-    }
-    return 0;
+    return cipher->driver->cipher_has_sectors &&
+        cipher->driver->cipher_has_sectors(cipher, iv_format);
 }
 
-static int cipher_sectors(QCryptoCipher *cipher, QCryptoIVGen *ivgen,
-                          uint64_t first_sector, size_t sector_size,
+static int cipher_sectors(QCryptoCipher *cipher, const QCryptoCipherSectors *s,
                           uint8_t *buf, size_t len, bool encrypt,
                           Error **errp)
 {
     size_t blocklen = qcrypto_cipher_get_block_len(cipher->alg);
-    int (*fast)(QCryptoCipher *, QCryptoIVGen *, uint64_t, size_t,
-                uint8_t *, size_t, Error **);
 
-    if (sector_size == 0 || sector_size % blocklen || len % sector_size) {
-        error_setg(errp, "Length %zu is not a whole number of %zu-byte "
-                   "sectors", len, sector_size);
+    if (!qcrypto_cipher_has_sectors(cipher, s->iv_format)) {
+        error_setg(errp, "The %s implementation of %s-%s does not run "
+                   "counted-IV sectors", cipher->impl,
+                   cipher_algo_names[cipher->alg],
+                   cipher_mode_names[cipher->mode]);
         return -1;
     }
-    if (!ivgen && qcrypto_cipher_get_iv_len(cipher->alg, cipher->mode)) {
-        error_setg(errp, "Mode %s needs an IV generator",
-                   cipher_mode_names[cipher->mode]);
+    if (s->sector_size == 0 || s->sector_size % blocklen ||
+        len % s->sector_size) {
+        error_setg(errp, "Length %zu is not a whole number of %zu-byte "
+                   "sectors", len, s->sector_size);
+        return -1;
+    }
+    if (s->iv_shift >= 64) {
+        error_setg(errp, "IV shift %u is not below 64", s->iv_shift);
         return -1;
     }
     if (len == 0) {
         return 0;
     }
-    fast = encrypt ? cipher->driver->cipher_encrypt_sectors :
-        cipher->driver->cipher_decrypt_sectors;
-    if (fast) {
-        int ret = fast(cipher, ivgen, first_sector, sector_size, buf, len,
-                       errp);
-        if (ret <= 0) {
-            return ret;
-        }
-        /* 1: the driver has no fast path for this IV generator. */
+    if (encrypt) {
+        cipher->driver->cipher_encrypt_sectors(cipher, s, buf,
+                                               len / s->sector_size);
+    } else {
+        cipher->driver->cipher_decrypt_sectors(cipher, s, buf,
+                                               len / s->sector_size);
     }
-    return cipher_sectors_generic(cipher, ivgen, first_sector, sector_size,
-                                  buf, len, encrypt, errp);
+    return 0;
 }
 
-int qcrypto_cipher_encrypt_sectors(QCryptoCipher *cipher, QCryptoIVGen *ivgen,
-                                   uint64_t first_sector, size_t sector_size,
+int qcrypto_cipher_encrypt_sectors(QCryptoCipher *cipher,
+                                   const QCryptoCipherSectors *s,
                                    uint8_t *buf, size_t len, Error **errp)
 {
-    return cipher_sectors(cipher, ivgen, first_sector, sector_size, buf, len,
-                          true, errp);
+    return cipher_sectors(cipher, s, buf, len, true, errp);
 }
 
-int qcrypto_cipher_decrypt_sectors(QCryptoCipher *cipher, QCryptoIVGen *ivgen,
-                                   uint64_t first_sector, size_t sector_size,
+int qcrypto_cipher_decrypt_sectors(QCryptoCipher *cipher,
+                                   const QCryptoCipherSectors *s,
                                    uint8_t *buf, size_t len, Error **errp)
 {
-    return cipher_sectors(cipher, ivgen, first_sector, sector_size, buf, len,
-                          false, errp);
+    return cipher_sectors(cipher, s, buf, len, false, errp);
 }

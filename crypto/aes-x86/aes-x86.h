@@ -16,6 +16,7 @@
 
 #include <immintrin.h>
 
+#include "crypto/cipher.h"
 #include "crypto/xts.h"
 
 /* FIPS-197 section 5, figure 4: Nr = 10, 12 or 14. */
@@ -28,15 +29,6 @@ typedef struct AesX86Key {
     __m128i dec[AES_X86_MAX_ROUNDS + 1];
     unsigned rounds;
 } AesX86Key;
-
-/* Sectors of one run, for the XTS multi-sector entry point. */
-typedef struct AesX86Sectors {
-    uint64_t first;             /* sector number of the first sector */
-    unsigned iv_shift;          /* IV = sector << iv_shift (LUKS2 4K) */
-    bool iv_32bit;              /* "plain": IV truncated to 32 bits */
-    size_t sector_size;         /* a multiple of 16 */
-    size_t count;
-} AesX86Sectors;
 
 typedef struct AesX86Ops {
     const char *name;
@@ -61,11 +53,16 @@ typedef struct AesX86Ops {
                         const uint8_t *in, uint8_t *out, size_t len);
     void (*xts_decrypt)(const AesX86Key *key, xts_uint128 *T,
                         const uint8_t *in, uint8_t *out, size_t len);
-    /* Whole sectors in place, tweak of each = E_tkey(IV of its sector). */
+    /*
+     * count whole sectors in place, with IVs counted as s says (see
+     * crypto/cipher.h); the first tweak of each is E_tkey(its IV).
+     */
     void (*xts_encrypt_sectors)(const AesX86Key *key, const AesX86Key *tkey,
-                                const AesX86Sectors *s, uint8_t *buf);
+                                const QCryptoCipherSectors *s, uint8_t *buf,
+                                size_t count);
     void (*xts_decrypt_sectors)(const AesX86Key *key, const AesX86Key *tkey,
-                                const AesX86Sectors *s, uint8_t *buf);
+                                const QCryptoCipherSectors *s, uint8_t *buf,
+                                size_t count);
 } AesX86Ops;
 
 /* aes-ni.c: key expansion (FIPS-197 section 5.2) and the xmm path. */
