@@ -256,6 +256,7 @@ QCryptoCipher *qcrypto_cipher_new(QCryptoCipherAlgo alg,
                                   Error **errp)
 {
     const QCryptoCipherBackend *backend;
+    QCryptoCipher *cipher;
     size_t want;
 
     if (alg >= QCRYPTO_CIPHER_ALGO__MAX || mode >= QCRYPTO_CIPHER_MODE__MAX) {
@@ -291,7 +292,12 @@ QCryptoCipher *qcrypto_cipher_new(QCryptoCipherAlgo alg,
                    nkey, want, cipher_algo_names[alg], cipher_mode_names[mode]);
         return NULL;
     }
-    return backend->cipher_new(alg, mode, key, nkey, errp);
+    cipher = backend->cipher_new(alg, mode, key, nkey, errp);
+    if (cipher) {
+        cipher->block_len = qcrypto_cipher_get_block_len(alg);
+        cipher->iv_len = qcrypto_cipher_get_iv_len(alg, mode);
+    }
+    return cipher;
 }
 
 void qcrypto_cipher_free(QCryptoCipher *cipher)
@@ -318,7 +324,7 @@ const char *qcrypto_cipher_get_impl_name(const QCryptoCipher *cipher)
 
 static int cipher_check_len(QCryptoCipher *cipher, size_t len, Error **errp)
 {
-    size_t blocklen = qcrypto_cipher_get_block_len(cipher->alg);
+    size_t blocklen = cipher->block_len;
 
     if (cipher->mode == QCRYPTO_CIPHER_MODE_XTS) {
         /* IEEE 1619 ciphertext stealing needs at least one full block. */
@@ -329,7 +335,8 @@ static int cipher_check_len(QCryptoCipher *cipher, size_t len, Error **errp)
         }
         return 0;
     }
-    if (len % blocklen) {
+    /* Block lengths are powers of two (8, 16): no division. */
+    if (len & (blocklen - 1)) {
         error_setg(errp, "Length %zu must be a multiple of the block "
                    "size %zu", len, blocklen);
         return -1;
@@ -364,7 +371,7 @@ int qcrypto_cipher_decrypt(QCryptoCipher *cipher, const void *in, void *out,
 int qcrypto_cipher_setiv(QCryptoCipher *cipher, const uint8_t *iv,
                          size_t niv, Error **errp)
 {
-    size_t want = qcrypto_cipher_get_iv_len(cipher->alg, cipher->mode);
+    size_t want = cipher->iv_len;
 
     if (want == 0) {
         error_setg(errp, "Mode %s takes no IV", cipher_mode_names[cipher->mode]);
@@ -388,7 +395,8 @@ static int cipher_sectors(QCryptoCipher *cipher, const QCryptoCipherSectors *s,
                           uint8_t *buf, size_t len, bool encrypt,
                           Error **errp)
 {
-    size_t blocklen = qcrypto_cipher_get_block_len(cipher->alg);
+    size_t blocklen = cipher->block_len;
+    size_t count;
 
     if (!qcrypto_cipher_has_sectors(cipher, s->iv_format)) {
         error_setg(errp, "The %s implementation of %s-%s does not run "
@@ -397,8 +405,10 @@ static int cipher_sectors(QCryptoCipher *cipher, const QCryptoCipherSectors *s,
                    cipher_mode_names[cipher->mode]);
         return -1;
     }
-    if (s->sector_size == 0 || s->sector_size % blocklen ||
-        len % s->sector_size) {
+    /* Once per request on the fast path: one division, and a mask. */
+    count = s->sector_size ? len / s->sector_size : 0;
+    if (s->sector_size == 0 || (s->sector_size & (blocklen - 1)) ||
+        count * s->sector_size != len) {
         error_setg(errp, "Length %zu is not a whole number of %zu-byte "
                    "sectors", len, s->sector_size);
         return -1;
@@ -407,15 +417,13 @@ static int cipher_sectors(QCryptoCipher *cipher, const QCryptoCipherSectors *s,
         error_setg(errp, "IV shift %u is not below 64", s->iv_shift);
         return -1;
     }
-    if (len == 0) {
+    if (count == 0) {
         return 0;
     }
     if (encrypt) {
-        cipher->driver->cipher_encrypt_sectors(cipher, s, buf,
-                                               len / s->sector_size);
+        cipher->driver->cipher_encrypt_sectors(cipher, s, buf, count);
     } else {
-        cipher->driver->cipher_decrypt_sectors(cipher, s, buf,
-                                               len / s->sector_size);
+        cipher->driver->cipher_decrypt_sectors(cipher, s, buf, count);
     }
     return 0;
 }

@@ -20,6 +20,13 @@ struct QCryptoCipher {
     QCryptoCipherMode mode;
     const QCryptoCipherDriver *driver;
     const char *impl;           /* static string, see get_impl_name() */
+    /*
+     * Set by crypto/cipher.c, not the backend: the argument checks of
+     * every call read these rather than look the algorithm up again
+     * (they run once per sector on the per-sector path).
+     */
+    size_t block_len;
+    size_t iv_len;              /* 0 for ECB */
 };
 
 struct QCryptoCipherDriver {

@@ -131,6 +131,19 @@ static int sector_cipher_crypt(QCryptoSectorCipher *sc, uint64_t first_sector,
 {
     uint64_t sector = first_sector + sc->iv_offset;
 
+    if (sc->bulk) {
+        /* The cipher checks the length: one division per request. */
+        QCryptoCipherSectors s = {
+            .first_iv = sector << sc->iv_shift,
+            .iv_shift = sc->iv_shift,
+            .iv_format = sc->iv_format,
+            .sector_size = sc->sector_size,
+        };
+
+        return encrypt ?
+            qcrypto_cipher_encrypt_sectors(sc->cipher, &s, buf, len, errp) :
+            qcrypto_cipher_decrypt_sectors(sc->cipher, &s, buf, len, errp);
+    }
     if (len % sc->sector_size) {
         error_setg(errp, "Length %zu is not a whole number of %zu-byte "
                    "sectors", len, sc->sector_size);
@@ -143,18 +156,6 @@ static int sector_cipher_crypt(QCryptoSectorCipher *sc, uint64_t first_sector,
         return encrypt ?
             qcrypto_cipher_encrypt(sc->cipher, buf, buf, len, errp) :
             qcrypto_cipher_decrypt(sc->cipher, buf, buf, len, errp);
-    }
-    if (sc->bulk) {
-        QCryptoCipherSectors s = {
-            .first_iv = sector << sc->iv_shift,
-            .iv_shift = sc->iv_shift,
-            .iv_format = sc->iv_format,
-            .sector_size = sc->sector_size,
-        };
-
-        return encrypt ?
-            qcrypto_cipher_encrypt_sectors(sc->cipher, &s, buf, len, errp) :
-            qcrypto_cipher_decrypt_sectors(sc->cipher, &s, buf, len, errp);
     }
     return sector_cipher_each(sc, sector, buf, len, encrypt, errp);
 }

@@ -65,6 +65,43 @@ typedef struct AesX86Ops {
                                 size_t count);
 } AesX86Ops;
 
+/*
+ * The IVs of sectors first .. first + n - 1 of the run s, the inputs of
+ * their first XTS tweaks: IV number s->first_iv + (i << s->iv_shift) for
+ * sector i, laid out as s->iv_format says (crypto/cipher.h). The layout
+ * is chosen once per batch, outside the loop, and the number steps by
+ * addition: this runs once per sector, so it must stay a few instructions.
+ */
+static inline void aes_x86_sector_ivs(xts_uint128 *iv,
+                                      const QCryptoCipherSectors *s,
+                                      size_t first, size_t n)
+{
+    uint64_t num = s->first_iv + ((uint64_t)first << s->iv_shift);
+    uint64_t step = (uint64_t)1 << s->iv_shift;
+
+    switch (s->iv_format) {
+    case QCRYPTO_CIPHER_IV_LE32:
+        for (size_t i = 0; i < n; i++, num += step) {
+            iv[i].u[0] = GUINT64_TO_LE(num & UINT32_MAX);
+            iv[i].u[1] = 0;
+        }
+        break;
+    case QCRYPTO_CIPHER_IV_LE64:
+        for (size_t i = 0; i < n; i++, num += step) {
+            iv[i].u[0] = GUINT64_TO_LE(num);
+            iv[i].u[1] = 0;
+        }
+        break;
+    case QCRYPTO_CIPHER_IV_BE64:
+        /* Big-endian in the last 8 bytes: the high qword. */
+        for (size_t i = 0; i < n; i++, num += step) {
+            iv[i].u[0] = 0;
+            iv[i].u[1] = GUINT64_TO_BE(num);
+        }
+        break;
+    }
+}
+
 /* aes-ni.c: key expansion (FIPS-197 section 5.2) and the xmm path. */
 void aes_x86_expand_key(AesX86Key *key, const uint8_t *bytes, size_t nkey);
 /* The CBC encryption every path shares: serial by nature, see aes-ni.c. */
