@@ -29,6 +29,8 @@
 /* The LUKS header area of an encrypted image: far above the 2 MiB of a
  * LUKS1 header with 8 slots of 4000 stripes of 64-byte keys. */
 #define QCOW2_MAX_CRYPTO_HEADER (16 * 1024 * 1024)
+/* Extents one block status answer joins at most (see there). */
+#define QCOW2_STATUS_MAX_EXTENTS 1024
 /* Encrypted reads that are not sector-aligned bounce in pieces this big. */
 #define QCOW2_BOUNCE_SIZE (1024 * 1024)
 
@@ -935,8 +937,9 @@ static int qcow2_pread(BlockDriverState *bs, uint64_t offset, void *buf,
     return 0;
 }
 
-static bool qcow2_block_status_is_data(BlockDriverState *bs, uint64_t offset,
-                                       uint64_t bytes, uint64_t *pnum)
+/* Whether the first extent at offset may hold data; *pnum its length. */
+static bool qcow2_extent_is_data(BlockDriverState *bs, uint64_t offset,
+                                 uint64_t bytes, uint64_t *pnum)
 {
     Qcow2Extent ext;
     int64_t blen;
@@ -966,6 +969,28 @@ static bool qcow2_block_status_is_data(BlockDriverState *bs, uint64_t offset,
     default:
         return true;
     }
+}
+
+/*
+ * The block layer wants whole runs: extents that answer alike are joined
+ * (a zero cluster next to unallocated ones, holes across L2 tables), up to
+ * a bound that keeps one call cheap whatever the image holds.
+ */
+static bool qcow2_block_status_is_data(BlockDriverState *bs, uint64_t offset,
+                                       uint64_t bytes, uint64_t *pnum)
+{
+    bool data = qcow2_extent_is_data(bs, offset, bytes, pnum);
+    uint64_t done = *pnum, n;
+
+    for (int i = 0; i < QCOW2_STATUS_MAX_EXTENTS && done < bytes; i++) {
+        if (qcow2_extent_is_data(bs, offset + done, bytes - done, &n) !=
+            data) {
+            break;
+        }
+        done += n;
+    }
+    *pnum = done;
+    return data;
 }
 
 static bool qcow2_is_encrypted(BlockDriverState *bs)

@@ -764,6 +764,7 @@ static void test_read_mapping(Fixture *f, gconstpointer data)
     g_autoptr(BlockDriverState) bs = NULL;
     g_autofree uint8_t *expect = g_malloc0(size);
     g_autofree uint8_t *got = g_malloc(size);
+    Qcow2Extent ext;
     uint64_t pnum;
     Error *err = NULL;
 
@@ -797,15 +798,31 @@ static void test_read_mapping(Fixture *f, gconstpointer data)
     g_assert_true(bdrv_block_status_is_data(bs, 5 * cs, size - 5 * cs,
                                             &pnum));
     g_assert_cmpuint(pnum, ==, cs);
+    /* A zero cluster and the unallocated ones after it: one run */
     g_assert_false(bdrv_block_status_is_data(bs, 6 * cs, size - 6 * cs,
                                              &pnum));
-    g_assert_cmpuint(pnum, ==, cs);
+    g_assert_cmpuint(pnum, ==, 34 * cs);
     g_assert_false(bdrv_block_status_is_data(bs, 7 * cs, size - 7 * cs,
                                              &pnum));
     g_assert_cmpuint(pnum, ==, 33 * cs);
     g_assert_true(bdrv_block_status_is_data(bs, 40 * cs, size - 40 * cs,
                                             &pnum));
-    g_assert_cmpuint(pnum, ==, cs);     /* host order reversed: 1 cluster */
+    g_assert_cmpuint(pnum, ==, size - 40 * cs);
+
+    /* The mapping: one cluster per extent, host order being reversed. */
+    g_assert_cmpint(qcow2_get_extent(bs, 40 * cs, size - 40 * cs, &ext,
+                                     &error_abort), ==, 0);
+    g_assert_cmpint(ext.type, ==, QCOW2_SC_NORMAL);
+    g_assert_cmpuint(ext.bytes, ==, cs);
+    g_assert_cmpuint(ext.host_offset, >, 0);
+    g_assert_cmpint(qcow2_get_extent(bs, 41 * cs + 5, cs, &ext,
+                                     &error_abort), ==, 0);
+    g_assert_cmpuint(ext.bytes, ==, cs - 5);
+    g_assert_cmpuint(ext.host_offset % cs, ==, 5);
+    g_assert_cmpint(qcow2_get_extent(bs, 0, size, &ext, &error_abort),
+                    ==, 0);
+    g_assert_cmpint(ext.type, ==, QCOW2_SC_UNALLOCATED);
+    g_assert_cmpuint(ext.bytes, ==, 5 * cs);
 }
 
 static void test_read_subclusters(Fixture *f, gconstpointer data)
@@ -851,9 +868,15 @@ static void test_read_sparse_16t(Fixture *f, gconstpointer data)
     g_assert_cmpint(bdrv_pread(bs, 8ull << 40, buf, 4096, &error_abort), ==, 0);
     g_assert_cmpuint(buf[0], ==, 0x88);
     g_assert_cmpuint(qcow2_cache_memory(s->l2_cache), <=, 65536);
-    /* One hole covers an L2 table's span (512 MiB) per answer. */
+    /* Holes of many L2 tables' spans (512 MiB each) join in one answer. */
     g_assert_false(bdrv_block_status_is_data(bs, 0, 16ull << 40, &pnum));
-    g_assert_cmpuint(pnum, ==, 512ull << 20);
+    g_assert_cmpuint(pnum, >=, 512ull << 30);
+    g_assert_cmpuint(pnum % (512ull << 20), ==, 0);
+    g_assert_cmpuint(pnum, <=, 8ull << 40);
+    /* ... and stop at the data. */
+    g_assert_false(bdrv_block_status_is_data(bs, (8ull << 40) - (1 << 20),
+                                             16ull << 40, &pnum));
+    g_assert_cmpuint(pnum, ==, 1 << 20);
 }
 
 /* More L2 tables than the cache holds: memory stays at the cap. */
