@@ -16,10 +16,15 @@
  *
  * Compressed clusters are never encrypted (QEMU refuses to write them
  * to encrypted images), so only standard clusters pass through here.
+ *
+ * Both decrypt through sector ciphers (crypto/sector.h): LUKS through its
+ * QCryptoBlock (a pool of them, so threads decrypt in parallel), AES
+ * through one of its own { AES-128, CBC, plain64 }.
  */
 #include <string.h>
 
 #include "block/qcow2.h"
+#include "crypto/sector.h"
 
 #define QCOW2_AES_KEY_LEN 16
 #define QCOW2_CRYPTO_SECTOR 512
@@ -32,9 +37,9 @@ struct Qcow2Crypto {
     BlockDriverState *file;
     uint64_t hdr_offset;
     uint64_t hdr_length;
-    /* AES: CBC keeps its IV in the cipher, so one thread at a time. */
+    /* AES: a sector cipher keeps its IV between sectors: one thread. */
     GMutex aes_lock;
-    QCryptoCipher *aes;
+    QCryptoSectorCipher *aes;
 };
 
 /* The LUKS header's reads, confined to the header clusters. */
@@ -90,42 +95,22 @@ static int qcow2_crypto_open_aes(Qcow2Crypto *c,
                                  const QCryptoBlockSecret *secret,
                                  Error **errp)
 {
+    /* QEMU's crypto/block-qcow.c: 512-byte sectors, plain64 guest IVs. */
+    static const QCryptoSectorCipherSpec spec = {
+        .alg = QCRYPTO_CIPHER_ALGO_AES_128,
+        .mode = QCRYPTO_CIPHER_MODE_CBC,
+        .ivgen = QCRYPTO_IVGEN_ALGO_PLAIN64,
+    };
     uint8_t key[QCOW2_AES_KEY_LEN] = { 0 };
     const uint8_t *nul = memchr(secret->data, 0, secret->len);
     size_t len = nul ? (size_t)(nul - secret->data) : secret->len;
 
     /* QEMU takes the secret as a C string: up to a NUL, at most 16 bytes. */
     memcpy(key, secret->data, MIN(len, sizeof(key)));
-    c->aes = qcrypto_cipher_new(QCRYPTO_CIPHER_ALGO_AES_128,
-                                QCRYPTO_CIPHER_MODE_CBC, key, sizeof(key),
-                                errp);
+    c->aes = qcrypto_sector_cipher_new(&spec, key, sizeof(key),
+                                       QCOW2_CRYPTO_SECTOR, 0, 0, errp);
     memset(key, 0, sizeof(key));
     return c->aes ? 0 : -1;
-}
-
-/*
- * AES-CBC, one 512-byte sector at a time, each with the plain64 IV of its
- * guest sector number (the number, little-endian, zero-padded to the
- * block). Slow and simple: the format is only read to be converted.
- * (Once crypto/sector.c lands this is a QCryptoSectorCipher of
- * { AES_128, CBC, PLAIN64 }.)
- */
-static int qcow2_crypto_aes_decrypt(Qcow2Crypto *c, uint64_t sector,
-                                    uint8_t *buf, size_t len, Error **errp)
-{
-    for (size_t pos = 0; pos < len; pos += QCOW2_CRYPTO_SECTOR, sector++) {
-        uint8_t iv[16] = { 0 };
-
-        for (int i = 0; i < 8; i++) {
-            iv[i] = sector >> (8 * i);
-        }
-        if (qcrypto_cipher_setiv(c->aes, iv, sizeof(iv), errp) < 0 ||
-            qcrypto_cipher_decrypt(c->aes, buf + pos, buf + pos,
-                                   QCOW2_CRYPTO_SECTOR, errp) < 0) {
-            return -1;
-        }
-    }
-    return 0;
 }
 
 Qcow2Crypto *qcow2_crypto_open(BlockDriverState *bs, const Qcow2Header *h,
@@ -157,7 +142,7 @@ void qcow2_crypto_free(Qcow2Crypto *c)
         return;
     }
     qcrypto_block_free(c->luks);
-    qcrypto_cipher_free(c->aes);
+    qcrypto_sector_cipher_free(c->aes);
     g_mutex_clear(&c->aes_lock);
     g_free(c);
 }
@@ -179,8 +164,9 @@ int qcow2_crypto_decrypt(Qcow2Crypto *c, uint64_t host_offset,
         return qcrypto_block_decrypt(c->luks, host_offset, buf, len, errp);
     }
     g_mutex_lock(&c->aes_lock);
-    ret = qcow2_crypto_aes_decrypt(c, guest_offset / QCOW2_CRYPTO_SECTOR,
-                                   buf, len, errp);
+    ret = qcrypto_sector_cipher_decrypt(c->aes,
+                                        guest_offset / QCOW2_CRYPTO_SECTOR,
+                                        buf, len, errp);
     g_mutex_unlock(&c->aes_lock);
     return ret;
 }
