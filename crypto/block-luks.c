@@ -257,49 +257,20 @@ static int luks_open(QCryptoBlock *block,
 }
 
 /*
- * PBKDF2 iterations per second on this CPU for one hash block of output.
- * Deriving nout bytes costs one such run per hLen bytes (RFC 8018 section
- * 5.2, the blocks T_1 ... T_l), so one calibration serves the master key
- * digest and the key slots alike.
- *
- * Calibrating takes about a second, so the rate is measured once per
- * process and hash: it counts thread CPU time, which other load does not
- * change, and a process that creates many images (or adds many key slots)
- * need not pay for it each time.
- */
-static uint64_t luks_pbkdf2_rate(QCryptoHashAlgo hash, Error **errp)
-{
-    static const uint8_t salt[QCRYPTO_LUKS_SALT_LEN];
-    static uint64_t cache[QCRYPTO_HASH_ALGO__MAX];
-    static GMutex lock;
-    uint64_t rate;
-
-    g_mutex_lock(&lock);
-    rate = cache[hash];
-    if (!rate) {
-        rate = qcrypto_pbkdf2_count_iters(hash, (const uint8_t *)"", 0,
-                                          salt, sizeof(salt),
-                                          qcrypto_hash_digest_len(hash),
-                                          errp);
-        cache[hash] = rate;
-    }
-    g_mutex_unlock(&lock);
-    return rate;
-}
-
-/*
  * PBKDF2 iterations worth iter_time / divisor ms on this CPU for nout
  * bytes of output, at least QCRYPTO_LUKS_MIN_ITERS, at most what we accept
  * on open.
  */
-static uint32_t luks_pbkdf2_iters(uint64_t rate, QCryptoHashAlgo hash,
-                                  size_t nout, uint64_t iter_time,
-                                  unsigned divisor, Error **errp)
+static uint32_t luks_pbkdf2_iters(QCryptoHashAlgo hash, size_t nout,
+                                  uint64_t iter_time, unsigned divisor,
+                                  Error **errp)
 {
-    size_t hlen = qcrypto_hash_digest_len(hash);
+    uint64_t rate = qcrypto_pbkdf2_rate(hash, nout, errp);
     uint64_t iters;
 
-    rate /= (nout + hlen - 1) / hlen;
+    if (!rate) {
+        return 0;
+    }
     if (rate > UINT64_MAX / iter_time) {
         error_setg(errp, "iter-time of %" PRIu64 " ms is too long",
                    iter_time);
@@ -324,8 +295,7 @@ static uint32_t luks_pbkdf2_iters(uint64_t rate, QCryptoHashAlgo hash,
  */
 static int luks_keyslot_store(QCryptoBlock *block, QCryptoBlockLUKS *luks,
                               int i, const QCryptoBlockSecret *secret,
-                              const uint8_t *mk, uint64_t rate,
-                              uint64_t iter_time,
+                              const uint8_t *mk, uint64_t iter_time,
                               QCryptoBlockWriteFunc writefunc, void *opaque,
                               Error **errp)
 {
@@ -341,7 +311,7 @@ static int luks_keyslot_store(QCryptoBlock *block, QCryptoBlockLUKS *luks,
     if (qcrypto_random_bytes(salt, sizeof(salt), errp) < 0) {
         return -1;
     }
-    iters = luks_pbkdf2_iters(rate, hash, nkey, iter_time, 1, errp);
+    iters = luks_pbkdf2_iters(hash, nkey, iter_time, 1, errp);
     if (!iters ||
         qcrypto_pbkdf2(hash, luks_secret_data(secret), secret->len, salt,
                        sizeof(salt), iters, slotkey->data, nkey, errp) < 0 ||
@@ -432,7 +402,7 @@ static int luks_create(QCryptoBlock *block,
         LUKS_DEFAULT_ITER_TIME_MS;
     g_autoptr(LUKSKeyBuf) mk = NULL;
     g_autofree char *uuid = NULL;
-    uint64_t header_len, rate;
+    uint64_t header_len;
 
     block->opaque = luks;
     block->sector_size = QCRYPTO_LUKS_SECTOR_SIZE;
@@ -462,11 +432,7 @@ static int luks_create(QCryptoBlock *block,
                              errp) < 0) {
         return -1;
     }
-    rate = luks_pbkdf2_rate(luks->spec.hash_alg, errp);
-    if (!rate) {
-        return -1;
-    }
-    hdr->mk_digest_iter = luks_pbkdf2_iters(rate, luks->spec.hash_alg,
+    hdr->mk_digest_iter = luks_pbkdf2_iters(luks->spec.hash_alg,
                                             QCRYPTO_LUKS_DIGEST_LEN,
                                             iter_time,
                                             LUKS_MK_DIGEST_ITER_DIVISOR,
@@ -485,7 +451,7 @@ static int luks_create(QCryptoBlock *block,
     }
     /* Room first, then slot 0's key material, the header last. */
     if (initfunc(block, header_len, opaque, errp) < 0 ||
-        luks_keyslot_store(block, luks, 0, &options->secret, mk->data, rate,
+        luks_keyslot_store(block, luks, 0, &options->secret, mk->data,
                            iter_time, writefunc, opaque, errp) < 0 ||
         luks_header_write(block, luks, writefunc, opaque, errp) < 0) {
         return -1;
@@ -521,7 +487,6 @@ static int luks_amend_add_key(QCryptoBlock *block, QCryptoBlockLUKS *luks,
         LUKS_DEFAULT_ITER_TIME_MS;
     g_autoptr(LUKSKeyBuf) mk = luks_keybuf_new(luks->header.key_bytes);
     QCryptoLUKSHeader saved = luks->header;
-    uint64_t rate;
     int slot = -1;
 
     if (!options->has_new_secret) {
@@ -569,10 +534,8 @@ static int luks_amend_add_key(QCryptoBlock *block, QCryptoBlockLUKS *luks,
         return -1;
     }
 
-    rate = luks_pbkdf2_rate(luks->spec.hash_alg, errp);
-    if (!rate ||
-        luks_keyslot_store(block, luks, slot, &options->new_secret, mk->data,
-                           rate, iter_time, writefunc, opaque, errp) < 0 ||
+    if (luks_keyslot_store(block, luks, slot, &options->new_secret, mk->data,
+                           iter_time, writefunc, opaque, errp) < 0 ||
         luks_header_write(block, luks, writefunc, opaque, errp) < 0) {
         luks->header = saved;
         return -1;

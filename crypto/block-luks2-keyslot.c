@@ -341,32 +341,6 @@ int qcrypto_luks2_keyslot_wipe(const QCryptoLUKS2Keyslot *ks,
 /* Where the search starts: a run that takes a few ms anywhere. */
 #define LUKS2_ARGON2_START_MEMORY_KIB (8 * 1024)
 
-uint64_t qcrypto_luks2_pbkdf2_rate(QCryptoHashAlgo hash, size_t nout,
-                                   Error **errp)
-{
-    static const uint8_t salt[LUKS2_SALT_LEN];
-    static uint64_t cache[QCRYPTO_HASH_ALGO__MAX];
-    static GMutex lock;
-    size_t hlen = qcrypto_hash_digest_len(hash);
-    uint64_t rate;
-
-    /*
-     * Measured once per process and hash, for one hash block of output
-     * (it counts thread CPU time, which other load does not change):
-     * each further block of output (RFC 8018 section 5.2, T_1 .. T_l)
-     * costs as much again.
-     */
-    g_mutex_lock(&lock);
-    rate = cache[hash];
-    if (!rate) {
-        rate = qcrypto_pbkdf2_count_iters(hash, (const uint8_t *)"", 0,
-                                          salt, sizeof(salt), hlen, errp);
-        cache[hash] = rate;
-    }
-    g_mutex_unlock(&lock);
-    return rate / ((nout + hlen - 1) / hlen);
-}
-
 static int luks2_calibrate_pbkdf2(const QCryptoLUKS2KDFParams *p,
                                   size_t nkey, QCryptoLUKS2KDF *kdf,
                                   Error **errp)
@@ -378,7 +352,7 @@ static int luks2_calibrate_pbkdf2(const QCryptoLUKS2KDFParams *p,
         kdf->iterations = p->forced_iterations;
         return 0;
     }
-    rate = qcrypto_luks2_pbkdf2_rate(p->hash, nkey, errp);
+    rate = qcrypto_pbkdf2_rate(p->hash, nkey, errp);
     if (!rate) {
         return -1;
     }

@@ -282,7 +282,7 @@ luks2_new_metadata(const LUKS2Layout *l, const char *cipher,
     if (qcrypto_random_bytes(salt, sizeof(salt), errp) < 0) {
         return NULL;
     }
-    rate = qcrypto_luks2_pbkdf2_rate(hash, ndigest, errp);
+    rate = qcrypto_pbkdf2_rate(hash, ndigest, errp);
     if (!rate) {
         return NULL;
     }

@@ -346,13 +346,6 @@ int qcrypto_luks2_kdf_calibrate(const QCryptoLUKS2KDFParams *params,
                                 size_t nkey, QCryptoLUKS2KDF *kdf,
                                 Error **errp);
 
-/*
- * PBKDF2 iterations per second with hash deriving nout bytes, on this
- * thread's CPU time (measured once per process and hash); 0 on failure.
- */
-uint64_t qcrypto_luks2_pbkdf2_rate(QCryptoHashAlgo hash, size_t nout,
-                                   Error **errp);
-
 /* Half the physical memory in KiB: the most any argon2 run may use. */
 uint64_t qcrypto_luks2_memory_cap_kib(void);
 

@@ -204,3 +204,43 @@ uint64_t qcrypto_pbkdf2_count_iters(QCryptoHashAlgo hash,
     explicit_bzero(out, nout);
     return rate;
 }
+
+/*
+ * The salt the cached rate is measured with: zeros, as long as LUKS1's and
+ * LUKS2's salts (the salt is hashed once per block, so its length barely
+ * matters, but this is the length every caller uses).
+ */
+#define PBKDF2_RATE_SALT_LEN 32
+
+uint64_t qcrypto_pbkdf2_rate(QCryptoHashAlgo hash, size_t nout,
+                             Error **errp)
+{
+    static const uint8_t salt[PBKDF2_RATE_SALT_LEN];
+    static uint64_t cache[QCRYPTO_HASH_ALGO__MAX];
+    /*
+     * Held across the measurement: threads that ask for the same rate at
+     * once wait for one measurement rather than each running their own.
+     */
+    static GMutex lock;
+    size_t hlen;
+    uint64_t rate;
+
+    if (!qcrypto_pbkdf2_supports(hash)) {
+        error_setg(errp, "PBKDF2 does not support hash algorithm %d",
+                   (int)hash);
+        return 0;
+    }
+    hlen = qcrypto_hash_digest_len(hash);
+    g_mutex_lock(&lock);
+    rate = cache[hash];
+    if (!rate) {
+        rate = qcrypto_pbkdf2_count_iters(hash, (const uint8_t *)"", 0,
+                                          salt, sizeof(salt), hlen, errp);
+        cache[hash] = rate;
+    }
+    g_mutex_unlock(&lock);
+    if (!rate) {
+        return 0;
+    }
+    return MAX(rate / MAX((nout + hlen - 1) / hlen, 1), 1);
+}
