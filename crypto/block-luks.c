@@ -35,31 +35,6 @@ typedef struct QCryptoBlockLUKS {
     QCryptoLUKSCipherSpec spec;
 } QCryptoBlockLUKS;
 
-/*
- * Key-sized secrets (slot keys, AF split material, master keys) in secure
- * memory (crypto/secure-mem.c): locked where allowed, wiped when freed.
- */
-typedef struct LUKSKeyBuf {
-    size_t len;
-    uint8_t data[];
-} LUKSKeyBuf;
-
-static LUKSKeyBuf *luks_keybuf_new(size_t len)
-{
-    LUKSKeyBuf *buf = qcrypto_secure_alloc(sizeof(LUKSKeyBuf) + len);
-
-    buf->len = len;
-    return buf;
-}
-
-static void luks_keybuf_free(LUKSKeyBuf *buf)
-{
-    if (buf) {
-        qcrypto_secure_free(buf, sizeof(LUKSKeyBuf) + buf->len);
-    }
-}
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(LUKSKeyBuf, luks_keybuf_free)
-
 static const uint8_t *luks_secret_data(const QCryptoBlockSecret *secret)
 {
     /* An empty passphrase is legal; PBKDF2 still wants a pointer. */
@@ -118,10 +93,10 @@ static int luks_keyslot_unlock(QCryptoBlock *block, QCryptoBlockLUKS *luks,
     const QCryptoLUKSKeySlot *slot = &hdr->slots[i];
     QCryptoHashAlgo hash = luks->spec.hash_alg;
     size_t nkey = hdr->key_bytes;
-    g_autoptr(LUKSKeyBuf) slotkey = luks_keybuf_new(nkey);
-    g_autoptr(LUKSKeyBuf) candidate = luks_keybuf_new(nkey);
-    g_autoptr(LUKSKeyBuf) split =
-        luks_keybuf_new(qcrypto_luks_key_material_len(nkey, slot->stripes));
+    g_autoptr(QCryptoSecureBuf) slotkey = qcrypto_secure_buf_new(nkey);
+    g_autoptr(QCryptoSecureBuf) candidate = qcrypto_secure_buf_new(nkey);
+    g_autoptr(QCryptoSecureBuf) split = qcrypto_secure_buf_new(
+        qcrypto_luks_key_material_len(nkey, slot->stripes));
     uint8_t digest[QCRYPTO_LUKS_DIGEST_LEN];
 
     if (qcrypto_pbkdf2(hash, luks_secret_data(secret), secret->len,
@@ -226,7 +201,7 @@ static int luks_open(QCryptoBlock *block,
 {
     QCryptoBlockLUKS *luks = g_new0(QCryptoBlockLUKS, 1);
     bool detached = flags & QCRYPTO_BLOCK_OPEN_DETACHED;
-    g_autoptr(LUKSKeyBuf) mk = NULL;
+    g_autoptr(QCryptoSecureBuf) mk = NULL;
 
     block->opaque = luks;
     block->sector_size = QCRYPTO_LUKS_SECTOR_SIZE;
@@ -248,7 +223,7 @@ static int luks_open(QCryptoBlock *block,
     if (flags & QCRYPTO_BLOCK_OPEN_NO_IO) {
         return 0;
     }
-    mk = luks_keybuf_new(luks->header.key_bytes);
+    mk = qcrypto_secure_buf_new(luks->header.key_bytes);
     if (luks_unlock(block, luks, &options->secret, readfunc, opaque,
                     mk->data, errp) < 0) {
         return -1;
@@ -302,9 +277,9 @@ static int luks_keyslot_store(QCryptoBlock *block, QCryptoBlockLUKS *luks,
     QCryptoLUKSKeySlot *slot = &luks->header.slots[i];
     QCryptoHashAlgo hash = luks->spec.hash_alg;
     size_t nkey = luks->header.key_bytes;
-    g_autoptr(LUKSKeyBuf) slotkey = luks_keybuf_new(nkey);
-    g_autoptr(LUKSKeyBuf) split =
-        luks_keybuf_new(qcrypto_luks_key_material_len(nkey, slot->stripes));
+    g_autoptr(QCryptoSecureBuf) slotkey = qcrypto_secure_buf_new(nkey);
+    g_autoptr(QCryptoSecureBuf) split = qcrypto_secure_buf_new(
+        qcrypto_luks_key_material_len(nkey, slot->stripes));
     uint8_t salt[QCRYPTO_LUKS_SALT_LEN];
     uint32_t iters;
 
@@ -400,7 +375,7 @@ static int luks_create(QCryptoBlock *block,
     QCryptoLUKSHeader *hdr = &luks->header;
     uint64_t iter_time = options->has_iter_time ? options->iter_time :
         LUKS_DEFAULT_ITER_TIME_MS;
-    g_autoptr(LUKSKeyBuf) mk = NULL;
+    g_autoptr(QCryptoSecureBuf) mk = NULL;
     g_autofree char *uuid = NULL;
     uint64_t header_len;
 
@@ -426,7 +401,7 @@ static int luks_create(QCryptoBlock *block,
     memcpy(hdr->uuid, uuid, strlen(uuid));
 
     /* The master key and its digest (the spec's partition initialisation). */
-    mk = luks_keybuf_new(hdr->key_bytes);
+    mk = qcrypto_secure_buf_new(hdr->key_bytes);
     if (qcrypto_random_bytes(mk->data, mk->len, errp) < 0 ||
         qcrypto_random_bytes(hdr->mk_digest_salt, QCRYPTO_LUKS_SALT_LEN,
                              errp) < 0) {
@@ -485,7 +460,8 @@ static int luks_amend_add_key(QCryptoBlock *block, QCryptoBlockLUKS *luks,
 {
     uint64_t iter_time = options->has_iter_time ? options->iter_time :
         LUKS_DEFAULT_ITER_TIME_MS;
-    g_autoptr(LUKSKeyBuf) mk = luks_keybuf_new(luks->header.key_bytes);
+    g_autoptr(QCryptoSecureBuf) mk =
+        qcrypto_secure_buf_new(luks->header.key_bytes);
     QCryptoLUKSHeader saved = luks->header;
     int slot = -1;
 
@@ -551,7 +527,8 @@ static int luks_amend_select_erase(QCryptoBlock *block,
                                    const QCryptoBlockAmendOptions *options,
                                    bool *erase, Error **errp)
 {
-    g_autoptr(LUKSKeyBuf) mk = luks_keybuf_new(luks->header.key_bytes);
+    g_autoptr(QCryptoSecureBuf) mk =
+        qcrypto_secure_buf_new(luks->header.key_bytes);
     bool found = false;
 
     if (options->has_keyslot && options->has_old_secret) {

@@ -356,56 +356,52 @@ static int luks2_create(QCryptoBlock *block,
     uint32_t sector_size = options->sector_size ?
         options->sector_size : LUKS2_DEFAULT_SECTOR_SIZE;
     size_t nkey = qcrypto_luks2_cipher_key_len(&c);
-    uint8_t *key = qcrypto_secure_alloc(nkey);
+    g_autoptr(QCryptoSecureBuf) key = qcrypto_secure_buf_new(nkey);
     g_autofree char *cipher = NULL, *json = NULL;
     QCryptoLUKS2KDFParams params;
     LUKS2Layout l;
-    int ret = -1;
 
     block->opaque = luks;
     if (sector_size < 512 || sector_size > 4096 ||
         (sector_size & (sector_size - 1))) {
         error_setg(errp, "LUKS2 sector size %" PRIu32 " is not 512, 1024, "
                    "2048 or 4096", sector_size);
-        goto out;
+        return -1;
     }
     if (luks2_layout(options, &l, errp) < 0 ||
-        qcrypto_random_bytes(key, nkey, errp) < 0) {
-        goto out;
+        qcrypto_random_bytes(key->data, nkey, errp) < 0) {
+        return -1;
     }
     cipher = qcrypto_luks2_cipher_format(&c);
     /* Refuse what we could not open (e.g. ECB's missing IV, bad mixes). */
     if (qcrypto_luks2_cipher_parse(cipher, nkey, &c, errp) < 0 ||
         !(luks->hdr = luks2_new_header(&l, options->label, errp)) ||
         !(luks->md = luks2_new_metadata(&l, cipher, sector_size,
-                                        options->hash_alg, key, nkey,
+                                        options->hash_alg, key->data, nkey,
                                         errp))) {
-        goto out;
+        return -1;
     }
     if (initfunc(block, l.header_len, opaque, errp) < 0) {
-        goto out;
+        return -1;
     }
     luks2_kdf_params(&params, options->has_kdf, options->kdf,
                      options->hash_alg, options->has_iter_time,
                      options->iter_time, options->kdf_memory,
                      options->kdf_parallel);
-    if (luks2_add_keyslot(luks->md, 0, &params, &options->secret, key, nkey,
-                          block, writefunc, opaque, errp) < 0) {
-        goto out;
+    if (luks2_add_keyslot(luks->md, 0, &params, &options->secret, key->data,
+                          nkey, block, writefunc, opaque, errp) < 0) {
+        return -1;
     }
     json = qcrypto_luks2_metadata_to_json(luks->md);
     if (qcrypto_luks2_header_write(luks->hdr, json, block, writefunc, opaque,
                                    errp) < 0) {
-        goto out;
+        return -1;
     }
     block->payload_offset = l.payload_offset;
     block->sector_size = sector_size;
     block->detached_header = options->detached_header;
-    ret = luks2_init_cipher(block, luks->md->segments[0], key, nkey, errp);
-
-out:
-    qcrypto_secure_free(key, nkey);
-    return ret;
+    return luks2_init_cipher(block, luks->md->segments[0], key->data, nkey,
+                             errp);
 }
 
 /* ---- amend ---- */
