@@ -13,33 +13,9 @@
 #include "crypto/pbkdf.h"
 #include "dmcryptpriv.h"
 #include "lukspriv.h"
+#include "qemu/bswap.h"
 
-/* ---- Big-endian fields (the spec: "all values are stored big endian") */
-
-static uint16_t get_be16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t get_be32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-        (uint32_t)p[2] << 8 | p[3];
-}
-
-static void put_be16(uint8_t *p, uint16_t v)
-{
-    p[0] = v >> 8;
-    p[1] = v;
-}
-
-static void put_be32(uint8_t *p, uint32_t v)
-{
-    p[0] = v >> 24;
-    p[1] = v >> 16;
-    p[2] = v >> 8;
-    p[3] = v;
-}
+/* The spec: "all values are stored big endian" (include/qemu/bswap.h). */
 
 /* Offsets of the fields, from the spec's figure 1 (phdr) and 2 (key slot). */
 enum {
@@ -69,18 +45,18 @@ G_STATIC_ASSERT(QCRYPTO_LUKS_KEY_SLOTS_OFFSET + QCRYPTO_LUKS_NUM_KEY_SLOTS *
 void qcrypto_luks_header_decode(const uint8_t *buf, QCryptoLUKSHeader *hdr)
 {
     memcpy(hdr->magic, buf + HDR_MAGIC, QCRYPTO_LUKS_MAGIC_LEN);
-    hdr->version = get_be16(buf + HDR_VERSION);
+    hdr->version = lduw_be_p(buf + HDR_VERSION);
     memcpy(hdr->cipher_name, buf + HDR_CIPHER_NAME,
            QCRYPTO_LUKS_CIPHER_NAME_LEN);
     memcpy(hdr->cipher_mode, buf + HDR_CIPHER_MODE,
            QCRYPTO_LUKS_CIPHER_MODE_LEN);
     memcpy(hdr->hash_spec, buf + HDR_HASH_SPEC, QCRYPTO_LUKS_HASH_SPEC_LEN);
-    hdr->payload_offset = get_be32(buf + HDR_PAYLOAD_OFFSET);
-    hdr->key_bytes = get_be32(buf + HDR_KEY_BYTES);
+    hdr->payload_offset = ldl_be_p(buf + HDR_PAYLOAD_OFFSET);
+    hdr->key_bytes = ldl_be_p(buf + HDR_KEY_BYTES);
     memcpy(hdr->mk_digest, buf + HDR_MK_DIGEST, QCRYPTO_LUKS_DIGEST_LEN);
     memcpy(hdr->mk_digest_salt, buf + HDR_MK_DIGEST_SALT,
            QCRYPTO_LUKS_SALT_LEN);
-    hdr->mk_digest_iter = get_be32(buf + HDR_MK_DIGEST_ITER);
+    hdr->mk_digest_iter = ldl_be_p(buf + HDR_MK_DIGEST_ITER);
     memcpy(hdr->uuid, buf + HDR_UUID, QCRYPTO_LUKS_UUID_LEN);
 
     for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
@@ -88,11 +64,11 @@ void qcrypto_luks_header_decode(const uint8_t *buf, QCryptoLUKSHeader *hdr)
             i * QCRYPTO_LUKS_KEY_SLOT_LEN;
         QCryptoLUKSKeySlot *slot = &hdr->slots[i];
 
-        slot->active = get_be32(p + SLOT_ACTIVE);
-        slot->iterations = get_be32(p + SLOT_ITERATIONS);
+        slot->active = ldl_be_p(p + SLOT_ACTIVE);
+        slot->iterations = ldl_be_p(p + SLOT_ITERATIONS);
         memcpy(slot->salt, p + SLOT_SALT, QCRYPTO_LUKS_SALT_LEN);
-        slot->key_offset = get_be32(p + SLOT_KEY_OFFSET);
-        slot->stripes = get_be32(p + SLOT_STRIPES);
+        slot->key_offset = ldl_be_p(p + SLOT_KEY_OFFSET);
+        slot->stripes = ldl_be_p(p + SLOT_STRIPES);
     }
 }
 
@@ -100,18 +76,18 @@ void qcrypto_luks_header_encode(const QCryptoLUKSHeader *hdr, uint8_t *buf)
 {
     memset(buf, 0, QCRYPTO_LUKS_HEADER_LEN);
     memcpy(buf + HDR_MAGIC, hdr->magic, QCRYPTO_LUKS_MAGIC_LEN);
-    put_be16(buf + HDR_VERSION, hdr->version);
+    stw_be_p(buf + HDR_VERSION, hdr->version);
     memcpy(buf + HDR_CIPHER_NAME, hdr->cipher_name,
            QCRYPTO_LUKS_CIPHER_NAME_LEN);
     memcpy(buf + HDR_CIPHER_MODE, hdr->cipher_mode,
            QCRYPTO_LUKS_CIPHER_MODE_LEN);
     memcpy(buf + HDR_HASH_SPEC, hdr->hash_spec, QCRYPTO_LUKS_HASH_SPEC_LEN);
-    put_be32(buf + HDR_PAYLOAD_OFFSET, hdr->payload_offset);
-    put_be32(buf + HDR_KEY_BYTES, hdr->key_bytes);
+    stl_be_p(buf + HDR_PAYLOAD_OFFSET, hdr->payload_offset);
+    stl_be_p(buf + HDR_KEY_BYTES, hdr->key_bytes);
     memcpy(buf + HDR_MK_DIGEST, hdr->mk_digest, QCRYPTO_LUKS_DIGEST_LEN);
     memcpy(buf + HDR_MK_DIGEST_SALT, hdr->mk_digest_salt,
            QCRYPTO_LUKS_SALT_LEN);
-    put_be32(buf + HDR_MK_DIGEST_ITER, hdr->mk_digest_iter);
+    stl_be_p(buf + HDR_MK_DIGEST_ITER, hdr->mk_digest_iter);
     memcpy(buf + HDR_UUID, hdr->uuid, QCRYPTO_LUKS_UUID_LEN);
 
     for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
@@ -119,11 +95,11 @@ void qcrypto_luks_header_encode(const QCryptoLUKSHeader *hdr, uint8_t *buf)
             i * QCRYPTO_LUKS_KEY_SLOT_LEN;
         const QCryptoLUKSKeySlot *slot = &hdr->slots[i];
 
-        put_be32(p + SLOT_ACTIVE, slot->active);
-        put_be32(p + SLOT_ITERATIONS, slot->iterations);
+        stl_be_p(p + SLOT_ACTIVE, slot->active);
+        stl_be_p(p + SLOT_ITERATIONS, slot->iterations);
         memcpy(p + SLOT_SALT, slot->salt, QCRYPTO_LUKS_SALT_LEN);
-        put_be32(p + SLOT_KEY_OFFSET, slot->key_offset);
-        put_be32(p + SLOT_STRIPES, slot->stripes);
+        stl_be_p(p + SLOT_KEY_OFFSET, slot->key_offset);
+        stl_be_p(p + SLOT_STRIPES, slot->stripes);
     }
 }
 

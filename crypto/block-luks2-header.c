@@ -13,6 +13,7 @@
 
 #include "crypto/hash.h"
 #include "luks2priv.h"
+#include "qemu/bswap.h"
 
 /*
  * LUKS2 spec, binary header table: magics of the primary and secondary copies.
@@ -57,8 +58,7 @@ bool qcrypto_luks2_has_format(const uint8_t *buf, size_t len)
 {
     return len >= LUKS2_OFF_VERSION + 2 &&
         memcmp(buf, luks2_magic_primary, QCRYPTO_LUKS2_MAGIC_LEN) == 0 &&
-        (buf[LUKS2_OFF_VERSION] << 8 | buf[LUKS2_OFF_VERSION + 1]) ==
-        QCRYPTO_LUKS2_VERSION;
+        lduw_be_p(buf + LUKS2_OFF_VERSION) == QCRYPTO_LUKS2_VERSION;
 }
 
 bool qcrypto_luks2_probe(QCryptoBlock *block, QCryptoBlockReadFunc readfunc,
@@ -74,7 +74,7 @@ bool qcrypto_luks2_probe(QCryptoBlock *block, QCryptoBlockReadFunc readfunc,
     }
     /* LUKS1 has the same magic: its version says so. */
     if (memcmp(buf, luks2_magic_primary, QCRYPTO_LUKS2_MAGIC_LEN) == 0 &&
-        (buf[LUKS2_OFF_VERSION] << 8 | buf[LUKS2_OFF_VERSION + 1]) == 1) {
+        lduw_be_p(buf + LUKS2_OFF_VERSION) == 1) {
         return false;
     }
     /* A damaged primary: a LUKS2 secondary at one of the sizes. */
@@ -83,34 +83,19 @@ bool qcrypto_luks2_probe(QCryptoBlock *block, QCryptoBlockReadFunc readfunc,
         if (readfunc(block, off, buf, sizeof(buf), opaque, NULL) == 0 &&
             memcmp(buf, luks2_magic_secondary,
                    QCRYPTO_LUKS2_MAGIC_LEN) == 0 &&
-            (buf[LUKS2_OFF_VERSION] << 8 | buf[LUKS2_OFF_VERSION + 1]) ==
-            QCRYPTO_LUKS2_VERSION) {
+            lduw_be_p(buf + LUKS2_OFF_VERSION) == QCRYPTO_LUKS2_VERSION) {
             return true;
         }
     }
     return false;
 }
 
-static uint64_t load_be64(const uint8_t *p)
-{
-    uint64_t v;
-
-    memcpy(&v, p, sizeof(v));
-    return GUINT64_FROM_BE(v);
-}
-
-static void store_be64(uint8_t *p, uint64_t v)
-{
-    v = GUINT64_TO_BE(v);
-    memcpy(p, &v, sizeof(v));
-}
-
 static void luks2_bin_header_decode(const uint8_t *buf,
                                     QCryptoLUKS2BinHeader *bin)
 {
-    bin->version = buf[LUKS2_OFF_VERSION] << 8 | buf[LUKS2_OFF_VERSION + 1];
-    bin->hdr_size = load_be64(buf + LUKS2_OFF_HDR_SIZE);
-    bin->seqid = load_be64(buf + LUKS2_OFF_SEQID);
+    bin->version = lduw_be_p(buf + LUKS2_OFF_VERSION);
+    bin->hdr_size = ldq_be_p(buf + LUKS2_OFF_HDR_SIZE);
+    bin->seqid = ldq_be_p(buf + LUKS2_OFF_SEQID);
     memcpy(bin->label, buf + LUKS2_OFF_LABEL, sizeof(bin->label));
     memcpy(bin->checksum_alg, buf + LUKS2_OFF_CHECKSUM_ALG,
            sizeof(bin->checksum_alg));
@@ -118,7 +103,7 @@ static void luks2_bin_header_decode(const uint8_t *buf,
     memcpy(bin->uuid, buf + LUKS2_OFF_UUID, sizeof(bin->uuid));
     memcpy(bin->subsystem, buf + LUKS2_OFF_SUBSYSTEM,
            sizeof(bin->subsystem));
-    bin->hdr_offset = load_be64(buf + LUKS2_OFF_HDR_OFFSET);
+    bin->hdr_offset = ldq_be_p(buf + LUKS2_OFF_HDR_OFFSET);
     memcpy(bin->csum, buf + LUKS2_OFF_CSUM, sizeof(bin->csum));
 }
 
@@ -130,10 +115,9 @@ static void luks2_bin_header_encode(const QCryptoLUKS2BinHeader *bin,
     memcpy(buf + LUKS2_OFF_MAGIC, copy == LUKS2_PRIMARY ?
            luks2_magic_primary : luks2_magic_secondary,
            QCRYPTO_LUKS2_MAGIC_LEN);
-    buf[LUKS2_OFF_VERSION] = bin->version >> 8;
-    buf[LUKS2_OFF_VERSION + 1] = bin->version & 0xff;
-    store_be64(buf + LUKS2_OFF_HDR_SIZE, bin->hdr_size);
-    store_be64(buf + LUKS2_OFF_SEQID, bin->seqid);
+    stw_be_p(buf + LUKS2_OFF_VERSION, bin->version);
+    stq_be_p(buf + LUKS2_OFF_HDR_SIZE, bin->hdr_size);
+    stq_be_p(buf + LUKS2_OFF_SEQID, bin->seqid);
     memcpy(buf + LUKS2_OFF_LABEL, bin->label, sizeof(bin->label));
     memcpy(buf + LUKS2_OFF_CHECKSUM_ALG, bin->checksum_alg,
            sizeof(bin->checksum_alg));
@@ -141,7 +125,7 @@ static void luks2_bin_header_encode(const QCryptoLUKS2BinHeader *bin,
     memcpy(buf + LUKS2_OFF_UUID, bin->uuid, sizeof(bin->uuid));
     memcpy(buf + LUKS2_OFF_SUBSYSTEM, bin->subsystem,
            sizeof(bin->subsystem));
-    store_be64(buf + LUKS2_OFF_HDR_OFFSET, bin->hdr_offset);
+    stq_be_p(buf + LUKS2_OFF_HDR_OFFSET, bin->hdr_offset);
 }
 
 /*

@@ -9,6 +9,7 @@
 
 #include "crypto/pbkdf.h"
 #include "hmacpriv.h"
+#include "qemu/bswap.h"
 
 bool qcrypto_pbkdf2_supports(QCryptoHashAlgo hash)
 {
@@ -28,10 +29,7 @@ static void pbkdf2_block(QCryptoHmac *hmac, size_t hlen,
     uint8_t u[QCRYPTO_HASH_MAX_DIGEST_LEN];
     uint8_t int_i[4];
 
-    int_i[0] = index >> 24;             /* INT(i): 32-bit big-endian */
-    int_i[1] = index >> 16;
-    int_i[2] = index >> 8;
-    int_i[3] = index;
+    stl_be_p(int_i, index);             /* INT(i): 32-bit big-endian */
 
     qcrypto_hash_update_fast(hmac->msg, salt, nsalt);
     qcrypto_hash_update_fast(hmac->msg, int_i, sizeof(int_i));
