@@ -1,8 +1,9 @@
 /*
  * Loads and stores of big-endian integers at any address, for on-disk
  * formats (LUKS1's and LUKS2's headers, qcow2's). Little-endian ones
- * (ld*_le_p, st*_le_p) belong here too once something needs them. Named as QEMU names them: ld/st, then the width (uw =
- * 16 bits, l = 32, q = 64), then the byte order, then _p for "pointer".
+ * (ld*_le_p, st*_le_p) belong here too once something needs them.
+ * Named as QEMU names them: ld/st, then the width (uw = 16 bits, l = 32,
+ * q = 64), then the byte order, then _p for "pointer".
  *
  * memcpy() makes an unaligned access legal C; compilers turn it, with the
  * swap, into a single load or store and a bswap (or movbe).
