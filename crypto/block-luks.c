@@ -436,19 +436,39 @@ static int luks_create(QCryptoBlock *block,
     return 0;
 }
 
-static int luks_check_keyslot_index(int keyslot, Error **errp)
-{
-    if (keyslot < 0 || keyslot >= QCRYPTO_LUKS_NUM_KEY_SLOTS) {
-        error_setg(errp, "Invalid key slot %d: LUKS1 has slots 0 to %d",
-                   keyslot, QCRYPTO_LUKS_NUM_KEY_SLOTS - 1);
-        return -1;
-    }
-    return 0;
-}
-
 static bool luks_slot_active(const QCryptoBlockLUKS *luks, int i)
 {
     return luks->header.slots[i].active == QCRYPTO_LUKS_KEY_SLOT_ACTIVE;
+}
+
+/* QCryptoBlockKeyslots.try_secret: does secret open slot i? */
+static int luks_keyslot_try_secret(QCryptoBlock *block, int i,
+                                   const QCryptoBlockSecret *secret,
+                                   QCryptoBlockReadFunc readfunc,
+                                   void *opaque, Error **errp)
+{
+    QCryptoBlockLUKS *luks = block->opaque;
+    g_autoptr(QCryptoSecureBuf) mk =
+        qcrypto_secure_buf_new(luks->header.key_bytes);
+
+    return luks_keyslot_unlock(block, luks, i, secret, readfunc, opaque,
+                               mk->data, errp);
+}
+
+/* The slots for the shared amend policy: every active slot opens. */
+static void luks_keyslots(const QCryptoBlockLUKS *luks,
+                          QCryptoBlockKeyslots *slots)
+{
+    *slots = (QCryptoBlockKeyslots) {
+        .nslots = QCRYPTO_LUKS_NUM_KEY_SLOTS,
+        .try_secret = luks_keyslot_try_secret,
+    };
+    for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
+        if (luks_slot_active(luks, i)) {
+            slots->active |= 1u << i;
+        }
+    }
+    slots->openers = slots->active;
 }
 
 /* amend state=active: put a new passphrase into a free slot. */
@@ -463,38 +483,17 @@ static int luks_amend_add_key(QCryptoBlock *block, QCryptoBlockLUKS *luks,
     g_autoptr(QCryptoSecureBuf) mk =
         qcrypto_secure_buf_new(luks->header.key_bytes);
     QCryptoLUKSHeader saved = luks->header;
-    int slot = -1;
+    QCryptoBlockKeyslots slots;
+    int slot;
 
-    if (!options->has_new_secret) {
-        error_setg(errp, "Adding a key slot needs new-secret");
+    luks_keyslots(luks, &slots);
+    slot = qcrypto_block_keyslot_select_free(&slots, options, errp);
+    if (slot < 0) {
         return -1;
     }
     if (iter_time == 0) {
         error_setg(errp, "iter-time must be at least 1 ms");
         return -1;
-    }
-    if (options->has_keyslot) {
-        if (luks_check_keyslot_index(options->keyslot, errp) < 0) {
-            return -1;
-        }
-        if (luks_slot_active(luks, options->keyslot)) {
-            error_setg(errp, "Key slot %d is active: erase it first "
-                       "(state=inactive) to store a new key there",
-                       options->keyslot);
-            return -1;
-        }
-        slot = options->keyslot;
-    } else {
-        for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS && slot < 0; i++) {
-            if (!luks_slot_active(luks, i)) {
-                slot = i;
-            }
-        }
-        if (slot < 0) {
-            error_setg(errp, "Cannot add a key: all %d key slots are in use",
-                       QCRYPTO_LUKS_NUM_KEY_SLOTS);
-            return -1;
-        }
     }
 
     if (options->has_old_secret) {
@@ -519,60 +518,6 @@ static int luks_amend_add_key(QCryptoBlock *block, QCryptoBlockLUKS *luks,
     return 0;
 }
 
-/* Which slots amend state=inactive erases: by index or by passphrase. */
-static int luks_amend_select_erase(QCryptoBlock *block,
-                                   QCryptoBlockLUKS *luks,
-                                   QCryptoBlockReadFunc readfunc,
-                                   void *opaque,
-                                   const QCryptoBlockAmendOptions *options,
-                                   bool *erase, Error **errp)
-{
-    g_autoptr(QCryptoSecureBuf) mk =
-        qcrypto_secure_buf_new(luks->header.key_bytes);
-    bool found = false;
-
-    if (options->has_keyslot && options->has_old_secret) {
-        error_setg(errp, "Give keyslot or old-secret to erase key slots, "
-                   "not both");
-        return -1;
-    }
-    if (options->has_keyslot) {
-        if (luks_check_keyslot_index(options->keyslot, errp) < 0) {
-            return -1;
-        }
-        if (!luks_slot_active(luks, options->keyslot)) {
-            error_setg(errp, "Key slot %d is already inactive",
-                       options->keyslot);
-            return -1;
-        }
-        erase[options->keyslot] = true;
-        return 0;
-    }
-    if (!options->has_old_secret) {
-        error_setg(errp, "Erasing key slots needs keyslot or old-secret");
-        return -1;
-    }
-    for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
-        int ret;
-
-        if (!luks_slot_active(luks, i)) {
-            continue;
-        }
-        ret = luks_keyslot_unlock(block, luks, i, &options->old_secret,
-                                  readfunc, opaque, mk->data, errp);
-        if (ret < 0) {
-            return -1;
-        }
-        erase[i] = ret == 1;
-        found |= erase[i];
-    }
-    if (!found) {
-        error_setg(errp, "No active key slot matches old-secret");
-        return -1;
-    }
-    return 0;
-}
-
 /*
  * amend state=inactive: mark the slots disabled in the header, then
  * overwrite their key material with random bytes, so the master key
@@ -585,31 +530,21 @@ static int luks_amend_erase_keys(QCryptoBlock *block, QCryptoBlockLUKS *luks,
                                  const QCryptoBlockAmendOptions *options,
                                  bool force, Error **errp)
 {
-    bool erase[QCRYPTO_LUKS_NUM_KEY_SLOTS] = { false };
     QCryptoLUKSHeader saved = luks->header;
-    int remaining = 0;
+    QCryptoBlockKeyslots slots;
+    uint32_t erase;
     uint64_t len = qcrypto_luks_key_material_len(luks->header.key_bytes,
                                                  QCRYPTO_LUKS_STRIPES);
 
-    if (options->has_new_secret) {
-        error_setg(errp, "new-secret cannot be given with state=inactive");
-        return -1;
-    }
-    if (luks_amend_select_erase(block, luks, readfunc, opaque, options,
-                                erase, errp) < 0) {
-        return -1;
-    }
-    for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
-        remaining += luks_slot_active(luks, i) && !erase[i];
-    }
-    if (remaining == 0 && !force) {
-        error_setg(errp, "Refusing to erase the last active key slot: the "
-                   "image could never be opened again (force overrides)");
+    luks_keyslots(luks, &slots);
+    if (qcrypto_block_keyslot_select_erase(block, &slots, readfunc, opaque,
+                                           options, force, &erase,
+                                           errp) < 0) {
         return -1;
     }
 
     for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
-        if (erase[i]) {
+        if (erase & (1u << i)) {
             QCryptoLUKSKeySlot *slot = &luks->header.slots[i];
 
             slot->active = QCRYPTO_LUKS_KEY_SLOT_DISABLED;
@@ -626,7 +561,7 @@ static int luks_amend_erase_keys(QCryptoBlock *block, QCryptoBlockLUKS *luks,
         uint64_t offset = (uint64_t)luks->header.slots[i].key_offset *
             QCRYPTO_LUKS_SECTOR_SIZE;
 
-        if (!erase[i]) {
+        if (!(erase & (1u << i))) {
             continue;
         }
         if (qcrypto_block_wipe_area(block, writefunc, opaque, offset, len,

@@ -461,6 +461,41 @@ static QCryptoLUKS2Metadata *luks2_md_copy(QCryptoBlockLUKS2 *luks,
     return qcrypto_luks2_metadata_parse(json, luks->hdr->bin.hdr_size, errp);
 }
 
+/* QCryptoBlockKeyslots.try_secret: does secret open slot i? */
+static int luks2_keyslot_try_secret(QCryptoBlock *block, int i,
+                                    const QCryptoBlockSecret *secret,
+                                    QCryptoBlockReadFunc readfunc,
+                                    void *opaque, Error **errp)
+{
+    QCryptoBlockLUKS2 *luks = block->opaque;
+    const QCryptoLUKS2Keyslot *ks = luks->md->keyslots[i];
+    g_autoptr(QCryptoSecureBuf) key = qcrypto_secure_buf_new(ks->key_size);
+
+    return qcrypto_luks2_keyslot_open(luks->md, ks, secret, block, readfunc,
+                                      opaque, key->data, errp);
+}
+
+/*
+ * The slots for the shared amend policy: those that open the data are
+ * the ones bound to the data segment's digest.
+ */
+static void luks2_keyslots(const QCryptoBlockLUKS2 *luks,
+                           QCryptoBlockKeyslots *slots)
+{
+    int digest = qcrypto_luks2_segment_digest(luks->md, 0);
+
+    *slots = (QCryptoBlockKeyslots) {
+        .nslots = QCRYPTO_LUKS2_KEYSLOTS_MAX,
+        .openers = digest >= 0 ? luks->md->digests[digest]->keyslots : 0,
+        .try_secret = luks2_keyslot_try_secret,
+    };
+    for (int i = 0; i < QCRYPTO_LUKS2_KEYSLOTS_MAX; i++) {
+        if (luks->md->keyslots[i]) {
+            slots->active |= 1u << i;
+        }
+    }
+}
+
 static int luks2_amend_add(QCryptoBlock *block,
                            QCryptoBlockReadFunc readfunc,
                            QCryptoBlockWriteFunc writefunc, void *opaque,
@@ -472,37 +507,14 @@ static int luks2_amend_add(QCryptoBlock *block,
     const QCryptoLUKS2Keyslot *any = NULL;
     QCryptoLUKS2KDFParams params;
     uint8_t *key = NULL;
+    QCryptoBlockKeyslots slots;
     size_t nkey = 0;
-    int id = -1, ret = -1;
+    int id, ret = -1;
 
-    if (!options->has_new_secret) {
-        error_setg(errp, "'new-secret' is required to activate a keyslot");
+    luks2_keyslots(luks, &slots);
+    id = qcrypto_block_keyslot_select_free(&slots, options, errp);
+    if (id < 0) {
         return -1;
-    }
-    if (options->has_keyslot) {
-        if (options->keyslot < 0 ||
-            options->keyslot >= QCRYPTO_LUKS2_KEYSLOTS_MAX) {
-            error_setg(errp, "Invalid keyslot %d: LUKS2 has keyslots 0 "
-                       "to %d", options->keyslot,
-                       QCRYPTO_LUKS2_KEYSLOTS_MAX - 1);
-            return -1;
-        }
-        if (luks->md->keyslots[options->keyslot]) {
-            error_setg(errp, "Refusing to overwrite active keyslot %d - "
-                       "please erase it first", options->keyslot);
-            return -1;
-        }
-        id = options->keyslot;
-    } else {
-        for (int i = 0; i < QCRYPTO_LUKS2_KEYSLOTS_MAX && id < 0; i++) {
-            if (!luks->md->keyslots[i]) {
-                id = i;
-            }
-        }
-        if (id < 0) {
-            error_setg(errp, "Can't add a keyslot - all keyslots are in use");
-            return -1;
-        }
     }
     for (int i = 0; i < QCRYPTO_LUKS2_KEYSLOTS_MAX && !any; i++) {
         any = luks->md->keyslots[i];
@@ -531,62 +543,6 @@ out:
     return ret;
 }
 
-/* The slots an erase names: keyslot=, or every slot old-secret opens. */
-static int luks2_erase_selection(QCryptoBlock *block,
-                                 QCryptoBlockReadFunc readfunc, void *opaque,
-                                 const QCryptoBlockAmendOptions *options,
-                                 uint32_t *selected, Error **errp)
-{
-    QCryptoBlockLUKS2 *luks = block->opaque;
-
-    *selected = 0;
-    if (options->has_keyslot) {
-        if (options->keyslot < 0 ||
-            options->keyslot >= QCRYPTO_LUKS2_KEYSLOTS_MAX) {
-            error_setg(errp, "Attempted to erase an invalid keyslot %d",
-                       options->keyslot);
-            return -1;
-        }
-        if (!luks->md->keyslots[options->keyslot]) {
-            error_setg(errp, "Attempted to erase an inactive keyslot %d",
-                       options->keyslot);
-            return -1;
-        }
-        *selected = 1u << options->keyslot;
-        return 0;
-    }
-    if (!options->has_old_secret) {
-        error_setg(errp, "'keyslot' or 'old-secret' is required to erase "
-                   "keyslots");
-        return -1;
-    }
-    for (int i = 0; i < QCRYPTO_LUKS2_KEYSLOTS_MAX; i++) {
-        const QCryptoLUKS2Keyslot *ks = luks->md->keyslots[i];
-        uint8_t *key;
-        int r;
-
-        if (!ks || ks->digest < 0) {
-            continue;
-        }
-        key = qcrypto_secure_alloc(ks->key_size);
-        r = qcrypto_luks2_keyslot_open(luks->md, ks, &options->old_secret,
-                                       block, readfunc, opaque, key, errp);
-        qcrypto_secure_free(key, ks->key_size);
-        if (r < 0) {
-            return -1;
-        }
-        if (r == 1) {
-            *selected |= 1u << i;
-        }
-    }
-    if (!*selected) {
-        error_setg(errp, "No keyslots match given (old) password for erase "
-                   "operation");
-        return -1;
-    }
-    return 0;
-}
-
 static int luks2_amend_erase(QCryptoBlock *block,
                              QCryptoBlockReadFunc readfunc,
                              QCryptoBlockWriteFunc writefunc, void *opaque,
@@ -596,25 +552,14 @@ static int luks2_amend_erase(QCryptoBlock *block,
     QCryptoBlockLUKS2 *luks = block->opaque;
     g_autoptr(QCryptoLUKS2Metadata) md = NULL;
     QCryptoLUKS2Keyslot wipe[QCRYPTO_LUKS2_KEYSLOTS_MAX];
-    int digest = qcrypto_luks2_segment_digest(luks->md, 0);
-    uint32_t selected, openers;
+    QCryptoBlockKeyslots slots;
+    uint32_t selected;
     int nwipe = 0;
 
-    if (options->has_new_secret) {
-        error_setg(errp, "'new-secret' must not be given when erasing "
-                   "keyslots");
-        return -1;
-    }
-    if (luks2_erase_selection(block, readfunc, opaque, options, &selected,
-                              errp) < 0) {
-        return -1;
-    }
-    /* The slots that can open the data: keep one unless forced. */
-    openers = digest >= 0 ? luks->md->digests[digest]->keyslots : 0;
-    if (openers && !(openers & ~selected) && !force) {
-        error_setg(errp, "%s", __builtin_popcount(openers) == 1 ?
-                   "Attempted to erase the only active keyslot" :
-                   "Requested operation will erase all active keyslots");
+    luks2_keyslots(luks, &slots);
+    if (qcrypto_block_keyslot_select_erase(block, &slots, readfunc, opaque,
+                                           options, force, &selected,
+                                           errp) < 0) {
         return -1;
     }
 
