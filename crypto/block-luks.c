@@ -240,18 +240,13 @@ static uint32_t luks_pbkdf2_iters(QCryptoHashAlgo hash, size_t nout,
                                   uint64_t iter_time, unsigned divisor,
                                   Error **errp)
 {
-    uint64_t rate = qcrypto_pbkdf2_rate(hash, nout, errp);
     uint64_t iters;
 
-    if (!rate) {
+    if (qcrypto_pbkdf2_iters_for_time(hash, nout, iter_time, &iters,
+                                      errp) < 0) {
         return 0;
     }
-    if (rate > UINT64_MAX / iter_time) {
-        error_setg(errp, "iter-time of %" PRIu64 " ms is too long",
-                   iter_time);
-        return 0;
-    }
-    iters = rate * iter_time / 1000 / divisor;
+    iters /= divisor;
     iters = MAX(iters, QCRYPTO_LUKS_MIN_ITERS);
     if (iters > QCRYPTO_LUKS_MAX_ITERS) {
         error_setg(errp, "iter-time of %" PRIu64 " ms gives %" PRIu64

@@ -345,18 +345,17 @@ static int luks2_calibrate_pbkdf2(const QCryptoLUKS2KDFParams *p,
                                   size_t nkey, QCryptoLUKS2KDF *kdf,
                                   Error **errp)
 {
-    uint64_t rate, iters;
+    uint64_t iters;
 
     kdf->hash = p->hash;
     if (p->forced_iterations) {
         kdf->iterations = p->forced_iterations;
         return 0;
     }
-    rate = qcrypto_pbkdf2_rate(p->hash, nkey, errp);
-    if (!rate) {
+    if (qcrypto_pbkdf2_iters_for_time(p->hash, nkey, p->iter_time_ms,
+                                      &iters, errp) < 0) {
         return -1;
     }
-    iters = rate * p->iter_time_ms / 1000;
     kdf->iterations = CLAMP(iters, LUKS2_PBKDF2_MIN_ITERS,
                             QCRYPTO_LUKS2_PBKDF2_ITERS_MAX);
     return 0;

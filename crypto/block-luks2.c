@@ -277,17 +277,17 @@ luks2_new_metadata(const LUKS2Layout *l, const char *cipher,
     uint8_t digest[QCRYPTO_HASH_MAX_DIGEST_LEN];
     size_t ndigest = qcrypto_hash_digest_len(hash);
     g_autofree char *salt64 = NULL, *digest64 = NULL, *json = NULL;
-    uint64_t rate, iters;
+    uint64_t iters;
 
     if (qcrypto_random_bytes(salt, sizeof(salt), errp) < 0) {
         return NULL;
     }
-    rate = qcrypto_pbkdf2_rate(hash, ndigest, errp);
-    if (!rate) {
+    if (qcrypto_pbkdf2_iters_for_time(hash, ndigest,
+                                      LUKS2_DIGEST_ITER_TIME_MS, &iters,
+                                      errp) < 0) {
         return NULL;
     }
-    iters = MAX(rate * LUKS2_DIGEST_ITER_TIME_MS / 1000,
-                LUKS2_DIGEST_MIN_ITERS);
+    iters = MAX(iters, LUKS2_DIGEST_MIN_ITERS);
     iters = MIN(iters, QCRYPTO_LUKS2_PBKDF2_ITERS_MAX);
     if (qcrypto_pbkdf2(hash, key, nkey, salt, sizeof(salt), iters, digest,
                        ndigest, errp) < 0) {

@@ -242,3 +242,20 @@ uint64_t qcrypto_pbkdf2_rate(QCryptoHashAlgo hash, size_t nout,
     }
     return MAX(rate / MAX((nout + hlen - 1) / hlen, 1), 1);
 }
+
+int qcrypto_pbkdf2_iters_for_time(QCryptoHashAlgo hash, size_t nout,
+                                  uint64_t ms, uint64_t *iters,
+                                  Error **errp)
+{
+    uint64_t rate = qcrypto_pbkdf2_rate(hash, nout, errp);
+
+    if (!rate) {
+        return -1;
+    }
+    if (ms && rate > UINT64_MAX / ms) {
+        error_setg(errp, "iter-time of %" PRIu64 " ms is too long", ms);
+        return -1;
+    }
+    *iters = rate * ms / 1000;
+    return 0;
+}

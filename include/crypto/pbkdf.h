@@ -39,4 +39,14 @@ uint64_t qcrypto_pbkdf2_count_iters(QCryptoHashAlgo hash,
 uint64_t qcrypto_pbkdf2_rate(QCryptoHashAlgo hash, size_t nout,
                              Error **errp);
 
+/*
+ * *iters = the PBKDF2 iterations that take ms milliseconds of this CPU
+ * for hash deriving nout bytes (qcrypto_pbkdf2_rate, scaled); the caller
+ * applies its format's floor and ceiling. -1 with errp set on failure,
+ * or when the count does not fit in 64 bits.
+ */
+int qcrypto_pbkdf2_iters_for_time(QCryptoHashAlgo hash, size_t nout,
+                                  uint64_t ms, uint64_t *iters,
+                                  Error **errp);
+
 #endif

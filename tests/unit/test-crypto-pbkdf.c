@@ -239,6 +239,28 @@ static void test_pbkdf2_rate_cached(void)
                      per_block / 4);
 }
 
+/* The rate scaled to a time: per second as the rate, per 0 ms none. */
+static void test_pbkdf2_iters_for_time(void)
+{
+    QCryptoHashAlgo hash = QCRYPTO_HASH_ALGO_SHA1;
+    uint64_t rate = qcrypto_pbkdf2_rate(hash, 32, &error_abort);
+    uint64_t iters = 1;
+    Error *err = NULL;
+
+    g_assert_cmpint(qcrypto_pbkdf2_iters_for_time(hash, 32, 2000, &iters,
+                                                  &error_abort), ==, 0);
+    g_assert_cmpuint(iters, ==, rate * 2);
+    g_assert_cmpint(qcrypto_pbkdf2_iters_for_time(hash, 32, 1, &iters,
+                                                  &error_abort), ==, 0);
+    g_assert_cmpuint(iters, ==, rate / 1000);
+    g_assert_cmpint(qcrypto_pbkdf2_iters_for_time(hash, 32, 0, &iters,
+                                                  &error_abort), ==, 0);
+    g_assert_cmpuint(iters, ==, 0);
+    g_assert_cmpint(qcrypto_pbkdf2_iters_for_time(hash, 32, UINT64_MAX,
+                                                  &iters, &err), ==, -1);
+    error_free_or_abort(&err);
+}
+
 /* A failure is reported every time, never cached as a rate. */
 static void test_pbkdf2_rate_error(void)
 {
@@ -267,5 +289,7 @@ int main(int argc, char **argv)
     g_test_add_func("/crypto/pbkdf2/count-iters", test_pbkdf2_count_iters);
     g_test_add_func("/crypto/pbkdf2/rate-cached", test_pbkdf2_rate_cached);
     g_test_add_func("/crypto/pbkdf2/rate-error", test_pbkdf2_rate_error);
+    g_test_add_func("/crypto/pbkdf2/iters-for-time",
+                    test_pbkdf2_iters_for_time);
     return g_test_run();
 }
