@@ -34,6 +34,7 @@ static const BlockDriver *bdrv_find_driver(const char *name)
 }
 
 const BlockDriver *bdrv_probe_all(const uint8_t *buf, int buf_size,
+                                  const uint8_t *tail, int tail_size,
                                   const char *filename)
 {
     const BlockDriver *best = NULL;
@@ -41,12 +42,14 @@ const BlockDriver *bdrv_probe_all(const uint8_t *buf, int buf_size,
 
     for (size_t i = 0; bdrv_drivers[i]; i++) {
         const BlockDriver *drv = bdrv_drivers[i];
-        int score;
+        int score = 0;
 
-        if (!drv->bdrv_probe) {
-            continue;
+        if (drv->bdrv_probe) {
+            score = drv->bdrv_probe(buf, buf_size, filename);
         }
-        score = drv->bdrv_probe(buf, buf_size, filename);
+        if (drv->bdrv_probe_tail) {
+            score = MAX(score, drv->bdrv_probe_tail(tail, tail_size));
+        }
         if (score > best_score) {
             best = drv;
             best_score = score;
@@ -55,23 +58,37 @@ const BlockDriver *bdrv_probe_all(const uint8_t *buf, int buf_size,
     return best;
 }
 
+int bdrv_probe_read(BlockDriverState *file, uint8_t *buf, int *buf_size,
+                    uint8_t *tail, int *tail_size, Error **errp)
+{
+    int64_t len = bdrv_getlength_exact(file, errp);
+
+    if (len < 0) {
+        return -1;
+    }
+    *buf_size = MIN((uint64_t)len, BDRV_PROBE_BUF_SIZE);
+    *tail_size = MIN((uint64_t)len, BDRV_PROBE_TAIL_SIZE);
+    if (file->drv->bdrv_pread(file, 0, buf, *buf_size, errp) < 0 ||
+        file->drv->bdrv_pread(file, len - *tail_size, tail, *tail_size,
+                              errp) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
 /* The format of the image in file, asking every format driver. */
 static const BlockDriver *bdrv_probe_format(BlockDriverState *file,
                                             Error **errp)
 {
     uint8_t buf[BDRV_PROBE_BUF_SIZE];
-    int64_t len = bdrv_getlength_exact(file, errp);
+    uint8_t tail[BDRV_PROBE_TAIL_SIZE];
     const BlockDriver *drv;
-    size_t n;
+    int n, tail_n;
 
-    if (len < 0) {
+    if (bdrv_probe_read(file, buf, &n, tail, &tail_n, errp) < 0) {
         return NULL;
     }
-    n = MIN((uint64_t)len, sizeof(buf));
-    if (file->drv->bdrv_pread(file, 0, buf, n, errp) < 0) {
-        return NULL;
-    }
-    drv = bdrv_probe_all(buf, n, bdrv_get_filename(file));
+    drv = bdrv_probe_all(buf, n, tail, tail_n, bdrv_get_filename(file));
     if (!drv) {
         error_setg(errp, "Could not determine image format: No compatible "
                    "driver found");

@@ -4,6 +4,9 @@
  * order, so on a tie in score the earlier wins. A new driver is a line
  * here, its extern in include/block/block_int.h and its file in
  * meson.build.
+ *
+ * The formats recognised only to be refused (block/foreign.c) come last:
+ * a tie goes to a format that can be read.
  */
 #include "block/block_int.h"
 
@@ -11,5 +14,15 @@ const BlockDriver *const bdrv_drivers[] = {
     &bdrv_file,
     &bdrv_raw,
     &bdrv_luks,
+    &bdrv_vmdk,
+    &bdrv_vhdx,
+    &bdrv_vdi,
+    &bdrv_vpc,
+    &bdrv_qed,
+    &bdrv_qcow,
+    &bdrv_parallels,
+    &bdrv_dmg,
+    &bdrv_cloop,
+    &bdrv_bochs,
     NULL,
 };

@@ -10,6 +10,20 @@
 
 #include "block/block_int.h"
 
+/*
+ * The last extent that SEEK_DATA / SEEK_HOLE found: [start, end) is all
+ * data or all hole. On tmpfs each of these calls walks the page cache
+ * from the offset to the end of the extent, so asking once per request
+ * across a fully written file costs time quadratic in its size; with the
+ * extent remembered, each byte is walked once (QEMU's file-posix keeps a
+ * block-status cache for the same reason).
+ */
+typedef struct FileExtentCache {
+    bool valid;
+    bool data;
+    uint64_t start, end;
+} FileExtentCache;
+
 typedef struct BDRVFileState {
     int fd;
     /*
@@ -18,6 +32,12 @@ typedef struct BDRVFileState {
      * and leaves the CPU to the other threads' reads and cipher work.
      */
     GMutex write_lock;
+    /*
+     * Guards extent and the lseek() calls that fill it: a thread that
+     * misses waits for the one already walking the file, then hits.
+     */
+    GMutex extent_lock;
+    FileExtentCache extent;
 } BDRVFileState;
 
 /* Zero-filled chunk used by full preallocation. */
@@ -32,6 +52,7 @@ static int file_open(BlockDriverState *bs, GHashTable *opts, int flags,
 
     s->fd = -1;
     g_mutex_init(&s->write_lock);
+    g_mutex_init(&s->extent_lock);
     if (!filename) {
         error_setg(errp, "Parameter 'filename' is required");
         return -1;
@@ -64,6 +85,7 @@ static void file_close(BlockDriverState *bs)
         close(s->fd);
     }
     g_mutex_clear(&s->write_lock);
+    g_mutex_clear(&s->extent_lock);
 }
 
 static int file_pread(BlockDriverState *bs, uint64_t offset, void *buf,
@@ -208,28 +230,69 @@ static int file_flush(BlockDriverState *bs, Error **errp)
     return 0;
 }
 
-/* Holes in the file read as zeroes: SEEK_DATA / SEEK_HOLE find them. */
+/*
+ * Ask the file system about the extent holding offset: returns whether it
+ * is data, and *end where it ends (UINT64_MAX for the hole that runs to the
+ * end of the file and past it). lseek() is a hint: when it fails, or
+ * contradicts itself (the file changed between the two calls), the answer
+ * is "data" for the bytes asked about, which is always safe to act on.
+ */
+static bool file_seek_extent(int fd, uint64_t offset, uint64_t bytes,
+                             uint64_t *end)
+{
+    off_t data, hole;
+
+    data = lseek(fd, offset, SEEK_DATA);
+    if (data < 0 && errno == ENXIO) {
+        *end = UINT64_MAX;      /* in the hole at the end, or past EOF */
+        return false;
+    }
+    if (data > (off_t)offset) {
+        *end = data;
+        return false;
+    }
+    if (data == (off_t)offset) {
+        hole = lseek(fd, offset, SEEK_HOLE);
+        if (hole > (off_t)offset) {
+            *end = hole;
+            return true;
+        }
+    }
+    *end = bytes > UINT64_MAX - offset ? UINT64_MAX : offset + bytes;
+    return true;
+}
+
+/*
+ * Holes in the file read as zeroes. *pnum covers the whole extent that
+ * holds offset, up to bytes: a caller that asks about the rest of the
+ * file walks it one extent per call.
+ */
 static bool file_block_status_is_data(BlockDriverState *bs, uint64_t offset,
                                       uint64_t bytes, uint64_t *pnum)
 {
     BDRVFileState *s = bs->opaque;
-    off_t data, hole;
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->extent_lock);
+    FileExtentCache *e = &s->extent;
+    uint64_t end;
+    bool data;
 
-    *pnum = bytes;
-    data = lseek(s->fd, offset, SEEK_DATA);
-    if (data < 0) {
-        /* ENXIO: only a hole up to the end; anything else: assume data. */
-        return errno != ENXIO;
+    if (e->valid && e->start <= offset && offset < e->end) {
+        *pnum = MIN(bytes, e->end - offset);
+        return e->data;
     }
-    if ((uint64_t)data > offset) {
-        *pnum = MIN(bytes, (uint64_t)data - offset);
-        return false;
+    data = file_seek_extent(s->fd, offset, bytes, &end);
+    /*
+     * "Data" stays true whatever is written later (reading it is always
+     * right); "hole" only while nobody writes: it is remembered only where
+     * this node cannot write.
+     */
+    if (data || bdrv_is_read_only(bs)) {
+        *e = (FileExtentCache) {
+            .valid = true, .data = data, .start = offset, .end = end,
+        };
     }
-    hole = lseek(s->fd, offset, SEEK_HOLE);
-    if (hole > (off_t)offset) {
-        *pnum = MIN(bytes, (uint64_t)hole - offset);
-    }
-    return true;
+    *pnum = MIN(bytes, end - offset);
+    return data;
 }
 
 static bool file_has_zero_init(BlockDriverState *bs)

@@ -238,29 +238,22 @@ static int luks_validate_hash_spec(const QCryptoLUKSHeader *hdr,
 /*
  * The IV generator must be buildable for this cipher: ESSIV keys the
  * cipher family with the whole digest, so e.g. des3_ede with
- * essiv:sha256 (a 32-byte 3DES key) does not exist. Building one with a
- * dummy key is the exact test.
+ * essiv:sha256 (a 32-byte 3DES key) does not exist. Building the sector
+ * cipher the payload will use, with a dummy key, is the exact test.
  */
 static int luks_validate_ivgen(const QCryptoLUKSCipherSpec *spec,
                                uint32_t key_bytes, Error **errp)
 {
-    g_autofree uint8_t *key = NULL;
-    QCryptoIVGen *ivgen;
-    bool essiv = spec->ivgen_alg == QCRYPTO_IVGEN_ALGO_ESSIV;
+    QCryptoSectorCipherSpec sspec = qcrypto_luks_sector_spec(spec);
+    g_autofree uint8_t *key = g_malloc0(key_bytes);
+    g_autoptr(QCryptoSectorCipher) sc =
+        qcrypto_sector_cipher_new(&sspec, key, key_bytes,
+                                  QCRYPTO_LUKS_SECTOR_SIZE, 0, 0, errp);
 
-    if (spec->cipher_mode == QCRYPTO_CIPHER_MODE_ECB) {
-        return 0;
-    }
-    key = g_malloc0(key_bytes);
-    ivgen = qcrypto_ivgen_new(spec->ivgen_alg, spec->cipher_alg,
-                              essiv ? spec->ivgen_hash_alg : 0,
-                              essiv ? key : NULL, essiv ? key_bytes : 0,
-                              errp);
-    if (!ivgen) {
+    if (!sc) {
         error_prepend(errp, "LUKS IV generator: ");
         return -1;
     }
-    qcrypto_ivgen_free(ivgen);
     return 0;
 }
 

@@ -52,32 +52,17 @@ static int luks_key_material_crypt(const QCryptoLUKSCipherSpec *spec,
                                    uint8_t *buf, size_t len, bool encrypt,
                                    Error **errp)
 {
-    g_autoptr(QCryptoCipher) cipher = NULL;
-    g_autoptr(QCryptoIVGen) ivgen = NULL;
+    QCryptoSectorCipherSpec sspec = qcrypto_luks_sector_spec(spec);
+    g_autoptr(QCryptoSectorCipher) sc =
+        qcrypto_sector_cipher_new(&sspec, key, nkey, QCRYPTO_LUKS_SECTOR_SIZE,
+                                  0, 0, errp);
 
-    cipher = qcrypto_cipher_new(spec->cipher_alg, spec->cipher_mode, key,
-                                nkey, errp);
-    if (!cipher) {
+    if (!sc) {
         return -1;
     }
-    if (qcrypto_cipher_get_iv_len(spec->cipher_alg, spec->cipher_mode)) {
-        bool essiv = spec->ivgen_alg == QCRYPTO_IVGEN_ALGO_ESSIV;
-
-        ivgen = qcrypto_ivgen_new(spec->ivgen_alg, spec->cipher_alg,
-                                  essiv ? spec->ivgen_hash_alg : 0,
-                                  essiv ? key : NULL, essiv ? nkey : 0, errp);
-        if (!ivgen) {
-            return -1;
-        }
-    }
-    if (encrypt) {
-        return qcrypto_cipher_encrypt_sectors(cipher, ivgen, 0,
-                                              QCRYPTO_LUKS_SECTOR_SIZE,
-                                              buf, len, errp);
-    }
-    return qcrypto_cipher_decrypt_sectors(cipher, ivgen, 0,
-                                          QCRYPTO_LUKS_SECTOR_SIZE,
-                                          buf, len, errp);
+    return encrypt ?
+        qcrypto_sector_cipher_encrypt(sc, 0, buf, len, errp) :
+        qcrypto_sector_cipher_decrypt(sc, 0, buf, len, errp);
 }
 
 /*
@@ -186,12 +171,10 @@ static int luks_init_payload_cipher(QCryptoBlock *block,
                                     QCryptoBlockLUKS *luks,
                                     const uint8_t *mk, Error **errp)
 {
-    const QCryptoLUKSCipherSpec *spec = &luks->spec;
+    QCryptoSectorCipherSpec spec = qcrypto_luks_sector_spec(&luks->spec);
 
-    return qcrypto_block_init_cipher(block, spec->cipher_alg,
-                                     spec->cipher_mode, spec->ivgen_alg,
-                                     spec->ivgen_hash_alg, mk,
-                                     luks->header.key_bytes, errp);
+    return qcrypto_block_init_cipher(block, &spec, mk, luks->header.key_bytes,
+                                     errp);
 }
 
 static int luks_open(QCryptoBlock *block,

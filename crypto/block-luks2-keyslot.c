@@ -125,31 +125,22 @@ static int luks2_area_crypt(const QCryptoLUKS2Keyslot *ks,
                             const uint8_t *areakey, uint8_t *buf, size_t len,
                             bool encrypt, Error **errp)
 {
-    g_autoptr(QCryptoCipher) cipher = NULL;
-    g_autoptr(QCryptoIVGen) ivgen = NULL;
+    g_autoptr(QCryptoSectorCipher) sc = NULL;
     QCryptoLUKS2Cipher c;
 
     if (qcrypto_luks2_cipher_parse(ks->area_encryption, ks->area_key_size,
                                    &c, errp) < 0) {
         return -1;
     }
-    cipher = qcrypto_cipher_new(c.alg, c.mode, areakey, ks->area_key_size,
-                                errp);
-    if (!cipher) {
+    /* IVs count 512-byte sectors from the start of the area. */
+    sc = qcrypto_sector_cipher_new(&c, areakey, ks->area_key_size,
+                                   LUKS2_AREA_SECTOR, 0, 0, errp);
+    if (!sc) {
         return -1;
     }
-    if (c.mode != QCRYPTO_CIPHER_MODE_ECB) {
-        ivgen = qcrypto_ivgen_new(c.ivgen, c.alg, c.ivgen_hash, areakey,
-                                  ks->area_key_size, errp);
-        if (!ivgen) {
-            return -1;
-        }
-    }
     return encrypt ?
-        qcrypto_cipher_encrypt_sectors(cipher, ivgen, 0, LUKS2_AREA_SECTOR,
-                                       buf, len, errp) :
-        qcrypto_cipher_decrypt_sectors(cipher, ivgen, 0, LUKS2_AREA_SECTOR,
-                                       buf, len, errp);
+        qcrypto_sector_cipher_encrypt(sc, 0, buf, len, errp) :
+        qcrypto_sector_cipher_decrypt(sc, 0, buf, len, errp);
 }
 
 /* Key material buffers are secure memory (crypto/secure-mem.c). */

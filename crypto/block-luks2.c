@@ -82,8 +82,7 @@ static int luks2_init_cipher(QCryptoBlock *block,
     }
     block->ivgen_sector_shift = __builtin_ctzll(units);
     block->iv_sector_offset = seg->iv_tweak / units;
-    return qcrypto_block_init_cipher(block, c.alg, c.mode, c.ivgen,
-                                     c.ivgen_hash, key, nkey, errp);
+    return qcrypto_block_init_cipher(block, &c, key, nkey, errp);
 }
 
 /* Everything the header points at lies inside a file of size bytes. */

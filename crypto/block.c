@@ -14,11 +14,6 @@
  */
 #define QCRYPTO_BLOCK_MAX_CIPHERS 64
 
-struct QCryptoBlockCipherCtx {
-    QCryptoCipher *cipher;
-    QCryptoIVGen *ivgen;                /* NULL for ECB: no IV */
-};
-
 /* A format's first driver is its default (see crypto/blockpriv.h). */
 static const QCryptoBlockDriver *const qcrypto_block_drivers[] = {
     &qcrypto_block_driver_luks,
@@ -247,108 +242,76 @@ const char *qcrypto_block_get_warning(QCryptoBlock *block)
     return block->warning;
 }
 
-static void block_cipher_ctx_free(QCryptoBlockCipherCtx *ctx)
+static QCryptoSectorCipher *block_cipher_new(QCryptoBlock *block,
+                                             Error **errp)
 {
-    if (ctx) {
-        qcrypto_cipher_free(ctx->cipher);
-        qcrypto_ivgen_free(ctx->ivgen);
-        g_free(ctx);
-    }
-}
-
-static QCryptoBlockCipherCtx *block_cipher_ctx_new(QCryptoBlock *block,
-                                                   Error **errp)
-{
-    g_autofree QCryptoBlockCipherCtx *ctx = g_new0(QCryptoBlockCipherCtx, 1);
-
-    ctx->cipher = qcrypto_cipher_new(block->cipher_alg, block->cipher_mode,
-                                     block->master_key, block->master_key_len,
-                                     errp);
-    if (!ctx->cipher) {
-        return NULL;
-    }
-    if (qcrypto_cipher_get_iv_len(block->cipher_alg, block->cipher_mode)) {
-        bool essiv = block->ivgen_alg == QCRYPTO_IVGEN_ALGO_ESSIV;
-
-        ctx->ivgen = qcrypto_ivgen_new(block->ivgen_alg, block->cipher_alg,
-                                       essiv ? block->ivgen_hash_alg : 0,
-                                       essiv ? block->master_key : NULL,
-                                       essiv ? block->master_key_len : 0,
-                                       errp);
-        if (!ctx->ivgen) {
-            qcrypto_cipher_free(ctx->cipher);
-            return NULL;
-        }
-        qcrypto_ivgen_set_sector_shift(ctx->ivgen, block->ivgen_sector_shift);
-    }
-    return g_steal_pointer(&ctx);
+    return qcrypto_sector_cipher_new(&block->cipher_spec, block->master_key,
+                                     block->master_key_len,
+                                     block->sector_size,
+                                     block->ivgen_sector_shift,
+                                     block->iv_sector_offset, errp);
 }
 
 int qcrypto_block_init_cipher(QCryptoBlock *block,
-                              QCryptoCipherAlgo cipher_alg,
-                              QCryptoCipherMode cipher_mode,
-                              QCryptoIVGenAlgo ivgen_alg,
-                              QCryptoHashAlgo ivgen_hash_alg,
+                              const QCryptoSectorCipherSpec *spec,
                               const uint8_t *key, size_t nkey,
                               Error **errp)
 {
-    QCryptoBlockCipherCtx *ctx;
+    QCryptoSectorCipher *sc;
 
     g_assert(!block->has_master_key);
-    block->cipher_alg = cipher_alg;
-    block->cipher_mode = cipher_mode;
-    block->ivgen_alg = ivgen_alg;
-    block->ivgen_hash_alg = ivgen_hash_alg;
+    block->cipher_spec = *spec;
     block->master_key = qcrypto_secure_alloc(nkey);
     memcpy(block->master_key, key, nkey);
     block->master_key_len = nkey;
     block->has_master_key = true;
 
-    ctx = block_cipher_ctx_new(block, errp);
-    if (!ctx) {
+    sc = block_cipher_new(block, errp);
+    if (!sc) {
         return -1;
     }
-    block->free_ctx = g_new0(QCryptoBlockCipherCtx *,
-                             QCRYPTO_BLOCK_MAX_CIPHERS);
-    block->free_ctx[0] = ctx;
+    block->free_ciphers = g_new0(QCryptoSectorCipher *,
+                                 QCRYPTO_BLOCK_MAX_CIPHERS);
+    block->free_ciphers[0] = sc;
     block->n_free = 1;
-    block->n_ctx = 1;
+    block->n_ciphers = 1;
     return 0;
 }
 
 /* Take a cipher of the pool, making one if none is free and room is left. */
-static QCryptoBlockCipherCtx *block_cipher_get(QCryptoBlock *block,
-                                               Error **errp)
+static QCryptoSectorCipher *block_cipher_get(QCryptoBlock *block,
+                                             Error **errp)
 {
-    QCryptoBlockCipherCtx *ctx;
+    QCryptoSectorCipher *sc;
 
     g_mutex_lock(&block->lock);
-    while (block->n_free == 0 && block->n_ctx >= QCRYPTO_BLOCK_MAX_CIPHERS) {
+    while (block->n_free == 0 &&
+           block->n_ciphers >= QCRYPTO_BLOCK_MAX_CIPHERS) {
         g_cond_wait(&block->cond, &block->lock);
     }
     if (block->n_free) {
-        ctx = block->free_ctx[--block->n_free];
+        sc = block->free_ciphers[--block->n_free];
         g_mutex_unlock(&block->lock);
-        return ctx;
+        return sc;
     }
-    block->n_ctx++;
+    block->n_ciphers++;
     g_mutex_unlock(&block->lock);
 
     /* Key setup (and the ESSIV hash) runs outside the lock. */
-    ctx = block_cipher_ctx_new(block, errp);
-    if (!ctx) {
+    sc = block_cipher_new(block, errp);
+    if (!sc) {
         g_mutex_lock(&block->lock);
-        block->n_ctx--;
+        block->n_ciphers--;
         g_cond_signal(&block->cond);
         g_mutex_unlock(&block->lock);
     }
-    return ctx;
+    return sc;
 }
 
-static void block_cipher_put(QCryptoBlock *block, QCryptoBlockCipherCtx *ctx)
+static void block_cipher_put(QCryptoBlock *block, QCryptoSectorCipher *sc)
 {
     g_mutex_lock(&block->lock);
-    block->free_ctx[block->n_free++] = ctx;
+    block->free_ciphers[block->n_free++] = sc;
     g_cond_signal(&block->cond);
     g_mutex_unlock(&block->lock);
 }
@@ -356,7 +319,7 @@ static void block_cipher_put(QCryptoBlock *block, QCryptoBlockCipherCtx *ctx)
 static int block_crypt(QCryptoBlock *block, uint64_t offset, uint8_t *buf,
                        size_t len, bool encrypt, Error **errp)
 {
-    QCryptoBlockCipherCtx *ctx;
+    QCryptoSectorCipher *sc;
     uint64_t sector;
     int ret;
 
@@ -371,21 +334,15 @@ static int block_crypt(QCryptoBlock *block, uint64_t offset, uint8_t *buf,
                    "-byte sectors", offset, len, block->sector_size);
         return -1;
     }
-    sector = offset / block->sector_size + block->iv_sector_offset;
-    ctx = block_cipher_get(block, errp);
-    if (!ctx) {
+    sector = offset / block->sector_size;
+    sc = block_cipher_get(block, errp);
+    if (!sc) {
         return -1;
     }
-    if (encrypt) {
-        ret = qcrypto_cipher_encrypt_sectors(ctx->cipher, ctx->ivgen, sector,
-                                             block->sector_size, buf, len,
-                                             errp);
-    } else {
-        ret = qcrypto_cipher_decrypt_sectors(ctx->cipher, ctx->ivgen, sector,
-                                             block->sector_size, buf, len,
-                                             errp);
-    }
-    block_cipher_put(block, ctx);
+    ret = encrypt ?
+        qcrypto_sector_cipher_encrypt(sc, sector, buf, len, errp) :
+        qcrypto_sector_cipher_decrypt(sc, sector, buf, len, errp);
+    block_cipher_put(block, sc);
     return ret;
 }
 
@@ -410,11 +367,11 @@ void qcrypto_block_free(QCryptoBlock *block)
         block->driver->cleanup(block);
     }
     /* Every cipher is back in the pool: no request may outlive the block. */
-    g_assert(block->n_free == block->n_ctx);
+    g_assert(block->n_free == block->n_ciphers);
     for (size_t i = 0; i < block->n_free; i++) {
-        block_cipher_ctx_free(block->free_ctx[i]);
+        qcrypto_sector_cipher_free(block->free_ciphers[i]);
     }
-    g_free(block->free_ctx);
+    g_free(block->free_ciphers);
     if (block->master_key) {
         qcrypto_secure_free(block->master_key, block->master_key_len);
     }

@@ -6,16 +6,16 @@
  * writes its header through the caller's callbacks and, once it holds the
  * master key, hands the payload cipher to the generic code with
  * qcrypto_block_init_cipher(). crypto/block.c then does the payload
- * encryption for every format the same way: one bulk
- * qcrypto_cipher_*_sectors() call per request.
+ * encryption for every format the same way: one
+ * qcrypto_sector_cipher_*() call per request.
  */
 #ifndef QCRYPTO_BLOCKPRIV_H
 #define QCRYPTO_BLOCKPRIV_H
 
 #include "crypto/block.h"
+#include "crypto/sector.h"
 
 typedef struct QCryptoBlockDriver QCryptoBlockDriver;
-typedef struct QCryptoBlockCipherCtx QCryptoBlockCipherCtx;
 
 struct QCryptoBlock {
     QCryptoBlockFormat format;
@@ -38,24 +38,21 @@ struct QCryptoBlock {
 
     /* Payload encryption: set by qcrypto_block_init_cipher(). */
     bool has_master_key;
-    QCryptoCipherAlgo cipher_alg;
-    QCryptoCipherMode cipher_mode;
-    QCryptoIVGenAlgo ivgen_alg;
-    QCryptoHashAlgo ivgen_hash_alg;
+    QCryptoSectorCipherSpec cipher_spec;
     uint8_t *master_key;
     size_t master_key_len;
 
     /*
-     * A pool of cipher + IV generator pairs, one per thread encrypting at
-     * the same time (as QEMU's n_free_ciphers): a cipher carries its IV as
-     * state, so two threads must never share one. The pool grows on demand
-     * up to QCRYPTO_BLOCK_MAX_CIPHERS; beyond that a thread waits.
+     * A pool of sector ciphers, one per thread encrypting at the same
+     * time (as QEMU's n_free_ciphers): a cipher carries its IV as state,
+     * so two threads must never share one. The pool grows on demand up to
+     * QCRYPTO_BLOCK_MAX_CIPHERS; beyond that a thread waits.
      */
     GMutex lock;
     GCond cond;
-    QCryptoBlockCipherCtx **free_ctx;   /* n_free of them, LIFO */
+    QCryptoSectorCipher **free_ciphers; /* n_free of them, LIFO */
     size_t n_free;
-    size_t n_ctx;                       /* created, free or in use */
+    size_t n_ciphers;                   /* created, free or in use */
 };
 
 /*
@@ -118,15 +115,13 @@ extern const QCryptoBlockDriver qcrypto_block_driver_luks;
 extern const QCryptoBlockDriver qcrypto_block_driver_luks2;
 
 /*
- * Called by a driver once it holds the master key: remembers the payload
- * cipher and creates the first cipher of the pool (so a bad key or an
- * unsupported algorithm fails here, not on the first read).
+ * Called by a driver once it holds the master key, with sector_size,
+ * ivgen_sector_shift and iv_sector_offset set: remembers the payload
+ * cipher and creates the first sector cipher of the pool (so a bad key or
+ * an unsupported algorithm fails here, not on the first read).
  */
 int qcrypto_block_init_cipher(QCryptoBlock *block,
-                              QCryptoCipherAlgo cipher_alg,
-                              QCryptoCipherMode cipher_mode,
-                              QCryptoIVGenAlgo ivgen_alg,
-                              QCryptoHashAlgo ivgen_hash_alg,
+                              const QCryptoSectorCipherSpec *spec,
                               const uint8_t *key, size_t nkey,
                               Error **errp);
 

@@ -1,7 +1,6 @@
 /*
- * The cipher interface: argument checks, backend choice, and the generic
- * per-sector loop. The work itself is done by backends through the driver
- * table in cipherpriv.h.
+ * The cipher interface: argument checks and backend choice. The work
+ * itself is done by backends through the driver table in cipherpriv.h.
  */
 #include <string.h>
 
@@ -135,6 +134,13 @@ static struct {
     const QCryptoCipherBackend *usable[N_BACKENDS + 1];
     const char *names[N_BACKENDS + 1];
     const QCryptoCipherBackend *forced;     /* NULL: auto */
+    /*
+     * What was wrong with QCRYPTO_CIPHER_BACKEND, or NULL. A library must
+     * not end the process, and ignoring a choice the user made would
+     * measure or test the wrong code: every qcrypto_cipher_new() reports
+     * it instead, until qcrypto_cipher_set_backend() chooses again.
+     */
+    char *env_error;
 } cipher_backends;
 
 static int cipher_backend_find(const char *name,
@@ -155,9 +161,12 @@ static gpointer cipher_backends_init_once(gpointer unused)
     }
     if (env && *env) {
         Error *err = NULL;
+
         if (cipher_backend_find(env, &cipher_backends.forced, &err) < 0) {
-            /* No Error ** here: a bad variable is fatal, not ignored. */
-            g_error("QCRYPTO_CIPHER_BACKEND: %s", error_get_pretty(err));
+            cipher_backends.env_error =
+                g_strdup_printf("QCRYPTO_CIPHER_BACKEND: %s",
+                                error_get_pretty(err));
+            error_free(err);
         }
     }
     return NULL;
@@ -203,7 +212,12 @@ const char *const *qcrypto_cipher_backend_list(void)
 int qcrypto_cipher_set_backend(const char *name, Error **errp)
 {
     cipher_backends_init();
-    return cipher_backend_find(name, &cipher_backends.forced, errp);
+    if (cipher_backend_find(name, &cipher_backends.forced, errp) < 0) {
+        return -1;
+    }
+    /* A choice made here replaces a bad one from the environment. */
+    g_clear_pointer(&cipher_backends.env_error, g_free);
+    return 0;
 }
 
 const char *qcrypto_cipher_get_backend(void)
@@ -242,6 +256,7 @@ QCryptoCipher *qcrypto_cipher_new(QCryptoCipherAlgo alg,
                                   Error **errp)
 {
     const QCryptoCipherBackend *backend;
+    QCryptoCipher *cipher;
     size_t want;
 
     if (alg >= QCRYPTO_CIPHER_ALGO__MAX || mode >= QCRYPTO_CIPHER_MODE__MAX) {
@@ -249,6 +264,10 @@ QCryptoCipher *qcrypto_cipher_new(QCryptoCipherAlgo alg,
         return NULL;
     }
     backend = cipher_backend_for(alg, mode);
+    if (cipher_backends.env_error) {
+        error_setg(errp, "%s", cipher_backends.env_error);
+        return NULL;
+    }
     if (!backend) {
         if (cipher_backends.forced) {
             error_setg(errp, "Cipher backend '%s' does not support "
@@ -273,7 +292,12 @@ QCryptoCipher *qcrypto_cipher_new(QCryptoCipherAlgo alg,
                    nkey, want, cipher_algo_names[alg], cipher_mode_names[mode]);
         return NULL;
     }
-    return backend->cipher_new(alg, mode, key, nkey, errp);
+    cipher = backend->cipher_new(alg, mode, key, nkey, errp);
+    if (cipher) {
+        cipher->block_len = qcrypto_cipher_get_block_len(alg);
+        cipher->iv_len = qcrypto_cipher_get_iv_len(alg, mode);
+    }
+    return cipher;
 }
 
 void qcrypto_cipher_free(QCryptoCipher *cipher)
@@ -300,7 +324,7 @@ const char *qcrypto_cipher_get_impl_name(const QCryptoCipher *cipher)
 
 static int cipher_check_len(QCryptoCipher *cipher, size_t len, Error **errp)
 {
-    size_t blocklen = qcrypto_cipher_get_block_len(cipher->alg);
+    size_t blocklen = cipher->block_len;
 
     if (cipher->mode == QCRYPTO_CIPHER_MODE_XTS) {
         /* IEEE 1619 ciphertext stealing needs at least one full block. */
@@ -311,7 +335,8 @@ static int cipher_check_len(QCryptoCipher *cipher, size_t len, Error **errp)
         }
         return 0;
     }
-    if (len % blocklen) {
+    /* Block lengths are powers of two (8, 16): no division. */
+    if (len & (blocklen - 1)) {
         error_setg(errp, "Length %zu must be a multiple of the block "
                    "size %zu", len, blocklen);
         return -1;
@@ -346,7 +371,7 @@ int qcrypto_cipher_decrypt(QCryptoCipher *cipher, const void *in, void *out,
 int qcrypto_cipher_setiv(QCryptoCipher *cipher, const uint8_t *iv,
                          size_t niv, Error **errp)
 {
-    size_t want = qcrypto_cipher_get_iv_len(cipher->alg, cipher->mode);
+    size_t want = cipher->iv_len;
 
     if (want == 0) {
         error_setg(errp, "Mode %s takes no IV", cipher_mode_names[cipher->mode]);
@@ -359,84 +384,60 @@ int qcrypto_cipher_setiv(QCryptoCipher *cipher, const uint8_t *iv,
     return cipher->driver->cipher_setiv(cipher, iv, niv, errp);
 }
 
-/* The generic path: one IV, one setiv and one cipher call per sector. */
-static int cipher_sectors_generic(QCryptoCipher *cipher, QCryptoIVGen *ivgen,
-                                  uint64_t sector, size_t sector_size,
-                                  uint8_t *buf, size_t len, bool encrypt,
-                                  Error **errp)
+bool qcrypto_cipher_has_sectors(const QCryptoCipher *cipher,
+                                QCryptoCipherIVFormat iv_format)
 {
-    size_t niv = qcrypto_cipher_get_iv_len(cipher->alg, cipher->mode);
-    uint8_t iv[16];
+    return cipher->driver->cipher_has_sectors &&
+        cipher->driver->cipher_has_sectors(cipher, iv_format);
+}
 
-    for (size_t done = 0; done < len; done += sector_size, sector++) {
-        int ret;
+static int cipher_sectors(QCryptoCipher *cipher, const QCryptoCipherSectors *s,
+                          uint8_t *buf, size_t len, bool encrypt,
+                          Error **errp)
+{
+    size_t blocklen = cipher->block_len;
+    size_t count;
 
-        if (niv) {
-            if (qcrypto_ivgen_calculate(ivgen, sector, iv, niv, errp) < 0 ||
-                cipher->driver->cipher_setiv(cipher, iv, niv, errp) < 0) {
-                return -1;
-            }
-        }
-        ret = encrypt ?
-            cipher->driver->cipher_encrypt(cipher, buf + done, buf + done,
-                                           sector_size, errp) :
-            cipher->driver->cipher_decrypt(cipher, buf + done, buf + done,
-                                           sector_size, errp);
-        if (ret < 0) {
-            return -1;
-        }
+    if (!qcrypto_cipher_has_sectors(cipher, s->iv_format)) {
+        error_setg(errp, "The %s implementation of %s-%s does not run "
+                   "counted-IV sectors", cipher->impl,
+                   cipher_algo_names[cipher->alg],
+                   cipher_mode_names[cipher->mode]);
+        return -1;
+    }
+    /* Once per request on the fast path: one division, and a mask. */
+    count = s->sector_size ? len / s->sector_size : 0;
+    if (s->sector_size == 0 || (s->sector_size & (blocklen - 1)) ||
+        count * s->sector_size != len) {
+        error_setg(errp, "Length %zu is not a whole number of %zu-byte "
+                   "sectors", len, s->sector_size);
+        return -1;
+    }
+    if (s->iv_shift >= 64) {
+        error_setg(errp, "IV shift %u is not below 64", s->iv_shift);
+        return -1;
+    }
+    if (count == 0) {
+        return 0;
+    }
+    if (encrypt) {
+        cipher->driver->cipher_encrypt_sectors(cipher, s, buf, count);
+    } else {
+        cipher->driver->cipher_decrypt_sectors(cipher, s, buf, count);
     }
     return 0;
 }
 
-static int cipher_sectors(QCryptoCipher *cipher, QCryptoIVGen *ivgen,
-                          uint64_t first_sector, size_t sector_size,
-                          uint8_t *buf, size_t len, bool encrypt,
-                          Error **errp)
-{
-    size_t blocklen = qcrypto_cipher_get_block_len(cipher->alg);
-    int (*fast)(QCryptoCipher *, QCryptoIVGen *, uint64_t, size_t,
-                uint8_t *, size_t, Error **);
-
-    if (sector_size == 0 || sector_size % blocklen || len % sector_size) {
-        error_setg(errp, "Length %zu is not a whole number of %zu-byte "
-                   "sectors", len, sector_size);
-        return -1;
-    }
-    if (!ivgen && qcrypto_cipher_get_iv_len(cipher->alg, cipher->mode)) {
-        error_setg(errp, "Mode %s needs an IV generator",
-                   cipher_mode_names[cipher->mode]);
-        return -1;
-    }
-    if (len == 0) {
-        return 0;
-    }
-    fast = encrypt ? cipher->driver->cipher_encrypt_sectors :
-        cipher->driver->cipher_decrypt_sectors;
-    if (fast) {
-        int ret = fast(cipher, ivgen, first_sector, sector_size, buf, len,
-                       errp);
-        if (ret <= 0) {
-            return ret;
-        }
-        /* 1: the driver has no fast path for this IV generator. */
-    }
-    return cipher_sectors_generic(cipher, ivgen, first_sector, sector_size,
-                                  buf, len, encrypt, errp);
-}
-
-int qcrypto_cipher_encrypt_sectors(QCryptoCipher *cipher, QCryptoIVGen *ivgen,
-                                   uint64_t first_sector, size_t sector_size,
+int qcrypto_cipher_encrypt_sectors(QCryptoCipher *cipher,
+                                   const QCryptoCipherSectors *s,
                                    uint8_t *buf, size_t len, Error **errp)
 {
-    return cipher_sectors(cipher, ivgen, first_sector, sector_size, buf, len,
-                          true, errp);
+    return cipher_sectors(cipher, s, buf, len, true, errp);
 }
 
-int qcrypto_cipher_decrypt_sectors(QCryptoCipher *cipher, QCryptoIVGen *ivgen,
-                                   uint64_t first_sector, size_t sector_size,
+int qcrypto_cipher_decrypt_sectors(QCryptoCipher *cipher,
+                                   const QCryptoCipherSectors *s,
                                    uint8_t *buf, size_t len, Error **errp)
 {
-    return cipher_sectors(cipher, ivgen, first_sector, sector_size, buf, len,
-                          false, errp);
+    return cipher_sectors(cipher, s, buf, len, false, errp);
 }

@@ -12,7 +12,6 @@
 #define QCRYPTO_CIPHERPRIV_H
 
 #include "crypto/cipher.h"
-#include "crypto/ivgen.h"
 
 typedef struct QCryptoCipherDriver QCryptoCipherDriver;
 
@@ -21,6 +20,13 @@ struct QCryptoCipher {
     QCryptoCipherMode mode;
     const QCryptoCipherDriver *driver;
     const char *impl;           /* static string, see get_impl_name() */
+    /*
+     * Set by crypto/cipher.c, not the backend: the argument checks of
+     * every call read these rather than look the algorithm up again
+     * (they run once per sector on the per-sector path).
+     */
+    size_t block_len;
+    size_t iv_len;              /* 0 for ECB */
 };
 
 struct QCryptoCipherDriver {
@@ -31,17 +37,19 @@ struct QCryptoCipherDriver {
     int (*cipher_setiv)(QCryptoCipher *cipher, const uint8_t *iv,
                         size_t niv, Error **errp);
     /*
-     * Optional bulk sector entry points (in place). A driver that does not
-     * provide them, or returns 1 ("not handled, use the generic loop") for
-     * an IV generator it has no fast path for, gets the generic loop in
-     * crypto/cipher.c: one ivgen + setiv + encrypt per sector.
+     * Optional: runs of sectors with counted IVs (see
+     * QCryptoCipherSectors in crypto/cipher.h), in place. A driver that
+     * has them says for which ciphers and IV formats in
+     * cipher_has_sectors; crypto/cipher.c has checked the lengths.
      */
-    int (*cipher_encrypt_sectors)(QCryptoCipher *cipher, QCryptoIVGen *ivgen,
-                                  uint64_t first_sector, size_t sector_size,
-                                  uint8_t *buf, size_t len, Error **errp);
-    int (*cipher_decrypt_sectors)(QCryptoCipher *cipher, QCryptoIVGen *ivgen,
-                                  uint64_t first_sector, size_t sector_size,
-                                  uint8_t *buf, size_t len, Error **errp);
+    bool (*cipher_has_sectors)(const QCryptoCipher *cipher,
+                               QCryptoCipherIVFormat iv_format);
+    void (*cipher_encrypt_sectors)(QCryptoCipher *cipher,
+                                   const QCryptoCipherSectors *s,
+                                   uint8_t *buf, size_t count);
+    void (*cipher_decrypt_sectors)(QCryptoCipher *cipher,
+                                   const QCryptoCipherSectors *s,
+                                   uint8_t *buf, size_t count);
     /* Wipe key material and free the cipher. */
     void (*cipher_free)(QCryptoCipher *cipher);
 };

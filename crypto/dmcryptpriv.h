@@ -7,6 +7,10 @@
  * The chain is "mode[-ivgen[:hash]]": "ecb" alone, "cbc-essiv:sha256",
  * "xts-plain64", "lrw-benbi". The cipher name says nothing of the key
  * size: that comes from the header's key length, split by the mode.
+ *
+ * What a format makes of a parsed spec (algorithm, mode, IV generator,
+ * ESSIV hash) is a QCryptoSectorCipherSpec, from which crypto/sector.c
+ * builds its sector ciphers.
  */
 #ifndef QCRYPTO_DMCRYPTPRIV_H
 #define QCRYPTO_DMCRYPTPRIV_H

@@ -1,6 +1,6 @@
 /*
- * IV generators: names, argument checks and the sector shift. The
- * generators themselves sit in ivgen-*.c behind the table in ivgenpriv.h.
+ * IV generators: names and argument checks. The generators themselves
+ * sit in ivgen-*.c behind the table in ivgenpriv.h.
  */
 #include <string.h>
 
@@ -85,9 +85,7 @@ int qcrypto_ivgen_calculate(QCryptoIVGen *ivgen, uint64_t sector,
         return -1;
     }
     memset(iv, 0, niv);
-    /* Shifted in 64 bits: high bits fall off, as in dm-crypt. */
-    return ivgen->driver->calculate(ivgen, sector << ivgen->sector_shift,
-                                    iv, niv, errp);
+    return ivgen->driver->calculate(ivgen, sector, iv, niv, errp);
 }
 
 QCryptoIVGenAlgo qcrypto_ivgen_get_algorithm(const QCryptoIVGen *ivgen)
@@ -103,18 +101,6 @@ QCryptoCipherAlgo qcrypto_ivgen_get_cipher(const QCryptoIVGen *ivgen)
 QCryptoHashAlgo qcrypto_ivgen_get_hash(const QCryptoIVGen *ivgen)
 {
     return ivgen->hash;
-}
-
-void qcrypto_ivgen_set_sector_shift(QCryptoIVGen *ivgen, unsigned shift)
-{
-    /* 4096-byte sectors in 512-byte units is shift 3; 63 is nonsense. */
-    g_assert(shift < 64);
-    ivgen->sector_shift = shift;
-}
-
-unsigned qcrypto_ivgen_get_sector_shift(const QCryptoIVGen *ivgen)
-{
-    return ivgen->sector_shift;
 }
 
 void qcrypto_ivgen_free(QCryptoIVGen *ivgen)

@@ -2,9 +2,9 @@
  * The IV generator driver table (private to crypto/).
  *
  * Each generator (ivgen-plain.c, ivgen-benbi.c, ivgen-essiv.c) fills a
- * QCryptoIVGenDriver. crypto/ivgen.c checks the arguments, applies the
- * sector shift and zeroes the IV buffer before calling calculate, so a
- * driver only writes the bytes it owns.
+ * QCryptoIVGenDriver. crypto/ivgen.c checks the arguments and zeroes the
+ * IV buffer before calling calculate, so a driver only writes the bytes
+ * it owns.
  */
 #ifndef QCRYPTO_IVGENPRIV_H
 #define QCRYPTO_IVGENPRIV_H
@@ -26,7 +26,6 @@ struct QCryptoIVGen {
     QCryptoIVGenAlgo algo;
     QCryptoCipherAlgo cipher;
     QCryptoHashAlgo hash;
-    unsigned sector_shift;
     size_t block_len;               /* of the data cipher: the IV length */
     const QCryptoIVGenDriver *driver;
     void *private;

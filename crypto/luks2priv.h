@@ -30,6 +30,7 @@
 #include <json-glib/json-glib.h>
 
 #include "crypto/block.h"
+#include "crypto/sector.h"
 
 /* LUKS2 spec, "binary header": the fixed part of each header copy. */
 #define QCRYPTO_LUKS2_BIN_HDR_LEN 4096
@@ -269,12 +270,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(QCryptoLUKS2Metadata,
 
 /* ---- cipher specs (block-luks2-cipher.c) ---- */
 
-typedef struct QCryptoLUKS2Cipher {
-    QCryptoCipherAlgo alg;
-    QCryptoCipherMode mode;
-    QCryptoIVGenAlgo ivgen;
-    QCryptoHashAlgo ivgen_hash;         /* essiv only */
-} QCryptoLUKS2Cipher;
+/* A parsed "encryption" string is what sector ciphers are built from. */
+typedef QCryptoSectorCipherSpec QCryptoLUKS2Cipher;
 
 /*
  * dm-crypt's "cipher-mode-iv[:hash]" spelling ("aes-xts-plain64",

@@ -11,6 +11,7 @@
 #define QCRYPTO_LUKSPRIV_H
 
 #include "crypto/block.h"
+#include "crypto/sector.h"
 
 /* The spec, section 2 "LUKS partition header", figure 1 (phdr): sizes. */
 #define QCRYPTO_LUKS_MAGIC              "LUKS\xba\xbe"
@@ -88,6 +89,18 @@ typedef struct QCryptoLUKSCipherSpec {
     QCryptoHashAlgo ivgen_hash_alg;
     QCryptoHashAlgo hash_alg;           /* PBKDF2 and AF hash */
 } QCryptoLUKSCipherSpec;
+
+/* What crypto/sector.h builds the payload and key-material ciphers from. */
+static inline QCryptoSectorCipherSpec
+qcrypto_luks_sector_spec(const QCryptoLUKSCipherSpec *spec)
+{
+    return (QCryptoSectorCipherSpec) {
+        .alg = spec->cipher_alg,
+        .mode = spec->cipher_mode,
+        .ivgen = spec->ivgen_alg,
+        .ivgen_hash = spec->ivgen_hash_alg,
+    };
+}
 
 static inline uint64_t qcrypto_luks_round_up(uint64_t x, uint64_t align)
 {

@@ -12,7 +12,8 @@
  *
  * A raw target that we just created reads as zeroes, so runs of zeroes in
  * the source are not written (the target stays sparse), and holes in a
- * raw source are not even read.
+ * raw source are not even read: they are skipped whole, one extent at a
+ * time, so a huge sparse image costs what its data costs.
  *
  * Nothing half-written is left behind: on an error, or on SIGINT/SIGTERM
  * (checked between chunks), the target is removed if this run created it.
@@ -56,6 +57,13 @@ typedef struct ConvertState {
 typedef struct ConvertJob {
     uint64_t offset;
     size_t len;
+    /*
+     * The scheduler found the range all data: the worker need not ask.
+     * (Were it to ask, the file's one-extent block-status cache would go
+     * back and forth between the scheduler, already in the next extent, and
+     * the workers, still in this one.)
+     */
+    bool all_data;
     uint8_t *buf;
 } ConvertJob;
 
@@ -99,22 +107,22 @@ static int convert_write(ConvertState *s, uint64_t offset, uint8_t *buf,
     return 0;
 }
 
-/* One chunk: read (skipping what the source knows is a hole), write. */
+/*
+ * One chunk: read what the source holds as data, zero what it knows is a
+ * hole, and write it all at once (a LUKS target needs whole sectors; a
+ * sparse raw one leaves the zero blocks out in convert_write()).
+ */
 static int convert_chunk(ConvertState *s, ConvertJob *job,
                          const char **err_file, Error **errp)
 {
     uint64_t pos = 0, pnum;
 
+    *err_file = s->src_name;
     while (pos < job->len) {
-        bool data = bdrv_block_status_is_data(s->src, job->offset + pos,
-                                              job->len - pos, &pnum);
-
-        if (!data && s->skip_zeroes) {
-            pos += pnum;    /* a hole onto zeroes: nothing to do */
-            continue;
-        }
-        if (data) {
-            *err_file = s->src_name;
+        pnum = job->len - pos;
+        if (job->all_data ||
+            bdrv_block_status_is_data(s->src, job->offset + pos, pnum,
+                                      &pnum)) {
             if (bdrv_pread(s->src, job->offset + pos, job->buf + pos, pnum,
                            errp) < 0) {
                 return -1;
@@ -122,14 +130,10 @@ static int convert_chunk(ConvertState *s, ConvertJob *job,
         } else {
             memset(job->buf + pos, 0, pnum);
         }
-        *err_file = s->dst_name;
-        if (convert_write(s, job->offset + pos, job->buf + pos, pnum,
-                          errp) < 0) {
-            return -1;
-        }
         pos += pnum;
     }
-    return 0;
+    *err_file = s->dst_name;
+    return convert_write(s, job->offset, job->buf, job->len, errp);
 }
 
 static void convert_worker(gpointer data, gpointer user_data)
@@ -175,6 +179,38 @@ static unsigned convert_threads(int requested)
     return CLAMP(g_get_num_processors() + 1, 2, CONVERT_MAX_THREADS);
 }
 
+/*
+ * The next job from *offset on: its length, 0 at the end of the image.
+ * Where the target already reads as zeroes, the source's holes are jumped
+ * over, each whole one in a single step however large (a 2 TiB sparse
+ * image costs one block-status call per extent, not one per chunk), and a
+ * job ends where its data extent does, so that the hole after it is
+ * jumped over too; *all_data then says the job is all data. *skipped: the
+ * bytes jumped over.
+ */
+static size_t convert_next_job(ConvertState *s, uint64_t *offset,
+                               bool *all_data, uint64_t *skipped)
+{
+    uint64_t len, pnum;
+
+    *skipped = 0;
+    *all_data = false;
+    while (*offset < s->size) {
+        len = MIN(s->size - *offset, CONVERT_CHUNK);
+        if (!s->skip_zeroes) {
+            return len;     /* holes are written: the worker finds them */
+        }
+        if (bdrv_block_status_is_data(s->src, *offset, s->size - *offset,
+                                      &pnum)) {
+            *all_data = true;
+            return MIN(len, pnum);
+        }
+        *offset += pnum;
+        *skipped += pnum;
+    }
+    return 0;
+}
+
 /* The copy loop. Returns 0, or -1 with the error printed. */
 static int convert_copy(ConvertState *s, unsigned nthreads, bool progress)
 {
@@ -200,28 +236,35 @@ static int convert_copy(ConvertState *s, unsigned nthreads, bool progress)
     }
 
     img_progress_init(&prog, progress);
-    g_mutex_lock(&s->lock);
-    while (offset < s->size) {
+    while (true) {
+        uint64_t skipped;
+        bool all_data;
+        /* Block status is asked outside the lock: the workers go on. */
+        size_t len = convert_next_job(s, &offset, &all_data, &skipped);
         ConvertJob *job;
 
-        while (s->free_bufs->len == 0 && !s->err) {
+        g_mutex_lock(&s->lock);
+        s->done += skipped;
+        while (len && s->free_bufs->len == 0 && !s->err) {
             g_cond_wait(&s->cond, &s->lock);
         }
         img_progress_update(&prog, 100.0 * s->done / s->size);
-        if (s->err || img_interrupted) {
+        if (!len || s->err || img_interrupted) {
+            g_mutex_unlock(&s->lock);
             break;
         }
         job = g_new0(ConvertJob, 1);
         job->offset = offset;
-        job->len = MIN(s->size - offset, CONVERT_CHUNK);
+        job->len = len;
+        job->all_data = all_data;
         job->buf = g_ptr_array_steal_index_fast(s->free_bufs,
                                                 s->free_bufs->len - 1);
-        offset += job->len;
         g_mutex_unlock(&s->lock);
+        offset += len;
         g_thread_pool_push(pool, job, NULL);
-        g_mutex_lock(&s->lock);
     }
     /* Wait for every job: all buffers back home. */
+    g_mutex_lock(&s->lock);
     while (s->free_bufs->len < nbufs) {
         g_cond_wait(&s->cond, &s->lock);
     }

@@ -4,7 +4,7 @@
  *
  * How a number is made:
  * - Each call encrypts (or decrypts) one chunk in place with
- *   qcrypto_cipher_encrypt_sectors(): chunk / sector-size sectors with
+ *   qcrypto_sector_cipher_encrypt(): chunk / sector-size sectors with
  *   consecutive plain64 IVs, as the LUKS driver calls it.
  * - A run is a fixed amount of work (--bytes, or by default an amount
  *   calibrated to take about 0.25 s), timed on the thread's CPU clock:
@@ -35,8 +35,8 @@
 #endif
 
 #include "crypto/cipher.h"
-#include "crypto/ivgen.h"
 #include "crypto/pbkdf.h"
+#include "crypto/sector.h"
 
 #define EXIT_BAD_OPTIONS 2
 #define MiB (1024.0 * 1024.0)
@@ -90,8 +90,7 @@ typedef struct {
 
 /* The state a timed loop works on. */
 typedef struct {
-    QCryptoCipher *cipher;
-    QCryptoIVGen *ivgen;
+    QCryptoSectorCipher *sc;
     uint8_t *buf;
     size_t chunk;
     size_t sector_size;
@@ -425,12 +424,10 @@ static int bench_calls(BenchLoop *loop, guint64 ncalls, Error **errp)
 
     for (guint64 i = 0; i < ncalls; i++) {
         int ret = loop->encrypt ?
-            qcrypto_cipher_encrypt_sectors(loop->cipher, loop->ivgen,
-                                           loop->sector, loop->sector_size,
-                                           loop->buf, loop->chunk, errp) :
-            qcrypto_cipher_decrypt_sectors(loop->cipher, loop->ivgen,
-                                           loop->sector, loop->sector_size,
-                                           loop->buf, loop->chunk, errp);
+            qcrypto_sector_cipher_encrypt(loop->sc, loop->sector, loop->buf,
+                                          loop->chunk, errp) :
+            qcrypto_sector_cipher_decrypt(loop->sc, loop->sector, loop->buf,
+                                          loop->chunk, errp);
         if (ret < 0) {
             return -1;
         }
@@ -556,12 +553,19 @@ static void fill_pattern(uint8_t *buf, size_t len, uint8_t seed)
 }
 
 /*
- * A cipher for cfg (NULL with errp set if the backend cannot run it).
+ * A sector cipher for cfg with plain64 IVs (NULL with errp set if the
+ * backend cannot run it), as the LUKS driver builds one.
  * The key is a fixed pattern whose XTS halves differ: some XTS code
  * refuses equal halves (IEEE 1619-2018 5.1 / FIPS 140 IG A.9).
  */
-static QCryptoCipher *bench_cipher_new(const BenchConfig *cfg, Error **errp)
+static QCryptoSectorCipher *bench_cipher_new(const BenchConfig *cfg,
+                                             size_t sector_size, Error **errp)
 {
+    QCryptoSectorCipherSpec spec = {
+        .alg = cfg->alg,
+        .mode = cfg->mode,
+        .ivgen = QCRYPTO_IVGEN_ALGO_PLAIN64,
+    };
     size_t nkey = qcrypto_cipher_get_mode_key_len(cfg->alg, cfg->mode);
     g_autofree uint8_t *key = g_malloc(nkey);
 
@@ -569,7 +573,8 @@ static QCryptoCipher *bench_cipher_new(const BenchConfig *cfg, Error **errp)
     if (qcrypto_cipher_set_backend(cfg->backend, errp) < 0) {
         return NULL;
     }
-    return qcrypto_cipher_new(cfg->alg, cfg->mode, key, nkey, errp);
+    return qcrypto_sector_cipher_new(&spec, key, nkey, sector_size, 0, 0,
+                                     errp);
 }
 
 /*
@@ -610,8 +615,7 @@ out:
 
 static int bench_one(const BenchConfig *cfg, BenchResult *r, Error **errp)
 {
-    g_autoptr(QCryptoCipher) cipher = NULL;
-    g_autoptr(QCryptoIVGen) ivgen = NULL;
+    g_autoptr(QCryptoSectorCipher) sc = NULL;
     g_autofree RunTime *times = g_new0(RunTime, opts.runs);
     g_autofree uint8_t *raw = NULL;
     BenchLoop loop = {
@@ -622,21 +626,15 @@ static int bench_one(const BenchConfig *cfg, BenchResult *r, Error **errp)
     guint64 ncalls = 0, batch = 0;
     RunTime t;
 
-    cipher = bench_cipher_new(cfg, errp);
-    if (!cipher) {
-        return -1;
-    }
-    ivgen = qcrypto_ivgen_new(QCRYPTO_IVGEN_ALGO_PLAIN64, cfg->alg, 0,
-                              NULL, 0, errp);
-    if (!ivgen) {
+    sc = bench_cipher_new(cfg, cfg->sector_size, errp);
+    if (!sc) {
         return -1;
     }
     /* Cache-line aligned, as a block layer buffer would be. */
     raw = g_malloc(cfg->chunk + 63);
     loop.buf = (uint8_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
     fill_pattern(loop.buf, cfg->chunk, 42);
-    loop.cipher = cipher;
-    loop.ivgen = ivgen;
+    loop.sc = sc;
     if (bench_roundtrip(&loop, errp) < 0) {
         return -1;
     }
@@ -665,7 +663,7 @@ static int bench_one(const BenchConfig *cfg, BenchResult *r, Error **errp)
     }
 
     r->cfg = *cfg;
-    r->impl = qcrypto_cipher_get_impl_name(cipher);
+    r->impl = qcrypto_sector_cipher_get_impl_name(sc);
     bench_stats(times, opts.runs, r);
     /* Leave the default in place for whoever comes next. */
     qcrypto_cipher_set_backend("auto", NULL);
@@ -869,7 +867,9 @@ static GArray *plan(GArray *algs, GArray *modes, GPtrArray *backends)
                     .mode = g_array_index(modes, int, m),
                 };
                 g_autoptr(Error) err = NULL;
-                g_autoptr(QCryptoCipher) probe = bench_cipher_new(&cfg, &err);
+                /* Any sector size the chunks allow will do to probe. */
+                g_autoptr(QCryptoSectorCipher) probe =
+                    bench_cipher_new(&cfg, 16, &err);
 
                 qcrypto_cipher_set_backend("auto", NULL);
                 if (!probe) {

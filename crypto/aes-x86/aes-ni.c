@@ -1,7 +1,7 @@
 /*
  * AES-NI on xmm registers: key expansion, CBC encryption (the one serial
  * mode, shared by every path) and the "aesni" path, which is the mode
- * template of aes-x86-template.h instantiated with 16-byte vectors.
+ * template of aes-x86-template.c.inc instantiated with 16-byte vectors.
  */
 #include <string.h>
 
@@ -172,7 +172,7 @@ aes_x86_cbc_encrypt(const AesX86Key *key, uint8_t *iv, const uint8_t *in,
 #define V_XPOW_RIGHT_ALL(b) V_XPOW_RIGHT(b)
 #define V_CTR_LANES(b) _mm_set_epi64x(0, b)
 
-#include "aes-x86-template.h"
+#include "aes-x86-template.c.inc"
 
 const AesX86Ops aes_x86_ops_aesni = {
     .name = "aesni",

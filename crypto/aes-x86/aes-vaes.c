@@ -1,6 +1,6 @@
 /*
- * VAES paths: the mode template of aes-x86-template.h instantiated twice,
- * with 32-byte vectors (ymm, "vaes-256": VAES + VPCLMULQDQ + AVX2, e.g.
+ * VAES paths: the mode template of aes-x86-template.c.inc instantiated
+ * twice, with 32-byte vectors (ymm, "vaes-256": VAES + VPCLMULQDQ + AVX2, e.g.
  * Zen 3, Alder Lake) and 64-byte vectors (zmm, "vaes-512": the same plus
  * AVX-512 F/BW/VL, e.g. Zen 4/5, Ice Lake and later). Only the V_*()
  * primitives below differ between the two; the bodies are one text.
@@ -47,34 +47,7 @@
 #define V_XPOW_RIGHT_ALL(b) _mm256_set1_epi64x(64 - (b))
 #define V_CTR_LANES(b) _mm256_set_epi64x(0, (b) + 1, 0, b)
 
-#include "aes-x86-template.h"
-
-#undef VW
-#undef VEC
-#undef VNAME
-#undef VFUNC
-#undef VENTRY
-#undef V_LOADU
-#undef V_STOREU
-#undef V_BCAST
-#undef V_XOR
-#undef V_XOR3
-#undef V_AESENC
-#undef V_AESENCLAST
-#undef V_AESDEC
-#undef V_AESDECLAST
-#undef V_ADD64
-#undef V_SHUFB
-#undef V_LANE0
-#undef V_BSLLI8
-#undef V_CLMUL_HI_LO
-#undef V_SLLV64
-#undef V_SRLV64
-#undef V_XPOW_LEFT
-#undef V_XPOW_RIGHT
-#undef V_XPOW_LEFT_ALL
-#undef V_XPOW_RIGHT_ALL
-#undef V_CTR_LANES
+#include "aes-x86-template.c.inc"
 
 const AesX86Ops aes_x86_ops_vaes256 = {
     .name = "vaes-256",
@@ -129,7 +102,7 @@ const AesX86Ops aes_x86_ops_vaes256 = {
 #define V_CTR_LANES(b) \
     _mm512_set_epi64(0, (b) + 3, 0, (b) + 2, 0, (b) + 1, 0, b)
 
-#include "aes-x86-template.h"
+#include "aes-x86-template.c.inc"
 
 const AesX86Ops aes_x86_ops_vaes512 = {
     .name = "vaes-512",

@@ -5,7 +5,7 @@
  * All three share one cipher object and driver; they differ only in the
  * table of mode functions (AesX86Ops) the cipher points at, chosen when
  * it is created. This file keeps the chaining state between calls; the
- * tables do the work (aes-ni.c, aes-vaes.c, aes-x86-template.h).
+ * tables do the work (aes-ni.c, aes-vaes.c, aes-x86-template.c.inc).
  */
 #include <cpuid.h>
 #include <string.h>
@@ -159,56 +159,32 @@ static int aes_x86_setiv(QCryptoCipher *cipher, const uint8_t *iv,
 }
 
 /*
- * The multi-sector fast path: XTS with the IV generators whose IV is the
- * sector number itself. Anything else (ESSIV, big-endian, ...) returns 1
- * and runs the generic per-sector loop.
+ * The multi-sector fast path: XTS, with any of the counted IV formats
+ * (crypto/cipher.h). CBC has no use for it (it is serial within a
+ * sector), ECB has no IV, and CTR's counter already spans the run.
  */
-static int aes_x86_sectors(QCryptoCipher *cipher, QCryptoIVGen *ivgen,
-                           uint64_t first_sector, size_t sector_size,
-                           uint8_t *buf, size_t len, bool encrypt)
+static bool aes_x86_has_sectors(const QCryptoCipher *cipher,
+                                QCryptoCipherIVFormat iv_format)
+{
+    return cipher->mode == QCRYPTO_CIPHER_MODE_XTS;
+}
+
+static void aes_x86_encrypt_sectors(QCryptoCipher *cipher,
+                                    const QCryptoCipherSectors *s,
+                                    uint8_t *buf, size_t count)
 {
     AesX86Cipher *c = (AesX86Cipher *)cipher;
-    AesX86Sectors s = {
-        .first = first_sector,
-        .sector_size = sector_size,
-        .count = len / sector_size,
-    };
 
-    if (cipher->mode != QCRYPTO_CIPHER_MODE_XTS) {
-        return 1;
-    }
-    switch (qcrypto_ivgen_get_algorithm(ivgen)) {
-    case QCRYPTO_IVGEN_ALGO_PLAIN:
-        s.iv_32bit = true;
-        break;
-    case QCRYPTO_IVGEN_ALGO_PLAIN64:
-        break;
-    default:
-        return 1;
-    }
-    s.iv_shift = qcrypto_ivgen_get_sector_shift(ivgen);
-    if (encrypt) {
-        c->ops->xts_encrypt_sectors(&c->key, &c->tweak_key, &s, buf);
-    } else {
-        c->ops->xts_decrypt_sectors(&c->key, &c->tweak_key, &s, buf);
-    }
-    return 0;
+    c->ops->xts_encrypt_sectors(&c->key, &c->tweak_key, s, buf, count);
 }
 
-static int aes_x86_encrypt_sectors(QCryptoCipher *cipher, QCryptoIVGen *ivgen,
-                                   uint64_t first_sector, size_t sector_size,
-                                   uint8_t *buf, size_t len, Error **errp)
+static void aes_x86_decrypt_sectors(QCryptoCipher *cipher,
+                                    const QCryptoCipherSectors *s,
+                                    uint8_t *buf, size_t count)
 {
-    return aes_x86_sectors(cipher, ivgen, first_sector, sector_size, buf,
-                           len, true);
-}
+    AesX86Cipher *c = (AesX86Cipher *)cipher;
 
-static int aes_x86_decrypt_sectors(QCryptoCipher *cipher, QCryptoIVGen *ivgen,
-                                   uint64_t first_sector, size_t sector_size,
-                                   uint8_t *buf, size_t len, Error **errp)
-{
-    return aes_x86_sectors(cipher, ivgen, first_sector, sector_size, buf,
-                           len, false);
+    c->ops->xts_decrypt_sectors(&c->key, &c->tweak_key, s, buf, count);
 }
 
 static void aes_x86_free(QCryptoCipher *cipher)
@@ -221,6 +197,7 @@ static const QCryptoCipherDriver aes_x86_driver = {
     .cipher_encrypt = aes_x86_encrypt,
     .cipher_decrypt = aes_x86_decrypt,
     .cipher_setiv = aes_x86_setiv,
+    .cipher_has_sectors = aes_x86_has_sectors,
     .cipher_encrypt_sectors = aes_x86_encrypt_sectors,
     .cipher_decrypt_sectors = aes_x86_decrypt_sectors,
     .cipher_free = aes_x86_free,

@@ -16,6 +16,7 @@
 
 #include <immintrin.h>
 
+#include "crypto/cipher.h"
 #include "crypto/xts.h"
 
 /* FIPS-197 section 5, figure 4: Nr = 10, 12 or 14. */
@@ -28,15 +29,6 @@ typedef struct AesX86Key {
     __m128i dec[AES_X86_MAX_ROUNDS + 1];
     unsigned rounds;
 } AesX86Key;
-
-/* Sectors of one run, for the XTS multi-sector entry point. */
-typedef struct AesX86Sectors {
-    uint64_t first;             /* sector number of the first sector */
-    unsigned iv_shift;          /* IV = sector << iv_shift (LUKS2 4K) */
-    bool iv_32bit;              /* "plain": IV truncated to 32 bits */
-    size_t sector_size;         /* a multiple of 16 */
-    size_t count;
-} AesX86Sectors;
 
 typedef struct AesX86Ops {
     const char *name;
@@ -61,12 +53,54 @@ typedef struct AesX86Ops {
                         const uint8_t *in, uint8_t *out, size_t len);
     void (*xts_decrypt)(const AesX86Key *key, xts_uint128 *T,
                         const uint8_t *in, uint8_t *out, size_t len);
-    /* Whole sectors in place, tweak of each = E_tkey(IV of its sector). */
+    /*
+     * count whole sectors in place, with IVs counted as s says (see
+     * crypto/cipher.h); the first tweak of each is E_tkey(its IV).
+     */
     void (*xts_encrypt_sectors)(const AesX86Key *key, const AesX86Key *tkey,
-                                const AesX86Sectors *s, uint8_t *buf);
+                                const QCryptoCipherSectors *s, uint8_t *buf,
+                                size_t count);
     void (*xts_decrypt_sectors)(const AesX86Key *key, const AesX86Key *tkey,
-                                const AesX86Sectors *s, uint8_t *buf);
+                                const QCryptoCipherSectors *s, uint8_t *buf,
+                                size_t count);
 } AesX86Ops;
+
+/*
+ * The IVs of sectors first .. first + n - 1 of the run s, the inputs of
+ * their first XTS tweaks: IV number s->first_iv + (i << s->iv_shift) for
+ * sector i, laid out as s->iv_format says (crypto/cipher.h). The layout
+ * is chosen once per batch, outside the loop, and the number steps by
+ * addition: this runs once per sector, so it must stay a few instructions.
+ */
+static inline void aes_x86_sector_ivs(xts_uint128 *iv,
+                                      const QCryptoCipherSectors *s,
+                                      size_t first, size_t n)
+{
+    uint64_t num = s->first_iv + ((uint64_t)first << s->iv_shift);
+    uint64_t step = (uint64_t)1 << s->iv_shift;
+
+    switch (s->iv_format) {
+    case QCRYPTO_CIPHER_IV_LE32:
+        for (size_t i = 0; i < n; i++, num += step) {
+            iv[i].u[0] = GUINT64_TO_LE(num & UINT32_MAX);
+            iv[i].u[1] = 0;
+        }
+        break;
+    case QCRYPTO_CIPHER_IV_LE64:
+        for (size_t i = 0; i < n; i++, num += step) {
+            iv[i].u[0] = GUINT64_TO_LE(num);
+            iv[i].u[1] = 0;
+        }
+        break;
+    case QCRYPTO_CIPHER_IV_BE64:
+        /* Big-endian in the last 8 bytes: the high qword. */
+        for (size_t i = 0; i < n; i++, num += step) {
+            iv[i].u[0] = 0;
+            iv[i].u[1] = GUINT64_TO_BE(num);
+        }
+        break;
+    }
+}
 
 /* aes-ni.c: key expansion (FIPS-197 section 5.2) and the xmm path. */
 void aes_x86_expand_key(AesX86Key *key, const uint8_t *bytes, size_t nkey);

@@ -104,8 +104,14 @@ int bdrv_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
 
 /*
  * Whether [offset, offset + bytes) may hold data: false only where the
- * node knows it reads as zeroes (a hole in a raw file). *pnum receives the
- * length of the run that shares the answer (at least 1 byte).
+ * node knows it reads as zeroes (a hole in a raw file; a hole in a LUKS
+ * file is zero ciphertext, not zero plaintext, so luks says data). *pnum
+ * receives the length of the run that shares the answer (at least 1
+ * byte): the whole extent, as far as bytes reaches. Ask with bytes up to
+ * the end of the range of interest and go on from offset + *pnum: a walk
+ * over the image then costs one call per extent, however large it is
+ * (QEMU's bdrv_block_status()). The answer is a hint that is always safe
+ * to act on: "data" where unsure.
  */
 bool bdrv_block_status_is_data(BlockDriverState *bs, uint64_t offset,
                                uint64_t bytes, uint64_t *pnum);

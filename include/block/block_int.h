@@ -42,6 +42,13 @@ struct BlockDriver {
      */
     int (*bdrv_probe)(const uint8_t *buf, int buf_size,
                       const char *filename);
+    /*
+     * Optional, for a format marked at the end of its file (a fixed VHD's
+     * footer, a dmg's trailer): the score from tail, the last tail_size
+     * bytes of the file (BDRV_PROBE_TAIL_SIZE, fewer in a shorter file).
+     * The driver's score is the higher of the two.
+     */
+    int (*bdrv_probe_tail)(const uint8_t *tail, int tail_size);
 
     /* Take the options understood from opts; leftovers are an error. */
     int (*bdrv_open)(BlockDriverState *bs, GHashTable *opts, int flags,
@@ -93,6 +100,9 @@ struct BlockDriver {
 extern const BlockDriver bdrv_file;
 extern const BlockDriver bdrv_raw;
 extern const BlockDriver bdrv_luks;
+/* Recognised only to be refused (block/foreign.c). */
+extern const BlockDriver bdrv_vmdk, bdrv_vhdx, bdrv_vdi, bdrv_vpc, bdrv_qed,
+    bdrv_qcow, bdrv_parallels, bdrv_dmg, bdrv_cloop, bdrv_bochs;
 
 /*
  * Every driver of this build, NULL-terminated (block/drivers.c): the
@@ -107,13 +117,26 @@ extern const BlockDriver *const bdrv_drivers[];
  */
 #define BDRV_PROBE_BUF_SIZE 4096
 
+/* Bytes at the end that bdrv_probe_tail sees: a VHD footer, a UDIF trailer. */
+#define BDRV_PROBE_TAIL_SIZE 512
+
 /*
- * The format driver that scores buf (the start of a file, see bdrv_probe)
- * highest, the earlier in bdrv_drivers on a tie, as QEMU's
- * bdrv_probe_all(); NULL if none claims it.
+ * The format driver that scores buf and tail (the start and the end of a
+ * file, see bdrv_probe and bdrv_probe_tail) highest, the earlier in
+ * bdrv_drivers on a tie, as QEMU's bdrv_probe_all(); NULL if none claims
+ * it.
  */
 const BlockDriver *bdrv_probe_all(const uint8_t *buf, int buf_size,
+                                  const uint8_t *tail, int tail_size,
                                   const char *filename);
+
+/*
+ * What probing reads of file: its start into buf (*buf_size bytes, at most
+ * BDRV_PROBE_BUF_SIZE) and its end into tail (*tail_size bytes, at most
+ * BDRV_PROBE_TAIL_SIZE); both are the whole file if it is shorter.
+ */
+int bdrv_probe_read(BlockDriverState *file, uint8_t *buf, int *buf_size,
+                    uint8_t *tail, int *tail_size, Error **errp);
 
 /* Whether opts says anything about the child called name. */
 bool bdrv_opts_has_child(GHashTable *opts, const char *name);

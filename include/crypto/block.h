@@ -231,7 +231,7 @@ int qcrypto_block_amend_options(QCryptoBlock *block,
 /*
  * Decrypt / encrypt len bytes in place. offset is relative to the start of
  * the payload; offset and len are multiples of the sector size. Whole runs
- * of sectors go to the cipher in one qcrypto_cipher_*_sectors() call.
+ * of sectors go to a sector cipher (crypto/sector.h) in one call.
  */
 int qcrypto_block_decrypt(QCryptoBlock *block, uint64_t offset,
                           uint8_t *buf, size_t len, Error **errp);

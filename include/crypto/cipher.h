@@ -13,7 +13,6 @@
 #include "qemu/error.h"
 
 typedef struct QCryptoCipher QCryptoCipher;
-typedef struct QCryptoIVGen QCryptoIVGen;
 
 typedef enum {
     QCRYPTO_CIPHER_ALGO_AES_128,
@@ -109,17 +108,46 @@ int qcrypto_cipher_setiv(QCryptoCipher *cipher, const uint8_t *iv,
                          size_t niv, Error **errp);
 
 /*
- * Encrypt / decrypt, in place, a run of consecutive disk sectors: len bytes
- * (a multiple of sector_size) starting at sector number first_sector, each
- * sector with its own IV from ivgen (sector first_sector + i for the i-th).
- * This is the block layer's entry point: a backend may work on many
- * sectors at once. Leaves the cipher's IV undefined.
+ * Runs of sectors whose IVs count up: dm-crypt's plain, plain64 and
+ * plain64be, which crypto/sector.c hands to the cipher in one call so
+ * that a backend can work on many sectors at once (all their XTS tweaks
+ * in one pass, say). The cipher knows nothing of IV generators: it gets
+ * the numbers. The IV of the i-th sector of a run is the number
+ *
+ *     first_iv + (i << iv_shift)      (modulo 2^64)
+ *
+ * written into an all-zero IV as iv_format says.
  */
-int qcrypto_cipher_encrypt_sectors(QCryptoCipher *cipher, QCryptoIVGen *ivgen,
-                                   uint64_t first_sector, size_t sector_size,
+typedef enum {
+    QCRYPTO_CIPHER_IV_LE32,     /* low 32 bits, little-endian, at byte 0 */
+    QCRYPTO_CIPHER_IV_LE64,     /* 64 bits, little-endian, at byte 0 */
+    QCRYPTO_CIPHER_IV_BE64,     /* 64 bits, big-endian, in the last 8 bytes */
+} QCryptoCipherIVFormat;
+
+typedef struct QCryptoCipherSectors {
+    uint64_t first_iv;
+    unsigned iv_shift;          /* below 64 */
+    QCryptoCipherIVFormat iv_format;
+    size_t sector_size;         /* a non-zero multiple of the block length */
+} QCryptoCipherSectors;
+
+/*
+ * Whether this cipher's backend runs counted-IV sectors in iv_format
+ * itself. When it does not, the caller loops: setiv + encrypt per sector.
+ */
+bool qcrypto_cipher_has_sectors(const QCryptoCipher *cipher,
+                                QCryptoCipherIVFormat iv_format);
+
+/*
+ * Encrypt / decrypt, in place, len bytes (a whole number of sectors) as
+ * sectors described by s. Only for a cipher and format that
+ * qcrypto_cipher_has_sectors() accepts. Leaves the cipher's IV undefined.
+ */
+int qcrypto_cipher_encrypt_sectors(QCryptoCipher *cipher,
+                                   const QCryptoCipherSectors *s,
                                    uint8_t *buf, size_t len, Error **errp);
-int qcrypto_cipher_decrypt_sectors(QCryptoCipher *cipher, QCryptoIVGen *ivgen,
-                                   uint64_t first_sector, size_t sector_size,
+int qcrypto_cipher_decrypt_sectors(QCryptoCipher *cipher,
+                                   const QCryptoCipherSectors *s,
                                    uint8_t *buf, size_t len, Error **errp);
 
 /*
@@ -129,7 +157,9 @@ int qcrypto_cipher_decrypt_sectors(QCryptoCipher *cipher, QCryptoIVGen *ivgen,
  * first one that supports its algorithm and mode. Forcing a name makes
  * every new cipher use that implementation, or fail with a clear error if
  * it cannot run the algorithm and mode. The environment variable
- * QCRYPTO_CIPHER_BACKEND sets the initial choice.
+ * QCRYPTO_CIPHER_BACKEND sets the initial choice; a value that names no
+ * backend this CPU can run makes every qcrypto_cipher_new() fail with an
+ * error saying so, until qcrypto_cipher_set_backend() chooses again.
  */
 const char *const *qcrypto_cipher_backend_list(void);
 int qcrypto_cipher_set_backend(const char *name, Error **errp);

@@ -18,6 +18,8 @@
 #include "crypto/cipher.h"
 #include "crypto/hash.h"
 
+typedef struct QCryptoIVGen QCryptoIVGen;
+
 typedef enum {
     QCRYPTO_IVGEN_ALGO_PLAIN,
     QCRYPTO_IVGEN_ALGO_PLAIN64,
@@ -43,21 +45,18 @@ QCryptoIVGen *qcrypto_ivgen_new(QCryptoIVGenAlgo alg,
                                 const uint8_t *key, size_t nkey,
                                 Error **errp);
 
-/* Write the IV of sector (niv bytes, the cipher's block length) to iv. */
+/*
+ * Write the IV of sector (niv bytes, the cipher's block length) to iv.
+ * sector is the number the IV is made of: where sectors are counted in
+ * other units (LUKS2's 4096-byte sectors in 512-byte units), the caller
+ * has converted it (crypto/sector.c does).
+ */
 int qcrypto_ivgen_calculate(QCryptoIVGen *ivgen, uint64_t sector,
                             uint8_t *iv, size_t niv, Error **errp);
 
 QCryptoIVGenAlgo qcrypto_ivgen_get_algorithm(const QCryptoIVGen *ivgen);
 QCryptoCipherAlgo qcrypto_ivgen_get_cipher(const QCryptoIVGen *ivgen);
 QCryptoHashAlgo qcrypto_ivgen_get_hash(const QCryptoIVGen *ivgen);
-
-/*
- * LUKS2 with 4096-byte sectors counts the IV in 512-byte units (as
- * cryptsetup does with iv_large_sectors off): then sector numbers handed
- * to qcrypto_ivgen_calculate() are multiplied by 2^shift first. Default 0.
- */
-void qcrypto_ivgen_set_sector_shift(QCryptoIVGen *ivgen, unsigned shift);
-unsigned qcrypto_ivgen_get_sector_shift(const QCryptoIVGen *ivgen);
 
 void qcrypto_ivgen_free(QCryptoIVGen *ivgen);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QCryptoIVGen, qcrypto_ivgen_free)

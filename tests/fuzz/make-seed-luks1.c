@@ -19,6 +19,7 @@
 
 #include "crypto/afsplit.h"
 #include "crypto/pbkdf.h"
+#include "crypto/sector.h"
 #include "seed-image.h"
 
 /* The LUKS1 spec's header offsets (figures 1 and 2) and constants. */
@@ -63,31 +64,25 @@ static void seed_crypt_material(const QCryptoBlockInfo *info,
                                 const uint8_t *key, size_t nkey,
                                 uint8_t *buf, size_t len, bool encrypt)
 {
-    g_autoptr(QCryptoCipher) cipher = NULL;
-    g_autoptr(QCryptoIVGen) ivgen = NULL;
+    QCryptoSectorCipherSpec spec = {
+        .alg = info->cipher_alg,
+        .mode = info->cipher_mode,
+        .ivgen = info->ivgen_alg,
+        .ivgen_hash = info->ivgen_hash_alg,
+    };
+    g_autoptr(QCryptoSectorCipher) sc = NULL;
     Error *err = NULL;
     int ret;
 
-    cipher = qcrypto_cipher_new(info->cipher_alg, info->cipher_mode, key,
-                                nkey, &err);
-    if (!cipher) {
+    /* IVs count the key material's sectors from 0 (the spec, 2.4). */
+    sc = qcrypto_sector_cipher_new(&spec, key, nkey, LUKS1_SECTOR, 0, 0,
+                                   &err);
+    if (!sc) {
         die("cipher", err);
     }
-    if (info->cipher_mode != QCRYPTO_CIPHER_MODE_ECB) {
-        bool essiv = info->ivgen_alg == QCRYPTO_IVGEN_ALGO_ESSIV;
-
-        ivgen = qcrypto_ivgen_new(info->ivgen_alg, info->cipher_alg,
-                                  essiv ? info->ivgen_hash_alg : 0,
-                                  essiv ? key : NULL, essiv ? nkey : 0, &err);
-        if (!ivgen) {
-            die("ivgen", err);
-        }
-    }
     ret = encrypt ?
-        qcrypto_cipher_encrypt_sectors(cipher, ivgen, 0, LUKS1_SECTOR, buf,
-                                       len, &err) :
-        qcrypto_cipher_decrypt_sectors(cipher, ivgen, 0, LUKS1_SECTOR, buf,
-                                       len, &err);
+        qcrypto_sector_cipher_encrypt(sc, 0, buf, len, &err) :
+        qcrypto_sector_cipher_decrypt(sc, 0, buf, len, &err);
     if (ret < 0) {
         die("key material", err);
     }

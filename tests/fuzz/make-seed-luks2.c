@@ -49,26 +49,18 @@ static void seed_area_crypt(const char *encryption, const uint8_t *key,
                             size_t nkey, uint8_t *buf, size_t len,
                             bool encrypt)
 {
-    g_autoptr(QCryptoCipher) cipher = NULL;
-    g_autoptr(QCryptoIVGen) ivgen = NULL;
+    g_autoptr(QCryptoSectorCipher) sc = NULL;
     QCryptoLUKS2Cipher c;
     Error *err = NULL;
     int ret;
 
     if (qcrypto_luks2_cipher_parse(encryption, nkey, &c, &err) < 0 ||
-        !(cipher = qcrypto_cipher_new(c.alg, c.mode, key, nkey, &err))) {
+        !(sc = qcrypto_sector_cipher_new(&c, key, nkey, 512, 0, 0, &err))) {
         die("area cipher", err);
     }
-    if (c.mode != QCRYPTO_CIPHER_MODE_ECB &&
-        !(ivgen = qcrypto_ivgen_new(c.ivgen, c.alg, c.ivgen_hash, key, nkey,
-                                    &err))) {
-        die("area ivgen", err);
-    }
     ret = encrypt ?
-        qcrypto_cipher_encrypt_sectors(cipher, ivgen, 0, 512, buf, len,
-                                       &err) :
-        qcrypto_cipher_decrypt_sectors(cipher, ivgen, 0, 512, buf, len,
-                                       &err);
+        qcrypto_sector_cipher_encrypt(sc, 0, buf, len, &err) :
+        qcrypto_sector_cipher_decrypt(sc, 0, buf, len, &err);
     if (ret < 0) {
         die("area", err);
     }

@@ -1,8 +1,9 @@
 /*
  * The built-in AES paths (crypto/aes-x86/): every path this CPU can run
  * ("vaes-512", "vaes-256", "aesni") must agree with nettle on random
- * input of every shape, and the multi-sector XTS entry point with the
- * per-sector loop. (The standards' vectors run on every backend, these
+ * input of every shape, and the multi-sector XTS entry point (which a
+ * sector cipher, crypto/sector.h, uses for counted IVs) with a per-sector
+ * loop. (The standards' vectors run on every backend, these
  * paths included, in test-crypto-cipher.c and test-crypto-xts.c.)
  *
  * Each test is registered once per path and forces that path with
@@ -15,6 +16,7 @@
 
 #include "crypto/cipher.h"
 #include "crypto/ivgen.h"
+#include "crypto/sector.h"
 #include "crypto-test-hex.h"
 
 /* ---- helpers ---- */
@@ -218,8 +220,14 @@ static void test_differential(gconstpointer data)
 
 static void sectors_one(const char *path, QCryptoCipherAlgo alg,
                         QCryptoIVGenAlgo ivalg, size_t sector_size,
-                        unsigned shift, uint64_t first, size_t count)
+                        unsigned shift, uint64_t iv_offset, uint64_t first,
+                        size_t count)
 {
+    QCryptoSectorCipherSpec spec = {
+        .alg = alg,
+        .mode = QCRYPTO_CIPHER_MODE_XTS,
+        .ivgen = ivalg,
+    };
     size_t nkey = qcrypto_cipher_get_mode_key_len(alg,
                                                   QCRYPTO_CIPHER_MODE_XTS);
     size_t len = sector_size * count;
@@ -229,31 +237,36 @@ static void sectors_one(const char *path, QCryptoCipherAlgo alg,
     g_autofree uint8_t *buf = g_malloc(len);
     g_autoptr(QCryptoIVGen) ivgen = NULL;
     g_autoptr(QCryptoCipher) tc = NULL;
+    g_autoptr(QCryptoSectorCipher) sc = NULL;
     uint8_t iv[16];
 
     fill_random(key, nkey);
     fill_random(pt, len);
     ivgen = qcrypto_ivgen_new(ivalg, alg, 0, NULL, 0, &error_abort);
-    qcrypto_ivgen_set_sector_shift(ivgen, shift);
     tc = new_cipher(path, alg, QCRYPTO_CIPHER_MODE_XTS, key, nkey);
 
-    /* What the per-sector loop of a block layer would write. */
+    /* What a per-sector loop writes: IV, setiv, encrypt, sector by sector. */
     for (size_t s = 0; s < count; s++) {
-        g_assert_cmpint(qcrypto_ivgen_calculate(ivgen, first + s, iv, 16,
-                                                &error_abort), ==, 0);
+        uint64_t ivnum = (first + iv_offset + s) << shift;
+
+        g_assert_cmpint(qcrypto_ivgen_calculate(ivgen, ivnum, iv, 16, &error_abort),
+                        ==, 0);
         set_iv(tc, iv);
         cipher_run(tc, true, pt + s * sector_size, want + s * sector_size,
-              sector_size);
+                   sector_size);
     }
 
+    /* The sector cipher on this path must take the multi-sector entry. */
+    sc = qcrypto_sector_cipher_new(&spec, key, nkey, sector_size,
+              shift, iv_offset, &error_abort);
+    g_assert_cmpstr(qcrypto_sector_cipher_get_impl_name(sc), ==, path);
+    g_assert_true(qcrypto_sector_cipher_is_bulk(sc));
     memcpy(buf, pt, len);
-    g_assert_cmpint(qcrypto_cipher_encrypt_sectors(tc, ivgen, first,
-                                                   sector_size, buf, len,
-                                                   &error_abort), ==, 0);
+    g_assert_cmpint(qcrypto_sector_cipher_encrypt(sc, first, buf, len, &error_abort),
+                    ==, 0);
     g_assert_cmpmem(buf, len, want, len);
-    g_assert_cmpint(qcrypto_cipher_decrypt_sectors(tc, ivgen, first,
-                                                   sector_size, buf, len,
-                                                   &error_abort), ==, 0);
+    g_assert_cmpint(qcrypto_sector_cipher_decrypt(sc, first, buf, len, &error_abort),
+                    ==, 0);
     g_assert_cmpmem(buf, len, pt, len);
 }
 
@@ -266,26 +279,73 @@ static void test_sectors(gconstpointer data)
         for (size_t c = 0; c < G_N_ELEMENTS(counts); c++) {
             uint64_t first = g_test_rand_int();
             sectors_one(path, aes_algs[a], QCRYPTO_IVGEN_ALGO_PLAIN64, 512,
-                        0, first << 20, counts[c]);
+                        0, 0, first << 20, counts[c]);
             sectors_one(path, aes_algs[a], QCRYPTO_IVGEN_ALGO_PLAIN64, 4096,
-                        0, first, counts[c] % 40);
+                        0, 0, first, counts[c] % 40);
+            sectors_one(path, aes_algs[a], QCRYPTO_IVGEN_ALGO_PLAIN64BE, 512,
+                        0, 0, first << 30, counts[c]);
         }
-        /* LUKS2 4 KiB sectors counted in 512-byte units. */
+        /* LUKS2 4 KiB sectors counted in 512-byte units, from iv_tweak. */
         sectors_one(path, aes_algs[a], QCRYPTO_IVGEN_ALGO_PLAIN64, 4096, 3,
-                    1000, 9);
-        /* plain: the 32-bit IV wraps mid-run. */
-        sectors_one(path, aes_algs[a], QCRYPTO_IVGEN_ALGO_PLAIN, 512, 0,
+                    0, 1000, 9);
+        sectors_one(path, aes_algs[a], QCRYPTO_IVGEN_ALGO_PLAIN64BE, 4096, 3,
+                    123456, 1000, 40);
+        /* plain: the 32-bit IV wraps mid-run, with and without a shift. */
+        sectors_one(path, aes_algs[a], QCRYPTO_IVGEN_ALGO_PLAIN, 512, 0, 0,
                     UINT32_MAX - 20, 64);
+        sectors_one(path, aes_algs[a], QCRYPTO_IVGEN_ALGO_PLAIN, 4096, 3, 7,
+                    (UINT32_MAX >> 3) - 20, 40);
+        /* The 64-bit sector number wraps mid-run. */
+        sectors_one(path, aes_algs[a], QCRYPTO_IVGEN_ALGO_PLAIN64, 512, 0, 0,
+                    UINT64_MAX - 10, 33);
         /* Odd sector sizes that leave tails on every width. */
-        sectors_one(path, aes_algs[a], QCRYPTO_IVGEN_ALGO_PLAIN64, 16, 0,
+        sectors_one(path, aes_algs[a], QCRYPTO_IVGEN_ALGO_PLAIN64, 16, 0, 0,
                     5, 40);
         sectors_one(path, aes_algs[a], QCRYPTO_IVGEN_ALGO_PLAIN64, 16 * 37,
-                    0, 77, 11);
+                    0, 0, 77, 11);
     }
-    /* No fast path for ESSIV-less generators other than plain/plain64:
-     * the generic loop must still run (plain64be here). */
-    sectors_one(path, QCRYPTO_CIPHER_ALGO_AES_256,
-                QCRYPTO_IVGEN_ALGO_PLAIN64BE, 512, 0, 3, 5);
+}
+
+/* The cipher-level entry point: for XTS only, and it checks lengths. */
+static void test_sectors_entry(gconstpointer data)
+{
+    const char *path = data;
+    uint8_t key[32] = { 1, 2, 3 }, buf[1024] = { 0 };
+    QCryptoCipherSectors s = {
+        .iv_format = QCRYPTO_CIPHER_IV_LE64,
+        .sector_size = 512,
+    };
+    g_autoptr(QCryptoCipher) xts =
+        new_cipher(path, QCRYPTO_CIPHER_ALGO_AES_128,
+                   QCRYPTO_CIPHER_MODE_XTS, key, 32);
+    g_autoptr(QCryptoCipher) cbc =
+        new_cipher(path, QCRYPTO_CIPHER_ALGO_AES_128,
+                   QCRYPTO_CIPHER_MODE_CBC, key, 16);
+    Error *err = NULL;
+
+    g_assert_true(qcrypto_cipher_has_sectors(xts, QCRYPTO_CIPHER_IV_LE32));
+    g_assert_true(qcrypto_cipher_has_sectors(xts, QCRYPTO_CIPHER_IV_LE64));
+    g_assert_true(qcrypto_cipher_has_sectors(xts, QCRYPTO_CIPHER_IV_BE64));
+    g_assert_false(qcrypto_cipher_has_sectors(cbc, QCRYPTO_CIPHER_IV_LE64));
+
+    g_assert_cmpint(qcrypto_cipher_encrypt_sectors(cbc, &s, buf, 1024, &err),
+                    ==, -1);
+    error_free_or_abort(&err);
+    g_assert_cmpint(qcrypto_cipher_encrypt_sectors(xts, &s, buf, 1000, &err),
+                    ==, -1);
+    error_free_or_abort(&err);
+    s.sector_size = 500;
+    g_assert_cmpint(qcrypto_cipher_encrypt_sectors(xts, &s, buf, 1000, &err),
+                    ==, -1);
+    error_free_or_abort(&err);
+    s.sector_size = 512;
+    s.iv_shift = 64;
+    g_assert_cmpint(qcrypto_cipher_decrypt_sectors(xts, &s, buf, 1024, &err),
+                    ==, -1);
+    error_free_or_abort(&err);
+    s.iv_shift = 0;
+    g_assert_cmpint(qcrypto_cipher_encrypt_sectors(xts, &s, buf, 1024, &error_abort),
+                    ==, 0);
 }
 
 /* ---- backend choice ---- */
@@ -380,6 +440,7 @@ int main(int argc, char **argv)
             ADD(what, test_differential, dc);
         }
         ADD("sectors", test_sectors, path);
+        ADD("sectors-entry", test_sectors_entry, path);
 #undef ADD
     }
     if (!any) {

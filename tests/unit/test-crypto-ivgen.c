@@ -1,8 +1,13 @@
 /*
  * IV generators: a known-answer table for each, at 512-byte sectors
- * (sector_shift 0) and at 4096-byte sectors counted in 512-byte units
- * (sector_shift 3, LUKS2 with iv_large_sectors off), and the errors a
- * caller can cause.
+ * (shift 0) and at 4096-byte sectors counted in 512-byte units (shift 3,
+ * LUKS2 with iv_large_sectors off), and the errors a caller can cause.
+ *
+ * Each row is checked twice: on the generator itself, handed the number
+ * sector << shift, and through a sector cipher (crypto/sector.h) with
+ * that shift, which must feed exactly this IV to its cipher. CBC shows
+ * the IV it was given: for a zero plaintext block, the ciphertext is
+ * E_K(IV), so decrypting it under K gives the IV back.
  *
  * The plain / plain64 / plain64be / benbi / null answers are the byte
  * layouts dm-crypt documents (Linux drivers/md/dm-crypt.c, the comment
@@ -25,6 +30,7 @@
 #include <string.h>
 
 #include "crypto/ivgen.h"
+#include "crypto/sector.h"
 #include "test-error.h"
 
 #define KEY16 "000102030405060708090a0b0c0d0e0f"
@@ -35,7 +41,7 @@ typedef struct {
     QCryptoCipherAlgo cipher;
     QCryptoHashAlgo hash;       /* ESSIV only */
     const char *key;            /* hex, ESSIV only */
-    unsigned shift;             /* qcrypto_ivgen_set_sector_shift() */
+    unsigned shift;             /* the sector cipher's iv_shift */
     uint64_t sector;
     const char *iv;             /* hex, one cipher block */
 } IVGenTest;
@@ -183,6 +189,37 @@ static char *tohex(const uint8_t *buf, size_t len)
     return g_string_free(s, FALSE);
 }
 
+/* The IV a CBC sector cipher for t uses for t->sector, in hex. */
+static char *ivgen_answer_through_sector(const IVGenTest *t,
+                                         const uint8_t *key, size_t nkey)
+{
+    QCryptoSectorCipherSpec spec = {
+        .alg = t->cipher,
+        .mode = QCRYPTO_CIPHER_MODE_CBC,
+        .ivgen = t->ivgen,
+        .ivgen_hash = t->hash,
+    };
+    size_t niv = qcrypto_cipher_get_block_len(t->cipher);
+    g_autoptr(Error) err = NULL;
+    g_autoptr(QCryptoSectorCipher) sc = NULL;
+    g_autoptr(QCryptoCipher) ecb = NULL;
+    uint8_t block[16] = { 0 };
+
+    /* One-block sectors: the sector's ciphertext is E_K(IV ^ 0). */
+    sc = qcrypto_sector_cipher_new(&spec, key, nkey, niv, t->shift, 0, &err);
+    if (!sc) {
+        g_error("%s", error_get_pretty(err));
+    }
+    g_assert_cmpint(qcrypto_sector_cipher_encrypt(sc, t->sector, block, niv,
+                                                  &err), ==, 0);
+    ecb = qcrypto_cipher_new(t->cipher, QCRYPTO_CIPHER_MODE_ECB, key, nkey,
+                             &err);
+    g_assert_nonnull(ecb);
+    g_assert_cmpint(qcrypto_cipher_decrypt(ecb, block, block, niv, &err),
+                    ==, 0);
+    return tohex(block, niv);
+}
+
 static void test_ivgen_answer(gconstpointer opaque)
 {
     const IVGenTest *t = opaque;
@@ -190,31 +227,42 @@ static void test_ivgen_answer(gconstpointer opaque)
     g_autoptr(QCryptoIVGen) ivgen = NULL;
     g_autofree uint8_t *key = NULL;
     g_autofree char *got = NULL;
+    g_autofree char *through_sector = NULL;
     size_t nkey = 0;
     size_t niv = qcrypto_cipher_get_block_len(t->cipher);
     uint8_t iv[16];
 
     if (t->key) {
         key = unhex(t->key, &nkey);
+    } else {
+        /* Only ESSIV reads the key; the sector cipher's CBC needs one. */
+        nkey = qcrypto_cipher_get_key_len(t->cipher);
+        key = g_malloc(nkey);
+        for (size_t i = 0; i < nkey; i++) {
+            key[i] = 0x40 + i;
+        }
     }
-    ivgen = qcrypto_ivgen_new(t->ivgen, t->cipher, t->hash, key, nkey,
-                              &error_abort);
+    g_assert_cmpuint(nkey, ==, qcrypto_cipher_get_key_len(t->cipher));
+    ivgen = qcrypto_ivgen_new(t->ivgen, t->cipher, t->hash, key, nkey, &err);
+    if (!ivgen) {
+        g_error("%s", error_get_pretty(err));
+    }
     g_assert_cmpint(qcrypto_ivgen_get_algorithm(ivgen), ==, t->ivgen);
     g_assert_cmpint(qcrypto_ivgen_get_cipher(ivgen), ==, t->cipher);
-    g_assert_cmpuint(qcrypto_ivgen_get_sector_shift(ivgen), ==, 0);
-    qcrypto_ivgen_set_sector_shift(ivgen, t->shift);
-    g_assert_cmpuint(qcrypto_ivgen_get_sector_shift(ivgen), ==, t->shift);
 
     /* Poison the buffer: every byte of the IV must be written. */
     memset(iv, 0xa5, sizeof(iv));
-    g_assert_cmpint(qcrypto_ivgen_calculate(ivgen, t->sector, iv, niv,
-                                            &err), ==, 0);
+    g_assert_cmpint(qcrypto_ivgen_calculate(ivgen, t->sector << t->shift,
+                                            iv, niv, &err), ==, 0);
     got = tohex(iv, niv);
     g_assert_cmpstr(got, ==, t->iv);
     /* And nothing past it. */
     for (size_t i = niv; i < sizeof(iv); i++) {
         g_assert_cmpuint(iv[i], ==, 0xa5);
     }
+
+    through_sector = ivgen_answer_through_sector(t, key, nkey);
+    g_assert_cmpstr(through_sector, ==, t->iv);
 }
 
 static void test_ivgen_names(void)
