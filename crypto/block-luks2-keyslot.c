@@ -143,12 +143,6 @@ static int luks2_area_crypt(const QCryptoLUKS2Keyslot *ks,
         qcrypto_sector_cipher_decrypt(sc, 0, buf, len, errp);
 }
 
-/* Key material buffers are secure memory (crypto/secure-mem.c). */
-static void luks2_secret_free(uint8_t *buf, size_t len)
-{
-    qcrypto_secure_free(buf, len);
-}
-
 int qcrypto_luks2_keyslot_open(const QCryptoLUKS2Metadata *md,
                                const QCryptoLUKS2Keyslot *ks,
                                const QCryptoBlockSecret *secret,
@@ -157,24 +151,26 @@ int qcrypto_luks2_keyslot_open(const QCryptoLUKS2Metadata *md,
                                uint8_t *key, Error **errp)
 {
     size_t afbytes = luks2_af_bytes(ks->key_size, ks->af_stripes);
-    uint8_t *areakey = qcrypto_secure_alloc(ks->area_key_size);
-    uint8_t *material = qcrypto_secure_alloc(afbytes);
+    g_autoptr(QCryptoSecureBuf) areakey =
+        qcrypto_secure_buf_new(ks->area_key_size);
+    g_autoptr(QCryptoSecureBuf) material = qcrypto_secure_buf_new(afbytes);
     int ret = -1;
 
     if (ks->digest < 0 || !md->digests[ks->digest]) {
         error_setg(errp, "LUKS2 key slot %d is bound to no digest", ks->id);
         goto out;
     }
-    if (readfunc(block, ks->area_offset, material, afbytes, opaque,
+    if (readfunc(block, ks->area_offset, material->data, afbytes, opaque,
                  errp) < 0) {
         error_prepend(errp, "cannot read LUKS2 key slot %d: ", ks->id);
         goto out;
     }
-    if (qcrypto_luks2_kdf_derive(&ks->kdf, secret, areakey,
+    if (qcrypto_luks2_kdf_derive(&ks->kdf, secret, areakey->data,
                                  ks->area_key_size, errp) < 0 ||
-        luks2_area_crypt(ks, areakey, material, afbytes, false, errp) < 0 ||
+        luks2_area_crypt(ks, areakey->data, material->data, afbytes, false,
+                         errp) < 0 ||
         qcrypto_afsplit_decode(ks->af_hash, ks->key_size, ks->af_stripes,
-                               material, key, errp) < 0) {
+                               material->data, key, errp) < 0) {
         error_prepend(errp, "LUKS2 key slot %d: ", ks->id);
         goto out;
     }
@@ -185,16 +181,14 @@ out:
     if (ret != 1) {
         explicit_bzero(key, ks->key_size);
     }
-    luks2_secret_free(areakey, ks->area_key_size);
-    luks2_secret_free(material, afbytes);
     return ret;
 }
 
 int qcrypto_luks2_unlock(const QCryptoLUKS2Metadata *md,
                          const QCryptoBlockSecret *secret,
                          QCryptoBlock *block, QCryptoBlockReadFunc readfunc,
-                         void *opaque, uint8_t **key, size_t *nkey,
-                         int *slot, Error **errp)
+                         void *opaque, QCryptoSecureBuf **key, int *slot,
+                         Error **errp)
 {
     int digest = qcrypto_luks2_segment_digest(md, 0);
     const QCryptoLUKS2Digest *d;
@@ -214,26 +208,23 @@ int qcrypto_luks2_unlock(const QCryptoLUKS2Metadata *md,
          prio > QCRYPTO_LUKS2_PRIORITY_IGNORE; prio--) {
         for (int i = 0; i < QCRYPTO_LUKS2_KEYSLOTS_MAX; i++) {
             const QCryptoLUKS2Keyslot *ks = md->keyslots[i];
-            uint8_t *candidate;
+            g_autoptr(QCryptoSecureBuf) candidate = NULL;
             int r;
 
             if (!ks || ks->priority != prio || !(d->keyslots & (1u << i))) {
                 continue;
             }
-            candidate = qcrypto_secure_alloc(ks->key_size);
+            candidate = qcrypto_secure_buf_new(ks->key_size);
             r = qcrypto_luks2_keyslot_open(md, ks, secret, block, readfunc,
-                                           opaque, candidate, errp);
+                                           opaque, candidate->data, errp);
             if (r < 0) {
-                luks2_secret_free(candidate, ks->key_size);
                 return -1;
             }
             if (r == 1) {
-                *key = candidate;
-                *nkey = ks->key_size;
+                *key = g_steal_pointer(&candidate);
                 *slot = i;
                 return 0;
             }
-            luks2_secret_free(candidate, ks->key_size);
         }
     }
     error_setg(errp, "Invalid password, cannot unlock any keyslot");
@@ -283,29 +274,25 @@ int qcrypto_luks2_keyslot_store(const QCryptoLUKS2Keyslot *ks,
                                 void *opaque, Error **errp)
 {
     size_t afbytes = luks2_af_bytes(nkey, ks->af_stripes);
-    uint8_t *areakey = qcrypto_secure_alloc(ks->area_key_size);
-    uint8_t *material = qcrypto_secure_alloc(afbytes);
-    int ret = -1;
+    g_autoptr(QCryptoSecureBuf) areakey =
+        qcrypto_secure_buf_new(ks->area_key_size);
+    g_autoptr(QCryptoSecureBuf) material = qcrypto_secure_buf_new(afbytes);
 
     g_assert(nkey == ks->key_size && afbytes <= ks->area_size);
     if (qcrypto_afsplit_encode(ks->af_hash, nkey, ks->af_stripes, key,
-                               material, errp) < 0 ||
-        qcrypto_luks2_kdf_derive(&ks->kdf, secret, areakey,
+                               material->data, errp) < 0 ||
+        qcrypto_luks2_kdf_derive(&ks->kdf, secret, areakey->data,
                                  ks->area_key_size, errp) < 0 ||
-        luks2_area_crypt(ks, areakey, material, afbytes, true, errp) < 0) {
-        goto out;
+        luks2_area_crypt(ks, areakey->data, material->data, afbytes, true,
+                         errp) < 0) {
+        return -1;
     }
-    if (writefunc(block, ks->area_offset, material, afbytes, opaque,
+    if (writefunc(block, ks->area_offset, material->data, afbytes, opaque,
                   errp) < 0) {
         error_prepend(errp, "cannot write LUKS2 key slot %d: ", ks->id);
-        goto out;
+        return -1;
     }
-    ret = 0;
-
-out:
-    luks2_secret_free(areakey, ks->area_key_size);
-    luks2_secret_free(material, afbytes);
-    return ret;
+    return 0;
 }
 
 int qcrypto_luks2_keyslot_wipe(const QCryptoLUKS2Keyslot *ks,

@@ -115,9 +115,8 @@ static int luks2_open(QCryptoBlock *block,
     QCryptoBlockLUKS2 *luks = g_new0(QCryptoBlockLUKS2, 1);
     const QCryptoLUKS2Segment *seg;
     bool detached = flags & QCRYPTO_BLOCK_OPEN_DETACHED;
-    uint8_t *key = NULL;
-    size_t nkey = 0;
-    int slot, ret;
+    g_autoptr(QCryptoSecureBuf) key = NULL;
+    int slot;
 
     block->opaque = luks;
     luks->hdr = qcrypto_luks2_header_read(block, readfunc, opaque,
@@ -151,12 +150,10 @@ static int luks2_open(QCryptoBlock *block,
         return 0;
     }
     if (qcrypto_luks2_unlock(luks->md, &options->secret, block, readfunc,
-                             opaque, &key, &nkey, &slot, errp) < 0) {
+                             opaque, &key, &slot, errp) < 0) {
         return -1;
     }
-    ret = luks2_init_cipher(block, seg, key, nkey, errp);
-    qcrypto_secure_free(key, nkey);
-    return ret;
+    return luks2_init_cipher(block, seg, key->data, key->len, errp);
 }
 
 /* ---- create ---- */
@@ -410,24 +407,22 @@ static int luks2_amend_volume_key(QCryptoBlock *block,
                                   QCryptoBlockReadFunc readfunc,
                                   void *opaque,
                                   const QCryptoBlockAmendOptions *options,
-                                  uint8_t **key, size_t *nkey, Error **errp)
+                                  QCryptoSecureBuf **key, Error **errp)
 {
     QCryptoBlockLUKS2 *luks = block->opaque;
     int slot;
 
     if (options->has_old_secret) {
         return qcrypto_luks2_unlock(luks->md, &options->old_secret, block,
-                                    readfunc, opaque, key, nkey, &slot,
-                                    errp);
+                                    readfunc, opaque, key, &slot, errp);
     }
     if (!block->has_master_key) {
         error_setg(errp, "Adding a LUKS2 key slot needs the volume key: "
                    "give 'old-secret' or open the image with its secret");
         return -1;
     }
-    *key = qcrypto_secure_alloc(block->master_key_len);
-    memcpy(*key, block->master_key, block->master_key_len);
-    *nkey = block->master_key_len;
+    *key = qcrypto_secure_buf_new(block->master_key_len);
+    memcpy((*key)->data, block->master_key, block->master_key_len);
     return 0;
 }
 
@@ -505,10 +500,9 @@ static int luks2_amend_add(QCryptoBlock *block,
     g_autoptr(QCryptoLUKS2Metadata) md = NULL;
     const QCryptoLUKS2Keyslot *any = NULL;
     QCryptoLUKS2KDFParams params;
-    uint8_t *key = NULL;
+    g_autoptr(QCryptoSecureBuf) key = NULL;
     QCryptoBlockKeyslots slots;
-    size_t nkey = 0;
-    int id, ret = -1;
+    int id;
 
     luks2_keyslots(luks, &slots);
     id = qcrypto_block_keyslot_select_free(&slots, options, errp);
@@ -522,24 +516,20 @@ static int luks2_amend_add(QCryptoBlock *block,
     md = luks2_md_copy(luks, errp);
     if (!md ||
         luks2_amend_volume_key(block, readfunc, opaque, options, &key,
-                               &nkey, errp) < 0) {
-        goto out;
+                               errp) < 0) {
+        return -1;
     }
     /* The AF hash follows the existing slots (sha256 otherwise). */
     luks2_kdf_params(&params, options->has_kdf, options->kdf,
                      any ? any->af_hash : QCRYPTO_HASH_ALGO_SHA256,
                      options->has_iter_time, options->iter_time,
                      options->kdf_memory, options->kdf_parallel);
-    if (luks2_add_keyslot(md, id, &params, &options->new_secret, key, nkey,
-                          block, writefunc, opaque, errp) < 0 ||
+    if (luks2_add_keyslot(md, id, &params, &options->new_secret, key->data,
+                          key->len, block, writefunc, opaque, errp) < 0 ||
         luks2_commit(block, &md, writefunc, opaque, errp) < 0) {
-        goto out;
+        return -1;
     }
-    ret = 0;
-
-out:
-    qcrypto_secure_free(key, nkey);
-    return ret;
+    return 0;
 }
 
 static int luks2_amend_erase(QCryptoBlock *block,

@@ -30,6 +30,7 @@
 #include <json-glib/json-glib.h>
 
 #include "crypto/block.h"
+#include "crypto/secure-mem.h"
 #include "crypto/sector.h"
 
 /* LUKS2 spec, "binary header": the fixed part of each header copy. */
@@ -299,17 +300,16 @@ int qcrypto_luks2_digest_verify(const QCryptoLUKS2Digest *d,
 
 /*
  * Recover the volume key of segment 0 with the secret, trying every key
- * slot bound to its digest (high priority first; "ignore" ones are skipped, as
- * cryptsetup does). *key (secure memory: free it with qcrypto_secure_free(*key, *nkey))
- * gets *nkey bytes;
- * *slot the slot that opened. Wrong secret: "Invalid password, cannot unlock
- * any keyslot".
+ * slot bound to its digest (high priority first; "ignore" ones are
+ * skipped, as cryptsetup does). *key gets the key in a new secure buffer
+ * (the caller frees it), *slot the slot that opened. Wrong secret:
+ * "Invalid password, cannot unlock any keyslot".
  */
 int qcrypto_luks2_unlock(const QCryptoLUKS2Metadata *md,
                          const QCryptoBlockSecret *secret,
                          QCryptoBlock *block, QCryptoBlockReadFunc readfunc,
-                         void *opaque, uint8_t **key, size_t *nkey,
-                         int *slot, Error **errp);
+                         void *opaque, QCryptoSecureBuf **key, int *slot,
+                         Error **errp);
 
 /*
  * Unlock one key slot: 1 and key (ks->key_size bytes) filled when the
