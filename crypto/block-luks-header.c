@@ -116,8 +116,9 @@ uint64_t qcrypto_luks_key_material_len(uint32_t key_bytes, uint32_t stripes)
  * "xts-plain64", "cbc-essiv:sha256", "ecb" -> mode, IV generator, hash
  * (dmcrypt-cipher.c), with LUKS1's own messages.
  */
-static int luks_parse_cipher_mode(const char *str, QCryptoLUKSCipherSpec *spec,
-                                  Error **errp)
+static int qcrypto_block_luks_parse_cipher_mode(const char *str,
+                                                QCryptoLUKSCipherSpec *spec,
+                                                Error **errp)
 {
     g_auto(QCryptoDMCryptChain) chain = { 0 };
 
@@ -158,8 +159,10 @@ static int luks_parse_cipher_mode(const char *str, QCryptoLUKSCipherSpec *spec,
 }
 
 /* cipher_name and key_bytes -> algorithm, given the mode. */
-static int luks_parse_cipher_name(const char *name, uint32_t key_bytes,
-                                  QCryptoLUKSCipherSpec *spec, Error **errp)
+static int qcrypto_block_luks_parse_cipher_name(const char *name,
+                                                uint32_t key_bytes,
+                                                QCryptoLUKSCipherSpec *spec,
+                                                Error **errp)
 {
     if (!qcrypto_dmcrypt_cipher_name_known(name)) {
         error_setg(errp, "Unsupported LUKS cipher '%s'", name);
@@ -177,7 +180,8 @@ static int luks_parse_cipher_name(const char *name, uint32_t key_bytes,
 
 /* ---- Validation: one named function per rule */
 
-static int luks_validate_magic(const QCryptoLUKSHeader *hdr, Error **errp)
+static int qcrypto_block_luks_validate_magic(const QCryptoLUKSHeader *hdr,
+                                             Error **errp)
 {
     if (memcmp(hdr->magic, QCRYPTO_LUKS_MAGIC, QCRYPTO_LUKS_MAGIC_LEN)) {
         error_setg(errp, "Not a LUKS image: the magic bytes are wrong");
@@ -186,7 +190,8 @@ static int luks_validate_magic(const QCryptoLUKSHeader *hdr, Error **errp)
     return 0;
 }
 
-static int luks_validate_version(const QCryptoLUKSHeader *hdr, Error **errp)
+static int qcrypto_block_luks_validate_version(const QCryptoLUKSHeader *hdr,
+                                               Error **errp)
 {
     if (hdr->version != QCRYPTO_LUKS_VERSION) {
         error_setg(errp, "LUKS version %u is not supported by the LUKS1 "
@@ -196,8 +201,8 @@ static int luks_validate_version(const QCryptoLUKSHeader *hdr, Error **errp)
     return 0;
 }
 
-static int luks_validate_string(const char *field, size_t len,
-                                const char *what, Error **errp)
+static int qcrypto_block_luks_validate_string(const char *field, size_t len,
+                                              const char *what, Error **errp)
 {
     if (!memchr(field, '\0', len)) {
         error_setg(errp, "LUKS header field '%s' is not NUL-terminated "
@@ -207,23 +212,27 @@ static int luks_validate_string(const char *field, size_t len,
     return 0;
 }
 
-static int luks_validate_strings(const QCryptoLUKSHeader *hdr, Error **errp)
+static int qcrypto_block_luks_validate_strings(const QCryptoLUKSHeader *hdr,
+                                               Error **errp)
 {
-    if (luks_validate_string(hdr->cipher_name, sizeof(hdr->cipher_name),
-                             "cipher-name", errp) < 0 ||
-        luks_validate_string(hdr->cipher_mode, sizeof(hdr->cipher_mode),
-                             "cipher-mode", errp) < 0 ||
-        luks_validate_string(hdr->hash_spec, sizeof(hdr->hash_spec),
-                             "hash-spec", errp) < 0 ||
-        luks_validate_string(hdr->uuid, sizeof(hdr->uuid), "uuid",
-                             errp) < 0) {
+    if (qcrypto_block_luks_validate_string(hdr->cipher_name,
+                                           sizeof(hdr->cipher_name),
+                                           "cipher-name", errp) < 0 ||
+        qcrypto_block_luks_validate_string(hdr->cipher_mode,
+                                           sizeof(hdr->cipher_mode),
+                                           "cipher-mode", errp) < 0 ||
+        qcrypto_block_luks_validate_string(
+            hdr->hash_spec, sizeof(hdr->hash_spec), "hash-spec", errp) < 0 ||
+        qcrypto_block_luks_validate_string(hdr->uuid, sizeof(hdr->uuid),
+                                           "uuid", errp) < 0) {
         return -1;
     }
     return 0;
 }
 
-static int luks_validate_hash_spec(const QCryptoLUKSHeader *hdr,
-                                   QCryptoLUKSCipherSpec *spec, Error **errp)
+static int qcrypto_block_luks_validate_hash_spec(const QCryptoLUKSHeader *hdr,
+                                                 QCryptoLUKSCipherSpec *spec,
+                                                 Error **errp)
 {
     int hash = qcrypto_hash_algo_parse(hdr->hash_spec);
 
@@ -241,8 +250,8 @@ static int luks_validate_hash_spec(const QCryptoLUKSHeader *hdr,
  * essiv:sha256 (a 32-byte 3DES key) does not exist. Building the sector
  * cipher the payload will use, with a dummy key, is the exact test.
  */
-static int luks_validate_ivgen(const QCryptoLUKSCipherSpec *spec,
-                               uint32_t key_bytes, Error **errp)
+static int qcrypto_block_luks_validate_ivgen(const QCryptoLUKSCipherSpec *spec,
+                                             uint32_t key_bytes, Error **errp)
 {
     QCryptoSectorCipherSpec sspec = qcrypto_luks_sector_spec(spec);
     g_autofree uint8_t *key = g_malloc0(key_bytes);
@@ -257,12 +266,14 @@ static int luks_validate_ivgen(const QCryptoLUKSCipherSpec *spec,
     return 0;
 }
 
-static int luks_validate_cipher(const QCryptoLUKSHeader *hdr,
-                                QCryptoLUKSCipherSpec *spec, Error **errp)
+static int qcrypto_block_luks_validate_cipher(const QCryptoLUKSHeader *hdr,
+                                              QCryptoLUKSCipherSpec *spec,
+                                              Error **errp)
 {
-    if (luks_parse_cipher_mode(hdr->cipher_mode, spec, errp) < 0 ||
-        luks_parse_cipher_name(hdr->cipher_name, hdr->key_bytes, spec,
-                               errp) < 0) {
+    if (qcrypto_block_luks_parse_cipher_mode(hdr->cipher_mode, spec,
+                                             errp) < 0 ||
+        qcrypto_block_luks_parse_cipher_name(hdr->cipher_name, hdr->key_bytes,
+                                             spec, errp) < 0) {
         return -1;
     }
     if ((spec->cipher_mode == QCRYPTO_CIPHER_MODE_XTS ||
@@ -279,11 +290,12 @@ static int luks_validate_cipher(const QCryptoLUKSHeader *hdr,
                    qcrypto_cipher_mode_name(spec->cipher_mode));
         return -1;
     }
-    return luks_validate_ivgen(spec, hdr->key_bytes, errp);
+    return qcrypto_block_luks_validate_ivgen(spec, hdr->key_bytes, errp);
 }
 
-static int luks_validate_iterations(uint32_t iterations, const char *what,
-                                    Error **errp)
+static int qcrypto_block_luks_validate_iterations(uint32_t iterations,
+                                                  const char *what,
+                                                  Error **errp)
 {
     /*
      * LUKS 1.0-era images have as few as 10 master key digest iterations:
@@ -302,16 +314,16 @@ static int luks_validate_iterations(uint32_t iterations, const char *what,
     return 0;
 }
 
-static int luks_validate_mk_digest(const QCryptoLUKSHeader *hdr,
-                                   Error **errp)
+static int qcrypto_block_luks_validate_mk_digest(const QCryptoLUKSHeader *hdr,
+                                                 Error **errp)
 {
-    return luks_validate_iterations(hdr->mk_digest_iter,
-                                    "master key digest", errp);
+    return qcrypto_block_luks_validate_iterations(hdr->mk_digest_iter,
+                                                  "master key digest", errp);
 }
 
 /* State, iterations and stripes of one slot. */
-static int luks_validate_key_slot(const QCryptoLUKSHeader *hdr, int i,
-                                  Error **errp)
+static int qcrypto_block_luks_validate_key_slot(const QCryptoLUKSHeader *hdr,
+                                                int i, Error **errp)
 {
     const QCryptoLUKSKeySlot *slot = &hdr->slots[i];
     g_autofree char *what = NULL;
@@ -331,7 +343,8 @@ static int luks_validate_key_slot(const QCryptoLUKSHeader *hdr, int i,
     }
     if (slot->active == QCRYPTO_LUKS_KEY_SLOT_ACTIVE) {
         what = g_strdup_printf("key slot %d", i);
-        return luks_validate_iterations(slot->iterations, what, errp);
+        return qcrypto_block_luks_validate_iterations(slot->iterations, what,
+                                                      errp);
     }
     return 0;
 }
@@ -340,9 +353,9 @@ static int luks_validate_key_slot(const QCryptoLUKSHeader *hdr, int i,
  * Where each slot's key material lies: after the header, apart from the
  * other slots, before the payload (in the same file), inside the file.
  */
-static int luks_validate_key_slot_areas(const QCryptoLUKSHeader *hdr,
-                                        uint64_t file_size, bool detached,
-                                        Error **errp)
+static int qcrypto_block_luks_validate_key_slot_areas(
+    const QCryptoLUKSHeader *hdr, uint64_t file_size, bool detached,
+    Error **errp)
 {
     uint64_t start[QCRYPTO_LUKS_NUM_KEY_SLOTS];
     uint64_t end[QCRYPTO_LUKS_NUM_KEY_SLOTS];
@@ -387,9 +400,9 @@ static int luks_validate_key_slot_areas(const QCryptoLUKSHeader *hdr,
     return 0;
 }
 
-static int luks_validate_payload_offset(const QCryptoLUKSHeader *hdr,
-                                        uint64_t file_size, bool detached,
-                                        Error **errp)
+static int qcrypto_block_luks_validate_payload_offset(
+    const QCryptoLUKSHeader *hdr, uint64_t file_size, bool detached,
+    Error **errp)
 {
     uint64_t payload = (uint64_t)hdr->payload_offset *
         QCRYPTO_LUKS_SECTOR_SIZE;
@@ -421,21 +434,23 @@ int qcrypto_luks_header_validate(const QCryptoLUKSHeader *hdr,
                                  uint64_t file_size, bool detached,
                                  QCryptoLUKSCipherSpec *spec, Error **errp)
 {
-    if (luks_validate_magic(hdr, errp) < 0 ||
-        luks_validate_version(hdr, errp) < 0 ||
-        luks_validate_strings(hdr, errp) < 0 ||
-        luks_validate_hash_spec(hdr, spec, errp) < 0 ||
-        luks_validate_cipher(hdr, spec, errp) < 0 ||
-        luks_validate_mk_digest(hdr, errp) < 0 ||
-        luks_validate_payload_offset(hdr, file_size, detached, errp) < 0) {
+    if (qcrypto_block_luks_validate_magic(hdr, errp) < 0 ||
+        qcrypto_block_luks_validate_version(hdr, errp) < 0 ||
+        qcrypto_block_luks_validate_strings(hdr, errp) < 0 ||
+        qcrypto_block_luks_validate_hash_spec(hdr, spec, errp) < 0 ||
+        qcrypto_block_luks_validate_cipher(hdr, spec, errp) < 0 ||
+        qcrypto_block_luks_validate_mk_digest(hdr, errp) < 0 ||
+        qcrypto_block_luks_validate_payload_offset(hdr, file_size, detached,
+                                                   errp) < 0) {
         return -1;
     }
     for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
-        if (luks_validate_key_slot(hdr, i, errp) < 0) {
+        if (qcrypto_block_luks_validate_key_slot(hdr, i, errp) < 0) {
             return -1;
         }
     }
-    return luks_validate_key_slot_areas(hdr, file_size, detached, errp);
+    return qcrypto_block_luks_validate_key_slot_areas(hdr, file_size, detached,
+                                                      errp);
 }
 
 /* ---- Create: spec strings and layout */
@@ -483,7 +498,7 @@ int qcrypto_luks_cipher_spec_format(const QCryptoLUKSCipherSpec *spec,
             return -1;
         }
     }
-    if (luks_validate_ivgen(spec, keylen, errp) < 0) {
+    if (qcrypto_block_luks_validate_ivgen(spec, keylen, errp) < 0) {
         return -1;
     }
     modestr = qcrypto_dmcrypt_chain_format(spec->cipher_mode, spec->ivgen_alg,

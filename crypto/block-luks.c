@@ -35,7 +35,8 @@ typedef struct QCryptoBlockLUKS {
     QCryptoLUKSCipherSpec spec;
 } QCryptoBlockLUKS;
 
-static const uint8_t *luks_secret_data(const QCryptoBlockSecret *secret)
+static const uint8_t *qcrypto_block_luks_secret_data(
+    const QCryptoBlockSecret *secret)
 {
     /* An empty passphrase is legal; PBKDF2 still wants a pointer. */
     return secret->data ? secret->data : (const uint8_t *)"";
@@ -47,10 +48,9 @@ static const uint8_t *luks_secret_data(const QCryptoBlockSecret *secret)
  * at the start of the slot's key material (the spec, 1.1.1 onwards, makes
  * the IV reference point explicit).
  */
-static int luks_key_material_crypt(const QCryptoLUKSCipherSpec *spec,
-                                   const uint8_t *key, size_t nkey,
-                                   uint8_t *buf, size_t len, bool encrypt,
-                                   Error **errp)
+static int qcrypto_block_luks_key_material_crypt(
+    const QCryptoLUKSCipherSpec *spec, const uint8_t *key, size_t nkey,
+    uint8_t *buf, size_t len, bool encrypt, Error **errp)
 {
     QCryptoSectorCipherSpec sspec = qcrypto_luks_sector_spec(spec);
     g_autoptr(QCryptoSectorCipher) sc =
@@ -69,10 +69,12 @@ static int luks_key_material_crypt(const QCryptoLUKSCipherSpec *spec,
  * Try one active slot: 1 if secret unlocks it (mk then holds the master
  * key), 0 if it does not, -1 on an error that is not a wrong passphrase.
  */
-static int luks_keyslot_unlock(QCryptoBlock *block, QCryptoBlockLUKS *luks,
-                               int i, const QCryptoBlockSecret *secret,
-                               QCryptoBlockReadFunc readfunc, void *opaque,
-                               uint8_t *mk, Error **errp)
+static int qcrypto_block_luks_keyslot_unlock(QCryptoBlock *block,
+                                             QCryptoBlockLUKS *luks, int i,
+                                             const QCryptoBlockSecret *secret,
+                                             QCryptoBlockReadFunc readfunc,
+                                             void *opaque, uint8_t *mk,
+                                             Error **errp)
 {
     const QCryptoLUKSHeader *hdr = &luks->header;
     const QCryptoLUKSKeySlot *slot = &hdr->slots[i];
@@ -84,9 +86,9 @@ static int luks_keyslot_unlock(QCryptoBlock *block, QCryptoBlockLUKS *luks,
         qcrypto_luks_key_material_len(nkey, slot->stripes));
     uint8_t digest[QCRYPTO_LUKS_DIGEST_LEN];
 
-    if (qcrypto_pbkdf2(hash, luks_secret_data(secret), secret->len,
-                       slot->salt, QCRYPTO_LUKS_SALT_LEN, slot->iterations,
-                       slotkey->data, nkey, errp) < 0) {
+    if (qcrypto_pbkdf2(hash, qcrypto_block_luks_secret_data(secret),
+                       secret->len, slot->salt, QCRYPTO_LUKS_SALT_LEN,
+                       slot->iterations, slotkey->data, nkey, errp) < 0) {
         return -1;
     }
     if (readfunc(block, (uint64_t)slot->key_offset * QCRYPTO_LUKS_SECTOR_SIZE,
@@ -94,13 +96,14 @@ static int luks_keyslot_unlock(QCryptoBlock *block, QCryptoBlockLUKS *luks,
         error_prepend(errp, "Cannot read key slot %d: ", i);
         return -1;
     }
-    if (luks_key_material_crypt(&luks->spec, slotkey->data, nkey,
-                                split->data, split->len, false, errp) < 0 ||
+    if (qcrypto_block_luks_key_material_crypt(&luks->spec, slotkey->data, nkey,
+                                              split->data, split->len, false,
+                                              errp) < 0 ||
         qcrypto_afsplit_decode(hash, nkey, slot->stripes, split->data,
                                candidate->data, errp) < 0 ||
         qcrypto_pbkdf2(hash, candidate->data, nkey, hdr->mk_digest_salt,
-                       QCRYPTO_LUKS_SALT_LEN, hdr->mk_digest_iter,
-                       digest, sizeof(digest), errp) < 0) {
+                       QCRYPTO_LUKS_SALT_LEN, hdr->mk_digest_iter, digest,
+                       sizeof(digest), errp) < 0) {
         return -1;
     }
     /* Constant time, so the comparison tells nothing about the key. */
@@ -112,10 +115,11 @@ static int luks_keyslot_unlock(QCryptoBlock *block, QCryptoBlockLUKS *luks,
 }
 
 /* The first active slot secret unlocks, or -1. */
-static int luks_unlock(QCryptoBlock *block, QCryptoBlockLUKS *luks,
-                       const QCryptoBlockSecret *secret,
-                       QCryptoBlockReadFunc readfunc, void *opaque,
-                       uint8_t *mk, Error **errp)
+static int qcrypto_block_luks_unlock(QCryptoBlock *block,
+                                     QCryptoBlockLUKS *luks,
+                                     const QCryptoBlockSecret *secret,
+                                     QCryptoBlockReadFunc readfunc,
+                                     void *opaque, uint8_t *mk, Error **errp)
 {
     for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
         int ret;
@@ -123,8 +127,8 @@ static int luks_unlock(QCryptoBlock *block, QCryptoBlockLUKS *luks,
         if (luks->header.slots[i].active != QCRYPTO_LUKS_KEY_SLOT_ACTIVE) {
             continue;
         }
-        ret = luks_keyslot_unlock(block, luks, i, secret, readfunc, opaque,
-                                  mk, errp);
+        ret = qcrypto_block_luks_keyslot_unlock(block, luks, i, secret,
+                                                readfunc, opaque, mk, errp);
         if (ret != 0) {
             return ret < 0 ? -1 : i;
         }
@@ -133,9 +137,10 @@ static int luks_unlock(QCryptoBlock *block, QCryptoBlockLUKS *luks,
     return -1;
 }
 
-static int luks_header_read(QCryptoBlock *block, QCryptoBlockReadFunc readfunc,
-                            void *opaque, uint64_t file_size,
-                            QCryptoLUKSHeader *hdr, Error **errp)
+static int qcrypto_block_luks_header_read(QCryptoBlock *block,
+                                          QCryptoBlockReadFunc readfunc,
+                                          void *opaque, uint64_t file_size,
+                                          QCryptoLUKSHeader *hdr, Error **errp)
 {
     uint8_t buf[QCRYPTO_LUKS_HEADER_LEN];
 
@@ -153,9 +158,10 @@ static int luks_header_read(QCryptoBlock *block, QCryptoBlockReadFunc readfunc,
     return 0;
 }
 
-static int luks_header_write(QCryptoBlock *block, QCryptoBlockLUKS *luks,
-                             QCryptoBlockWriteFunc writefunc, void *opaque,
-                             Error **errp)
+static int qcrypto_block_luks_header_write(QCryptoBlock *block,
+                                           QCryptoBlockLUKS *luks,
+                                           QCryptoBlockWriteFunc writefunc,
+                                           void *opaque, Error **errp)
 {
     uint8_t buf[QCRYPTO_LUKS_HEADER_LEN];
 
@@ -167,9 +173,10 @@ static int luks_header_write(QCryptoBlock *block, QCryptoBlockLUKS *luks,
     return 0;
 }
 
-static int luks_init_payload_cipher(QCryptoBlock *block,
-                                    QCryptoBlockLUKS *luks,
-                                    const uint8_t *mk, Error **errp)
+static int qcrypto_block_luks_init_payload_cipher(QCryptoBlock *block,
+                                                  QCryptoBlockLUKS *luks,
+                                                  const uint8_t *mk,
+                                                  Error **errp)
 {
     QCryptoSectorCipherSpec spec = qcrypto_luks_sector_spec(&luks->spec);
 
@@ -177,10 +184,10 @@ static int luks_init_payload_cipher(QCryptoBlock *block,
                                      errp);
 }
 
-static int luks_open(QCryptoBlock *block,
-                     const QCryptoBlockOpenOptions *options,
-                     QCryptoBlockReadFunc readfunc, void *opaque,
-                     unsigned int flags, Error **errp)
+static int qcrypto_block_luks_open(QCryptoBlock *block,
+                                   const QCryptoBlockOpenOptions *options,
+                                   QCryptoBlockReadFunc readfunc, void *opaque,
+                                   unsigned int flags, Error **errp)
 {
     QCryptoBlockLUKS *luks = g_new0(QCryptoBlockLUKS, 1);
     bool detached = flags & QCRYPTO_BLOCK_OPEN_DETACHED;
@@ -190,8 +197,8 @@ static int luks_open(QCryptoBlock *block,
     block->sector_size = QCRYPTO_LUKS_SECTOR_SIZE;
     block->detached_header = detached;
 
-    if (luks_header_read(block, readfunc, opaque, options->size,
-                         &luks->header, errp) < 0 ||
+    if (qcrypto_block_luks_header_read(block, readfunc, opaque, options->size,
+                                       &luks->header, errp) < 0 ||
         qcrypto_luks_header_validate(&luks->header, options->size, detached,
                                      &luks->spec, errp) < 0) {
         return -1;
@@ -207,11 +214,11 @@ static int luks_open(QCryptoBlock *block,
         return 0;
     }
     mk = qcrypto_secure_buf_new(luks->header.key_bytes);
-    if (luks_unlock(block, luks, &options->secret, readfunc, opaque,
-                    mk->data, errp) < 0) {
+    if (qcrypto_block_luks_unlock(block, luks, &options->secret, readfunc,
+                                  opaque, mk->data, errp) < 0) {
         return -1;
     }
-    return luks_init_payload_cipher(block, luks, mk->data, errp);
+    return qcrypto_block_luks_init_payload_cipher(block, luks, mk->data, errp);
 }
 
 /*
@@ -219,9 +226,10 @@ static int luks_open(QCryptoBlock *block,
  * bytes of output, at least QCRYPTO_LUKS_MIN_ITERS, at most what we accept
  * on open.
  */
-static uint32_t luks_pbkdf2_iters(QCryptoHashAlgo hash, size_t nout,
-                                  uint64_t iter_time, unsigned divisor,
-                                  Error **errp)
+static uint32_t qcrypto_block_luks_pbkdf2_iters(QCryptoHashAlgo hash,
+                                                size_t nout,
+                                                uint64_t iter_time,
+                                                unsigned divisor, Error **errp)
 {
     uint64_t iters;
 
@@ -246,11 +254,10 @@ static uint32_t luks_pbkdf2_iters(QCryptoHashAlgo hash, size_t nout,
  * caller writes it, after the key material, so an interrupted write never
  * leaves an active slot pointing at missing key material.
  */
-static int luks_keyslot_store(QCryptoBlock *block, QCryptoBlockLUKS *luks,
-                              int i, const QCryptoBlockSecret *secret,
-                              const uint8_t *mk, uint64_t iter_time,
-                              QCryptoBlockWriteFunc writefunc, void *opaque,
-                              Error **errp)
+static int qcrypto_block_luks_keyslot_store(
+    QCryptoBlock *block, QCryptoBlockLUKS *luks, int i,
+    const QCryptoBlockSecret *secret, const uint8_t *mk, uint64_t iter_time,
+    QCryptoBlockWriteFunc writefunc, void *opaque, Error **errp)
 {
     QCryptoLUKSKeySlot *slot = &luks->header.slots[i];
     QCryptoHashAlgo hash = luks->spec.hash_alg;
@@ -264,14 +271,16 @@ static int luks_keyslot_store(QCryptoBlock *block, QCryptoBlockLUKS *luks,
     if (qcrypto_random_bytes(salt, sizeof(salt), errp) < 0) {
         return -1;
     }
-    iters = luks_pbkdf2_iters(hash, nkey, iter_time, 1, errp);
+    iters = qcrypto_block_luks_pbkdf2_iters(hash, nkey, iter_time, 1, errp);
     if (!iters ||
-        qcrypto_pbkdf2(hash, luks_secret_data(secret), secret->len, salt,
-                       sizeof(salt), iters, slotkey->data, nkey, errp) < 0 ||
+        qcrypto_pbkdf2(hash, qcrypto_block_luks_secret_data(secret),
+                       secret->len, salt, sizeof(salt), iters, slotkey->data,
+                       nkey, errp) < 0 ||
         qcrypto_afsplit_encode(hash, nkey, slot->stripes, mk, split->data,
                                errp) < 0 ||
-        luks_key_material_crypt(&luks->spec, slotkey->data, nkey,
-                                split->data, split->len, true, errp) < 0) {
+        qcrypto_block_luks_key_material_crypt(&luks->spec, slotkey->data, nkey,
+                                              split->data, split->len, true,
+                                              errp) < 0) {
         return -1;
     }
     if (writefunc(block, (uint64_t)slot->key_offset * QCRYPTO_LUKS_SECTOR_SIZE,
@@ -286,8 +295,8 @@ static int luks_keyslot_store(QCryptoBlock *block, QCryptoBlockLUKS *luks,
 }
 
 /* The cipher spec the create options ask for, with QEMU's defaults. */
-static void luks_create_spec(const QCryptoBlockCreateOptions *options,
-                             QCryptoLUKSCipherSpec *spec)
+static void qcrypto_block_luks_create_spec(
+    const QCryptoBlockCreateOptions *options, QCryptoLUKSCipherSpec *spec)
 {
     spec->cipher_alg = options->cipher_alg;
     spec->cipher_mode = options->cipher_mode;
@@ -300,10 +309,9 @@ static void luks_create_spec(const QCryptoBlockCreateOptions *options,
 }
 
 /* Everything of a new header but its secrets; header_len for initfunc. */
-static int luks_create_layout(const QCryptoBlockCreateOptions *options,
-                              QCryptoLUKSHeader *hdr,
-                              QCryptoLUKSCipherSpec *spec,
-                              uint64_t *header_len, Error **errp)
+static int qcrypto_block_luks_create_layout(
+    const QCryptoBlockCreateOptions *options, QCryptoLUKSHeader *hdr,
+    QCryptoLUKSCipherSpec *spec, uint64_t *header_len, Error **errp)
 {
     if (options->cipher_alg >= QCRYPTO_CIPHER_ALGO__MAX ||
         options->cipher_mode >= QCRYPTO_CIPHER_MODE__MAX ||
@@ -315,7 +323,7 @@ static int luks_create_layout(const QCryptoBlockCreateOptions *options,
         return -1;
     }
     memset(hdr, 0, sizeof(*hdr));
-    luks_create_spec(options, spec);
+    qcrypto_block_luks_create_spec(options, spec);
     memcpy(hdr->magic, QCRYPTO_LUKS_MAGIC, QCRYPTO_LUKS_MAGIC_LEN);
     hdr->version = QCRYPTO_LUKS_VERSION;
     for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
@@ -328,7 +336,7 @@ static int luks_create_layout(const QCryptoBlockCreateOptions *options,
                                options->detached_header, header_len, errp);
 }
 
-static int luks_calculate_payload_offset(
+static int qcrypto_block_luks_calculate_payload_offset(
     const QCryptoBlockCreateOptions *options, uint64_t *payload_offset,
     Error **errp)
 {
@@ -336,18 +344,19 @@ static int luks_calculate_payload_offset(
     QCryptoLUKSCipherSpec spec;
     uint64_t header_len;
 
-    if (luks_create_layout(options, &hdr, &spec, &header_len, errp) < 0) {
+    if (qcrypto_block_luks_create_layout(options, &hdr, &spec, &header_len,
+                                         errp) < 0) {
         return -1;
     }
     *payload_offset = (uint64_t)hdr.payload_offset * QCRYPTO_LUKS_SECTOR_SIZE;
     return 0;
 }
 
-static int luks_create(QCryptoBlock *block,
-                       const QCryptoBlockCreateOptions *options,
-                       QCryptoBlockInitFunc initfunc,
-                       QCryptoBlockWriteFunc writefunc,
-                       void *opaque, Error **errp)
+static int qcrypto_block_luks_create(QCryptoBlock *block,
+                                     const QCryptoBlockCreateOptions *options,
+                                     QCryptoBlockInitFunc initfunc,
+                                     QCryptoBlockWriteFunc writefunc,
+                                     void *opaque, Error **errp)
 {
     QCryptoBlockLUKS *luks = g_new0(QCryptoBlockLUKS, 1);
     QCryptoLUKSHeader *hdr = &luks->header;
@@ -369,8 +378,8 @@ static int luks_create(QCryptoBlock *block,
         error_setg(errp, "iter-time must be at least 1 ms");
         return -1;
     }
-    if (luks_create_layout(options, hdr, &luks->spec, &header_len,
-                           errp) < 0) {
+    if (qcrypto_block_luks_create_layout(options, hdr, &luks->spec,
+                                         &header_len, errp) < 0) {
         return -1;
     }
 
@@ -385,11 +394,9 @@ static int luks_create(QCryptoBlock *block,
                              errp) < 0) {
         return -1;
     }
-    hdr->mk_digest_iter = luks_pbkdf2_iters(luks->spec.hash_alg,
-                                            QCRYPTO_LUKS_DIGEST_LEN,
-                                            iter_time,
-                                            LUKS_MK_DIGEST_ITER_DIVISOR,
-                                            errp);
+    hdr->mk_digest_iter = qcrypto_block_luks_pbkdf2_iters(
+        luks->spec.hash_alg, QCRYPTO_LUKS_DIGEST_LEN, iter_time,
+        LUKS_MK_DIGEST_ITER_DIVISOR, errp);
     if (!hdr->mk_digest_iter ||
         qcrypto_pbkdf2(luks->spec.hash_alg, mk->data, mk->len,
                        hdr->mk_digest_salt, QCRYPTO_LUKS_SALT_LEN,
@@ -399,14 +406,17 @@ static int luks_create(QCryptoBlock *block,
     }
 
     /* The payload cipher before any write: a failure leaves no file. */
-    if (luks_init_payload_cipher(block, luks, mk->data, errp) < 0) {
+    if (qcrypto_block_luks_init_payload_cipher(block, luks, mk->data,
+                                               errp) < 0) {
         return -1;
     }
     /* Room first, then slot 0's key material, the header last. */
     if (initfunc(block, header_len, opaque, errp) < 0 ||
-        luks_keyslot_store(block, luks, 0, &options->secret, mk->data,
-                           iter_time, writefunc, opaque, errp) < 0 ||
-        luks_header_write(block, luks, writefunc, opaque, errp) < 0) {
+        qcrypto_block_luks_keyslot_store(block, luks, 0, &options->secret,
+                                         mk->data, iter_time, writefunc,
+                                         opaque, errp) < 0 ||
+        qcrypto_block_luks_header_write(block, luks, writefunc, opaque,
+                                        errp) < 0) {
         return -1;
     }
     block->payload_offset =
@@ -414,35 +424,34 @@ static int luks_create(QCryptoBlock *block,
     return 0;
 }
 
-static bool luks_slot_active(const QCryptoBlockLUKS *luks, int i)
+static bool qcrypto_block_luks_slot_active(const QCryptoBlockLUKS *luks, int i)
 {
     return luks->header.slots[i].active == QCRYPTO_LUKS_KEY_SLOT_ACTIVE;
 }
 
 /* QCryptoBlockKeyslots.try_secret: does secret open slot i? */
-static int luks_keyslot_try_secret(QCryptoBlock *block, int i,
-                                   const QCryptoBlockSecret *secret,
-                                   QCryptoBlockReadFunc readfunc,
-                                   void *opaque, Error **errp)
+static int qcrypto_block_luks_keyslot_try_secret(
+    QCryptoBlock *block, int i, const QCryptoBlockSecret *secret,
+    QCryptoBlockReadFunc readfunc, void *opaque, Error **errp)
 {
     QCryptoBlockLUKS *luks = block->opaque;
     g_autoptr(QCryptoSecureBuf) mk =
         qcrypto_secure_buf_new(luks->header.key_bytes);
 
-    return luks_keyslot_unlock(block, luks, i, secret, readfunc, opaque,
-                               mk->data, errp);
+    return qcrypto_block_luks_keyslot_unlock(block, luks, i, secret, readfunc,
+                                             opaque, mk->data, errp);
 }
 
 /* The slots for the shared amend policy: every active slot opens. */
-static void luks_keyslots(const QCryptoBlockLUKS *luks,
-                          QCryptoBlockKeyslots *slots)
+static void qcrypto_block_luks_keyslots(const QCryptoBlockLUKS *luks,
+                                        QCryptoBlockKeyslots *slots)
 {
     *slots = (QCryptoBlockKeyslots) {
         .nslots = QCRYPTO_LUKS_NUM_KEY_SLOTS,
-        .try_secret = luks_keyslot_try_secret,
+        .try_secret = qcrypto_block_luks_keyslot_try_secret,
     };
     for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
-        if (luks_slot_active(luks, i)) {
+        if (qcrypto_block_luks_slot_active(luks, i)) {
             slots->active |= 1u << i;
         }
     }
@@ -450,11 +459,10 @@ static void luks_keyslots(const QCryptoBlockLUKS *luks,
 }
 
 /* amend state=active: put a new passphrase into a free slot. */
-static int luks_amend_add_key(QCryptoBlock *block, QCryptoBlockLUKS *luks,
-                              QCryptoBlockReadFunc readfunc,
-                              QCryptoBlockWriteFunc writefunc, void *opaque,
-                              const QCryptoBlockAmendOptions *options,
-                              Error **errp)
+static int qcrypto_block_luks_amend_add_key(
+    QCryptoBlock *block, QCryptoBlockLUKS *luks, QCryptoBlockReadFunc readfunc,
+    QCryptoBlockWriteFunc writefunc, void *opaque,
+    const QCryptoBlockAmendOptions *options, Error **errp)
 {
     uint64_t iter_time = options->has_iter_time ? options->iter_time :
         LUKS_DEFAULT_ITER_TIME_MS;
@@ -464,7 +472,7 @@ static int luks_amend_add_key(QCryptoBlock *block, QCryptoBlockLUKS *luks,
     QCryptoBlockKeyslots slots;
     int slot;
 
-    luks_keyslots(luks, &slots);
+    qcrypto_block_luks_keyslots(luks, &slots);
     slot = qcrypto_block_keyslot_select_free(&slots, options, errp);
     if (slot < 0) {
         return -1;
@@ -475,8 +483,8 @@ static int luks_amend_add_key(QCryptoBlock *block, QCryptoBlockLUKS *luks,
     }
 
     if (options->has_old_secret) {
-        if (luks_unlock(block, luks, &options->old_secret, readfunc, opaque,
-                        mk->data, errp) < 0) {
+        if (qcrypto_block_luks_unlock(block, luks, &options->old_secret,
+                                      readfunc, opaque, mk->data, errp) < 0) {
             return -1;
         }
     } else if (block->has_master_key) {
@@ -487,9 +495,11 @@ static int luks_amend_add_key(QCryptoBlock *block, QCryptoBlockLUKS *luks,
         return -1;
     }
 
-    if (luks_keyslot_store(block, luks, slot, &options->new_secret, mk->data,
-                           iter_time, writefunc, opaque, errp) < 0 ||
-        luks_header_write(block, luks, writefunc, opaque, errp) < 0) {
+    if (qcrypto_block_luks_keyslot_store(
+            block, luks, slot, &options->new_secret, mk->data, iter_time,
+            writefunc, opaque, errp) < 0 ||
+        qcrypto_block_luks_header_write(block, luks, writefunc, opaque,
+                                        errp) < 0) {
         luks->header = saved;
         return -1;
     }
@@ -501,12 +511,10 @@ static int luks_amend_add_key(QCryptoBlock *block, QCryptoBlockLUKS *luks,
  * overwrite their key material with random bytes, so the master key
  * cannot be recovered from them even with the old passphrase.
  */
-static int luks_amend_erase_keys(QCryptoBlock *block, QCryptoBlockLUKS *luks,
-                                 QCryptoBlockReadFunc readfunc,
-                                 QCryptoBlockWriteFunc writefunc,
-                                 void *opaque,
-                                 const QCryptoBlockAmendOptions *options,
-                                 bool force, Error **errp)
+static int qcrypto_block_luks_amend_erase_keys(
+    QCryptoBlock *block, QCryptoBlockLUKS *luks, QCryptoBlockReadFunc readfunc,
+    QCryptoBlockWriteFunc writefunc, void *opaque,
+    const QCryptoBlockAmendOptions *options, bool force, Error **errp)
 {
     QCryptoLUKSHeader saved = luks->header;
     QCryptoBlockKeyslots slots;
@@ -514,7 +522,7 @@ static int luks_amend_erase_keys(QCryptoBlock *block, QCryptoBlockLUKS *luks,
     uint64_t len = qcrypto_luks_key_material_len(luks->header.key_bytes,
                                                  QCRYPTO_LUKS_STRIPES);
 
-    luks_keyslots(luks, &slots);
+    qcrypto_block_luks_keyslots(luks, &slots);
     if (qcrypto_block_keyslot_select_erase(block, &slots, readfunc, opaque,
                                            options, force, &erase,
                                            errp) < 0) {
@@ -530,7 +538,8 @@ static int luks_amend_erase_keys(QCryptoBlock *block, QCryptoBlockLUKS *luks,
             memset(slot->salt, 0, sizeof(slot->salt));
         }
     }
-    if (luks_header_write(block, luks, writefunc, opaque, errp) < 0) {
+    if (qcrypto_block_luks_header_write(block, luks, writefunc, opaque,
+                                        errp) < 0) {
         luks->header = saved;
         return -1;
     }
@@ -552,27 +561,29 @@ static int luks_amend_erase_keys(QCryptoBlock *block, QCryptoBlockLUKS *luks,
     return 0;
 }
 
-static int luks_amend(QCryptoBlock *block, QCryptoBlockReadFunc readfunc,
-                      QCryptoBlockWriteFunc writefunc, void *opaque,
-                      const QCryptoBlockAmendOptions *options, bool force,
-                      Error **errp)
+static int qcrypto_block_luks_amend(QCryptoBlock *block,
+                                    QCryptoBlockReadFunc readfunc,
+                                    QCryptoBlockWriteFunc writefunc,
+                                    void *opaque,
+                                    const QCryptoBlockAmendOptions *options,
+                                    bool force, Error **errp)
 {
     QCryptoBlockLUKS *luks = block->opaque;
 
     switch (options->state) {
     case QCRYPTO_BLOCK_AMEND_STATE_ACTIVE:
-        return luks_amend_add_key(block, luks, readfunc, writefunc, opaque,
-                                  options, errp);
+        return qcrypto_block_luks_amend_add_key(
+            block, luks, readfunc, writefunc, opaque, options, errp);
     case QCRYPTO_BLOCK_AMEND_STATE_INACTIVE:
-        return luks_amend_erase_keys(block, luks, readfunc, writefunc, opaque,
-                                     options, force, errp);
+        return qcrypto_block_luks_amend_erase_keys(
+            block, luks, readfunc, writefunc, opaque, options, force, errp);
     }
     error_setg(errp, "Invalid key slot state %d", (int)options->state);
     return -1;
 }
 
-static int luks_get_info(QCryptoBlock *block, QCryptoBlockInfo *info,
-                         Error **errp)
+static int qcrypto_block_luks_get_info(QCryptoBlock *block,
+                                       QCryptoBlockInfo *info, Error **errp)
 {
     const QCryptoBlockLUKS *luks = block->opaque;
     const QCryptoLUKSHeader *hdr = &luks->header;
@@ -600,7 +611,7 @@ static int luks_get_info(QCryptoBlock *block, QCryptoBlockInfo *info,
     return 0;
 }
 
-static void luks_cleanup(QCryptoBlock *block)
+static void qcrypto_block_luks_cleanup(QCryptoBlock *block)
 {
     QCryptoBlockLUKS *luks = block->opaque;
 
@@ -611,7 +622,7 @@ static void luks_cleanup(QCryptoBlock *block)
     }
 }
 
-static bool luks_has_format(const uint8_t *buf, size_t buflen)
+static bool qcrypto_block_luks_has_format(const uint8_t *buf, size_t buflen)
 {
     /* Magic and version 1: LUKS2 shares the magic (its own driver). */
     return buflen >= QCRYPTO_LUKS_MAGIC_LEN + 2 &&
@@ -623,11 +634,11 @@ const QCryptoBlockDriver qcrypto_block_driver_luks = {
     .format = QCRYPTO_BLOCK_FORMAT_LUKS,
     .version = QCRYPTO_LUKS_VERSION,
     .name = "LUKS",
-    .open = luks_open,
-    .create = luks_create,
-    .amend = luks_amend,
-    .get_info = luks_get_info,
-    .cleanup = luks_cleanup,
-    .has_format = luks_has_format,
-    .calculate_payload_offset = luks_calculate_payload_offset,
+    .open = qcrypto_block_luks_open,
+    .create = qcrypto_block_luks_create,
+    .amend = qcrypto_block_luks_amend,
+    .get_info = qcrypto_block_luks_get_info,
+    .cleanup = qcrypto_block_luks_cleanup,
+    .has_format = qcrypto_block_luks_has_format,
+    .calculate_payload_offset = qcrypto_block_luks_calculate_payload_offset,
 };

@@ -43,9 +43,9 @@ uint64_t qcrypto_luks2_memory_cap_kib(void)
     return (uint64_t)pages * (uint64_t)page_size / 2 / 1024;
 }
 
-static int luks2_argon2(const QCryptoLUKS2KDF *kdf,
-                        const QCryptoBlockSecret *secret,
-                        uint8_t *out, size_t nout, Error **errp)
+static int qcrypto_luks2_argon2(const QCryptoLUKS2KDF *kdf,
+                                const QCryptoBlockSecret *secret, uint8_t *out,
+                                size_t nout, Error **errp)
 {
     uint64_t cap = qcrypto_luks2_memory_cap_kib();
     argon2_context ctx = {
@@ -89,7 +89,7 @@ int qcrypto_luks2_kdf_derive(const QCryptoLUKS2KDF *kdf,
                               kdf->salt, kdf->nsalt, kdf->iterations,
                               out, nout, errp);
     }
-    return luks2_argon2(kdf, secret, out, nout, errp);
+    return qcrypto_luks2_argon2(kdf, secret, out, nout, errp);
 }
 
 int qcrypto_luks2_digest_verify(const QCryptoLUKS2Digest *d,
@@ -109,7 +109,7 @@ int qcrypto_luks2_digest_verify(const QCryptoLUKS2Digest *d,
     return eq ? 1 : 0;
 }
 
-static uint64_t luks2_af_bytes(size_t nkey, uint32_t stripes)
+static uint64_t qcrypto_luks2_af_bytes(size_t nkey, uint32_t stripes)
 {
     return qcrypto_luks2_round_up((uint64_t)nkey * stripes, LUKS2_AREA_SECTOR);
 }
@@ -121,9 +121,9 @@ uint64_t qcrypto_luks2_keyslot_area_size(size_t nkey, uint32_t stripes)
 }
 
 /* En/decrypt the AF material of ks in place with the derived area key. */
-static int luks2_area_crypt(const QCryptoLUKS2Keyslot *ks,
-                            const uint8_t *areakey, uint8_t *buf, size_t len,
-                            bool encrypt, Error **errp)
+static int qcrypto_luks2_area_crypt(const QCryptoLUKS2Keyslot *ks,
+                                    const uint8_t *areakey, uint8_t *buf,
+                                    size_t len, bool encrypt, Error **errp)
 {
     g_autoptr(QCryptoSectorCipher) sc = NULL;
     QCryptoLUKS2Cipher c;
@@ -150,7 +150,7 @@ int qcrypto_luks2_keyslot_open(const QCryptoLUKS2Metadata *md,
                                QCryptoBlockReadFunc readfunc, void *opaque,
                                uint8_t *key, Error **errp)
 {
-    size_t afbytes = luks2_af_bytes(ks->key_size, ks->af_stripes);
+    size_t afbytes = qcrypto_luks2_af_bytes(ks->key_size, ks->af_stripes);
     g_autoptr(QCryptoSecureBuf) areakey =
         qcrypto_secure_buf_new(ks->area_key_size);
     g_autoptr(QCryptoSecureBuf) material = qcrypto_secure_buf_new(afbytes);
@@ -167,8 +167,8 @@ int qcrypto_luks2_keyslot_open(const QCryptoLUKS2Metadata *md,
     }
     if (qcrypto_luks2_kdf_derive(&ks->kdf, secret, areakey->data,
                                  ks->area_key_size, errp) < 0 ||
-        luks2_area_crypt(ks, areakey->data, material->data, afbytes, false,
-                         errp) < 0 ||
+        qcrypto_luks2_area_crypt(ks, areakey->data, material->data, afbytes,
+                                 false, errp) < 0 ||
         qcrypto_afsplit_decode(ks->af_hash, ks->key_size, ks->af_stripes,
                                material->data, key, errp) < 0) {
         error_prepend(errp, "LUKS2 key slot %d: ", ks->id);
@@ -273,7 +273,7 @@ int qcrypto_luks2_keyslot_store(const QCryptoLUKS2Keyslot *ks,
                                 QCryptoBlockWriteFunc writefunc,
                                 void *opaque, Error **errp)
 {
-    size_t afbytes = luks2_af_bytes(nkey, ks->af_stripes);
+    size_t afbytes = qcrypto_luks2_af_bytes(nkey, ks->af_stripes);
     g_autoptr(QCryptoSecureBuf) areakey =
         qcrypto_secure_buf_new(ks->area_key_size);
     g_autoptr(QCryptoSecureBuf) material = qcrypto_secure_buf_new(afbytes);
@@ -283,8 +283,8 @@ int qcrypto_luks2_keyslot_store(const QCryptoLUKS2Keyslot *ks,
                                material->data, errp) < 0 ||
         qcrypto_luks2_kdf_derive(&ks->kdf, secret, areakey->data,
                                  ks->area_key_size, errp) < 0 ||
-        luks2_area_crypt(ks, areakey->data, material->data, afbytes, true,
-                         errp) < 0) {
+        qcrypto_luks2_area_crypt(ks, areakey->data, material->data, afbytes,
+                                 true, errp) < 0) {
         return -1;
     }
     if (writefunc(block, ks->area_offset, material->data, afbytes, opaque,
@@ -319,9 +319,9 @@ int qcrypto_luks2_keyslot_wipe(const QCryptoLUKS2Keyslot *ks,
 /* Where the search starts: a run that takes a few ms anywhere. */
 #define LUKS2_ARGON2_START_MEMORY_KIB (8 * 1024)
 
-static int luks2_calibrate_pbkdf2(const QCryptoLUKS2KDFParams *p,
-                                  size_t nkey, QCryptoLUKS2KDF *kdf,
-                                  Error **errp)
+static int qcrypto_luks2_calibrate_pbkdf2(const QCryptoLUKS2KDFParams *p,
+                                          size_t nkey, QCryptoLUKS2KDF *kdf,
+                                          Error **errp)
 {
     uint64_t iters;
 
@@ -340,15 +340,16 @@ static int luks2_calibrate_pbkdf2(const QCryptoLUKS2KDFParams *p,
 }
 
 /* Wall-clock milliseconds of one argon2 run with kdf's costs. */
-static int luks2_argon2_measure(const QCryptoLUKS2KDF *kdf, size_t nkey,
-                                uint64_t *ms, Error **errp)
+static int qcrypto_luks2_argon2_measure(const QCryptoLUKS2KDF *kdf,
+                                        size_t nkey, uint64_t *ms,
+                                        Error **errp)
 {
     static const uint8_t pass[] = "calibration";
     QCryptoBlockSecret secret = { pass, sizeof(pass) - 1 };
     g_autofree uint8_t *out = g_malloc(nkey);
     gint64 start = g_get_monotonic_time();
 
-    if (luks2_argon2(kdf, &secret, out, nkey, errp) < 0) {
+    if (qcrypto_luks2_argon2(kdf, &secret, out, nkey, errp) < 0) {
         return -1;
     }
     *ms = MAX(1, (g_get_monotonic_time() - start) / 1000);
@@ -362,9 +363,9 @@ static int luks2_argon2_measure(const QCryptoLUKS2KDF *kdf, size_t nkey,
  * shrinking, passes go down first, to 4, then memory. A few rounds settle
  * it, since the run time is close to linear in time x memory.
  */
-static int luks2_calibrate_argon2(const QCryptoLUKS2KDFParams *p,
-                                  size_t nkey, QCryptoLUKS2KDF *kdf,
-                                  Error **errp)
+static int qcrypto_luks2_calibrate_argon2(const QCryptoLUKS2KDFParams *p,
+                                          size_t nkey, QCryptoLUKS2KDF *kdf,
+                                          Error **errp)
 {
     uint64_t max_mem = MIN(MIN((uint64_t)p->max_memory_kib,
                                qcrypto_luks2_memory_cap_kib()),
@@ -392,7 +393,7 @@ static int luks2_calibrate_argon2(const QCryptoLUKS2KDFParams *p,
 
         kdf->time = t;
         kdf->memory = m;
-        if (luks2_argon2_measure(kdf, nkey, &ms, errp) < 0) {
+        if (qcrypto_luks2_argon2_measure(kdf, nkey, &ms, errp) < 0) {
             return -1;
         }
         /* Within 10% of the target: done. */
@@ -430,7 +431,7 @@ int qcrypto_luks2_kdf_calibrate(const QCryptoLUKS2KDFParams *params,
         return -1;
     }
     if (params->type == QCRYPTO_BLOCK_KDF_PBKDF2) {
-        return luks2_calibrate_pbkdf2(params, nkey, kdf, errp);
+        return qcrypto_luks2_calibrate_pbkdf2(params, nkey, kdf, errp);
     }
     kdf->parallel = params->parallel;
     if (!kdf->parallel) {
@@ -442,5 +443,5 @@ int qcrypto_luks2_kdf_calibrate(const QCryptoLUKS2KDFParams *params,
                    kdf->parallel, QCRYPTO_LUKS2_ARGON2_PARALLEL_MAX);
         return -1;
     }
-    return luks2_calibrate_argon2(params, nkey, kdf, errp);
+    return qcrypto_luks2_calibrate_argon2(params, nkey, kdf, errp);
 }

@@ -35,7 +35,7 @@ typedef struct QCryptoBlockLUKS2 {
     QCryptoLUKS2Metadata *md;
 } QCryptoBlockLUKS2;
 
-static void luks2_cleanup(QCryptoBlock *block)
+static void qcrypto_luks2_cleanup(QCryptoBlock *block)
 {
     QCryptoBlockLUKS2 *luks = block->opaque;
 
@@ -48,8 +48,8 @@ static void luks2_cleanup(QCryptoBlock *block)
 }
 
 /* The data segment: segment 0, the only one we handle. */
-static const QCryptoLUKS2Segment *
-luks2_data_segment(const QCryptoLUKS2Metadata *md, Error **errp)
+static const QCryptoLUKS2Segment *qcrypto_luks2_data_segment(
+    const QCryptoLUKS2Metadata *md, Error **errp)
 {
     for (int i = 1; i < QCRYPTO_LUKS2_SEGMENTS_MAX; i++) {
         if (md->segments[i]) {
@@ -70,9 +70,10 @@ luks2_data_segment(const QCryptoLUKS2Metadata *md, Error **errp)
  * whatever the sector size (cryptsetup's default, without
  * iv_large_sectors), and starts at iv_tweak.
  */
-static int luks2_init_cipher(QCryptoBlock *block,
-                             const QCryptoLUKS2Segment *seg,
-                             const uint8_t *key, size_t nkey, Error **errp)
+static int qcrypto_luks2_init_cipher(QCryptoBlock *block,
+                                     const QCryptoLUKS2Segment *seg,
+                                     const uint8_t *key, size_t nkey,
+                                     Error **errp)
 {
     QCryptoLUKS2Cipher c;
     uint64_t units = seg->sector_size / 512;
@@ -86,9 +87,9 @@ static int luks2_init_cipher(QCryptoBlock *block,
 }
 
 /* Everything the header points at lies inside a file of size bytes. */
-static int luks2_check_size(const QCryptoLUKS2Metadata *md,
-                            const QCryptoLUKS2Segment *seg, uint64_t size,
-                            bool detached, Error **errp)
+static int qcrypto_luks2_check_size(const QCryptoLUKS2Metadata *md,
+                                    const QCryptoLUKS2Segment *seg,
+                                    uint64_t size, bool detached, Error **errp)
 {
     for (int i = 0; i < QCRYPTO_LUKS2_KEYSLOTS_MAX; i++) {
         const QCryptoLUKS2Keyslot *ks = md->keyslots[i];
@@ -107,10 +108,10 @@ static int luks2_check_size(const QCryptoLUKS2Metadata *md,
     return 0;
 }
 
-static int luks2_open(QCryptoBlock *block,
-                      const QCryptoBlockOpenOptions *options,
-                      QCryptoBlockReadFunc readfunc, void *opaque,
-                      unsigned int flags, Error **errp)
+static int qcrypto_luks2_open(QCryptoBlock *block,
+                              const QCryptoBlockOpenOptions *options,
+                              QCryptoBlockReadFunc readfunc, void *opaque,
+                              unsigned int flags, Error **errp)
 {
     QCryptoBlockLUKS2 *luks = g_new0(QCryptoBlockLUKS2, 1);
     const QCryptoLUKS2Segment *seg;
@@ -129,7 +130,7 @@ static int luks2_open(QCryptoBlock *block,
     if (!luks->md) {
         return -1;
     }
-    seg = luks2_data_segment(luks->md, errp);
+    seg = qcrypto_luks2_data_segment(luks->md, errp);
     if (!seg) {
         return -1;
     }
@@ -139,7 +140,8 @@ static int luks2_open(QCryptoBlock *block,
         return -1;
     }
     if (options->size &&
-        luks2_check_size(luks->md, seg, options->size, detached, errp) < 0) {
+        qcrypto_luks2_check_size(luks->md, seg, options->size, detached,
+                                 errp) < 0) {
         return -1;
     }
     block->payload_offset = seg->offset;
@@ -153,7 +155,7 @@ static int luks2_open(QCryptoBlock *block,
                              opaque, &key, &slot, errp) < 0) {
         return -1;
     }
-    return luks2_init_cipher(block, seg, key->data, key->len, errp);
+    return qcrypto_luks2_init_cipher(block, seg, key->data, key->len, errp);
 }
 
 /* ---- create ---- */
@@ -165,8 +167,8 @@ typedef struct LUKS2Layout {
     uint64_t header_len;        /* what the header's file holds */
 } LUKS2Layout;
 
-static int luks2_layout(const QCryptoBlockCreateOptions *options,
-                        LUKS2Layout *l, Error **errp)
+static int qcrypto_luks2_layout(const QCryptoBlockCreateOptions *options,
+                                LUKS2Layout *l, Error **errp)
 {
     uint64_t end = LUKS2_DEFAULT_PAYLOAD_OFFSET;
 
@@ -189,13 +191,13 @@ static int luks2_layout(const QCryptoBlockCreateOptions *options,
     return 0;
 }
 
-static int luks2_calculate_payload_offset(
+static int qcrypto_luks2_calculate_payload_offset(
     const QCryptoBlockCreateOptions *options, uint64_t *payload_offset,
     Error **errp)
 {
     LUKS2Layout l;
 
-    if (luks2_layout(options, &l, errp) < 0) {
+    if (qcrypto_luks2_layout(options, &l, errp) < 0) {
         return -1;
     }
     *payload_offset = l.payload_offset;
@@ -203,10 +205,10 @@ static int luks2_calculate_payload_offset(
 }
 
 /* The KDF of a new key slot from the create / amend options. */
-static void luks2_kdf_params(QCryptoLUKS2KDFParams *p, bool has_kdf,
-                             QCryptoBlockKDF kdf, QCryptoHashAlgo hash,
-                             bool has_iter_time, uint64_t iter_time,
-                             uint32_t memory, uint32_t parallel)
+static void qcrypto_luks2_kdf_params(QCryptoLUKS2KDFParams *p, bool has_kdf,
+                                     QCryptoBlockKDF kdf, QCryptoHashAlgo hash,
+                                     bool has_iter_time, uint64_t iter_time,
+                                     uint32_t memory, uint32_t parallel)
 {
     *p = (QCryptoLUKS2KDFParams) {
         .type = has_kdf ? kdf : QCRYPTO_BLOCK_KDF_ARGON2ID,
@@ -222,15 +224,15 @@ static void luks2_kdf_params(QCryptoLUKS2KDFParams *p, bool has_kdf,
  * bound to the data segment's digest: area found, KDF calibrated, area
  * written, metadata updated and re-validated (the header is the caller's).
  */
-static int luks2_add_keyslot(QCryptoLUKS2Metadata *md, int id,
-                             const QCryptoLUKS2KDFParams *params,
-                             const QCryptoBlockSecret *secret,
-                             const uint8_t *key, size_t nkey,
-                             QCryptoBlock *block,
-                             QCryptoBlockWriteFunc writefunc, void *opaque,
-                             Error **errp)
+static int qcrypto_luks2_add_keyslot(QCryptoLUKS2Metadata *md, int id,
+                                     const QCryptoLUKS2KDFParams *params,
+                                     const QCryptoBlockSecret *secret,
+                                     const uint8_t *key, size_t nkey,
+                                     QCryptoBlock *block,
+                                     QCryptoBlockWriteFunc writefunc,
+                                     void *opaque, Error **errp)
 {
-    const QCryptoLUKS2Segment *seg = luks2_data_segment(md, errp);
+    const QCryptoLUKS2Segment *seg = qcrypto_luks2_data_segment(md, errp);
     QCryptoLUKS2Keyslot ks = {
         .id = id,
         .key_size = nkey,
@@ -264,10 +266,9 @@ static int luks2_add_keyslot(QCryptoLUKS2Metadata *md, int id,
 }
 
 /* The metadata of a new image, with no key slot yet. */
-static QCryptoLUKS2Metadata *
-luks2_new_metadata(const LUKS2Layout *l, const char *cipher,
-                   uint32_t sector_size, QCryptoHashAlgo hash,
-                   const uint8_t *key, size_t nkey, Error **errp)
+static QCryptoLUKS2Metadata *qcrypto_luks2_new_metadata(
+    const LUKS2Layout *l, const char *cipher, uint32_t sector_size,
+    QCryptoHashAlgo hash, const uint8_t *key, size_t nkey, Error **errp)
 {
     uint8_t salt[LUKS2_SALT_LEN];
     uint8_t digest[QCRYPTO_HASH_MAX_DIGEST_LEN];
@@ -310,8 +311,9 @@ luks2_new_metadata(const LUKS2Layout *l, const char *cipher,
     return qcrypto_luks2_metadata_parse(json, l->hdr_size, errp);
 }
 
-static QCryptoLUKS2Header *luks2_new_header(const LUKS2Layout *l,
-                                            const char *label, Error **errp)
+static QCryptoLUKS2Header *qcrypto_luks2_new_header(const LUKS2Layout *l,
+                                                    const char *label,
+                                                    Error **errp)
 {
     g_autoptr(QCryptoLUKS2Header) hdr = g_new0(QCryptoLUKS2Header, 1);
     g_autofree char *uuid = g_uuid_string_random();
@@ -336,11 +338,11 @@ static QCryptoLUKS2Header *luks2_new_header(const LUKS2Layout *l,
     return g_steal_pointer(&hdr);
 }
 
-static int luks2_create(QCryptoBlock *block,
-                        const QCryptoBlockCreateOptions *options,
-                        QCryptoBlockInitFunc initfunc,
-                        QCryptoBlockWriteFunc writefunc, void *opaque,
-                        Error **errp)
+static int qcrypto_luks2_create(QCryptoBlock *block,
+                                const QCryptoBlockCreateOptions *options,
+                                QCryptoBlockInitFunc initfunc,
+                                QCryptoBlockWriteFunc writefunc, void *opaque,
+                                Error **errp)
 {
     QCryptoBlockLUKS2 *luks = g_new0(QCryptoBlockLUKS2, 1);
     QCryptoLUKS2Cipher c = {
@@ -364,28 +366,29 @@ static int luks2_create(QCryptoBlock *block,
                    "2048 or 4096", sector_size);
         return -1;
     }
-    if (luks2_layout(options, &l, errp) < 0 ||
+    if (qcrypto_luks2_layout(options, &l, errp) < 0 ||
         qcrypto_random_bytes(key->data, nkey, errp) < 0) {
         return -1;
     }
     cipher = qcrypto_luks2_cipher_format(&c);
     /* Refuse what we could not open (e.g. ECB's missing IV, bad mixes). */
     if (qcrypto_luks2_cipher_parse(cipher, nkey, &c, errp) < 0 ||
-        !(luks->hdr = luks2_new_header(&l, options->label, errp)) ||
-        !(luks->md = luks2_new_metadata(&l, cipher, sector_size,
-                                        options->hash_alg, key->data, nkey,
-                                        errp))) {
+        !(luks->hdr = qcrypto_luks2_new_header(&l, options->label, errp)) ||
+        !(luks->md = qcrypto_luks2_new_metadata(&l, cipher, sector_size,
+                                                options->hash_alg, key->data,
+                                                nkey, errp))) {
         return -1;
     }
     if (initfunc(block, l.header_len, opaque, errp) < 0) {
         return -1;
     }
-    luks2_kdf_params(&params, options->has_kdf, options->kdf,
-                     options->hash_alg, options->has_iter_time,
-                     options->iter_time, options->kdf_memory,
-                     options->kdf_parallel);
-    if (luks2_add_keyslot(luks->md, 0, &params, &options->secret, key->data,
-                          nkey, block, writefunc, opaque, errp) < 0) {
+    qcrypto_luks2_kdf_params(&params, options->has_kdf, options->kdf,
+                             options->hash_alg, options->has_iter_time,
+                             options->iter_time, options->kdf_memory,
+                             options->kdf_parallel);
+    if (qcrypto_luks2_add_keyslot(luks->md, 0, &params, &options->secret,
+                                  key->data, nkey, block, writefunc, opaque,
+                                  errp) < 0) {
         return -1;
     }
     json = qcrypto_luks2_metadata_to_json(luks->md);
@@ -396,18 +399,17 @@ static int luks2_create(QCryptoBlock *block,
     block->payload_offset = l.payload_offset;
     block->sector_size = sector_size;
     block->detached_header = options->detached_header;
-    return luks2_init_cipher(block, luks->md->segments[0], key->data, nkey,
-                             errp);
+    return qcrypto_luks2_init_cipher(block, luks->md->segments[0], key->data,
+                                     nkey, errp);
 }
 
 /* ---- amend ---- */
 
 /* The volume key: from old-secret if given, else the one we hold. */
-static int luks2_amend_volume_key(QCryptoBlock *block,
-                                  QCryptoBlockReadFunc readfunc,
-                                  void *opaque,
-                                  const QCryptoBlockAmendOptions *options,
-                                  QCryptoSecureBuf **key, Error **errp)
+static int qcrypto_luks2_amend_volume_key(
+    QCryptoBlock *block, QCryptoBlockReadFunc readfunc, void *opaque,
+    const QCryptoBlockAmendOptions *options, QCryptoSecureBuf **key,
+    Error **errp)
 {
     QCryptoBlockLUKS2 *luks = block->opaque;
     int slot;
@@ -427,9 +429,9 @@ static int luks2_amend_volume_key(QCryptoBlock *block,
 }
 
 /* Write md as the new header and make it the block's metadata. */
-static int luks2_commit(QCryptoBlock *block, QCryptoLUKS2Metadata **md,
-                        QCryptoBlockWriteFunc writefunc, void *opaque,
-                        Error **errp)
+static int qcrypto_luks2_commit(QCryptoBlock *block, QCryptoLUKS2Metadata **md,
+                                QCryptoBlockWriteFunc writefunc, void *opaque,
+                                Error **errp)
 {
     QCryptoBlockLUKS2 *luks = block->opaque;
     g_autofree char *json = qcrypto_luks2_metadata_to_json(*md);
@@ -447,8 +449,8 @@ static int luks2_commit(QCryptoBlock *block, QCryptoLUKS2Metadata **md,
  * Edits go to a fresh copy of the metadata (parsed again from its text):
  * if anything fails, the block's own metadata is untouched.
  */
-static QCryptoLUKS2Metadata *luks2_md_copy(QCryptoBlockLUKS2 *luks,
-                                           Error **errp)
+static QCryptoLUKS2Metadata *qcrypto_luks2_md_copy(QCryptoBlockLUKS2 *luks,
+                                                   Error **errp)
 {
     g_autofree char *json = qcrypto_luks2_metadata_to_json(luks->md);
 
@@ -456,10 +458,10 @@ static QCryptoLUKS2Metadata *luks2_md_copy(QCryptoBlockLUKS2 *luks,
 }
 
 /* QCryptoBlockKeyslots.try_secret: does secret open slot i? */
-static int luks2_keyslot_try_secret(QCryptoBlock *block, int i,
-                                    const QCryptoBlockSecret *secret,
-                                    QCryptoBlockReadFunc readfunc,
-                                    void *opaque, Error **errp)
+static int qcrypto_luks2_keyslot_try_secret(QCryptoBlock *block, int i,
+                                            const QCryptoBlockSecret *secret,
+                                            QCryptoBlockReadFunc readfunc,
+                                            void *opaque, Error **errp)
 {
     QCryptoBlockLUKS2 *luks = block->opaque;
     const QCryptoLUKS2Keyslot *ks = luks->md->keyslots[i];
@@ -473,15 +475,15 @@ static int luks2_keyslot_try_secret(QCryptoBlock *block, int i,
  * The slots for the shared amend policy: those that open the data are
  * the ones bound to the data segment's digest.
  */
-static void luks2_keyslots(const QCryptoBlockLUKS2 *luks,
-                           QCryptoBlockKeyslots *slots)
+static void qcrypto_luks2_keyslots(const QCryptoBlockLUKS2 *luks,
+                                   QCryptoBlockKeyslots *slots)
 {
     int digest = qcrypto_luks2_segment_digest(luks->md, 0);
 
     *slots = (QCryptoBlockKeyslots) {
         .nslots = QCRYPTO_LUKS2_KEYSLOTS_MAX,
         .openers = digest >= 0 ? luks->md->digests[digest]->keyslots : 0,
-        .try_secret = luks2_keyslot_try_secret,
+        .try_secret = qcrypto_luks2_keyslot_try_secret,
     };
     for (int i = 0; i < QCRYPTO_LUKS2_KEYSLOTS_MAX; i++) {
         if (luks->md->keyslots[i]) {
@@ -490,11 +492,12 @@ static void luks2_keyslots(const QCryptoBlockLUKS2 *luks,
     }
 }
 
-static int luks2_amend_add(QCryptoBlock *block,
-                           QCryptoBlockReadFunc readfunc,
-                           QCryptoBlockWriteFunc writefunc, void *opaque,
-                           const QCryptoBlockAmendOptions *options,
-                           Error **errp)
+static int qcrypto_luks2_amend_add(QCryptoBlock *block,
+                                   QCryptoBlockReadFunc readfunc,
+                                   QCryptoBlockWriteFunc writefunc,
+                                   void *opaque,
+                                   const QCryptoBlockAmendOptions *options,
+                                   Error **errp)
 {
     QCryptoBlockLUKS2 *luks = block->opaque;
     g_autoptr(QCryptoLUKS2Metadata) md = NULL;
@@ -504,7 +507,7 @@ static int luks2_amend_add(QCryptoBlock *block,
     QCryptoBlockKeyslots slots;
     int id;
 
-    luks2_keyslots(luks, &slots);
+    qcrypto_luks2_keyslots(luks, &slots);
     id = qcrypto_block_keyslot_select_free(&slots, options, errp);
     if (id < 0) {
         return -1;
@@ -513,30 +516,32 @@ static int luks2_amend_add(QCryptoBlock *block,
         any = luks->md->keyslots[i];
     }
 
-    md = luks2_md_copy(luks, errp);
+    md = qcrypto_luks2_md_copy(luks, errp);
     if (!md ||
-        luks2_amend_volume_key(block, readfunc, opaque, options, &key,
-                               errp) < 0) {
+        qcrypto_luks2_amend_volume_key(block, readfunc, opaque, options, &key,
+                                       errp) < 0) {
         return -1;
     }
     /* The AF hash follows the existing slots (sha256 otherwise). */
-    luks2_kdf_params(&params, options->has_kdf, options->kdf,
-                     any ? any->af_hash : QCRYPTO_HASH_ALGO_SHA256,
-                     options->has_iter_time, options->iter_time,
-                     options->kdf_memory, options->kdf_parallel);
-    if (luks2_add_keyslot(md, id, &params, &options->new_secret, key->data,
-                          key->len, block, writefunc, opaque, errp) < 0 ||
-        luks2_commit(block, &md, writefunc, opaque, errp) < 0) {
+    qcrypto_luks2_kdf_params(&params, options->has_kdf, options->kdf,
+                             any ? any->af_hash : QCRYPTO_HASH_ALGO_SHA256,
+                             options->has_iter_time, options->iter_time,
+                             options->kdf_memory, options->kdf_parallel);
+    if (qcrypto_luks2_add_keyslot(md, id, &params, &options->new_secret,
+                                  key->data, key->len, block, writefunc,
+                                  opaque, errp) < 0 ||
+        qcrypto_luks2_commit(block, &md, writefunc, opaque, errp) < 0) {
         return -1;
     }
     return 0;
 }
 
-static int luks2_amend_erase(QCryptoBlock *block,
-                             QCryptoBlockReadFunc readfunc,
-                             QCryptoBlockWriteFunc writefunc, void *opaque,
-                             const QCryptoBlockAmendOptions *options,
-                             bool force, Error **errp)
+static int qcrypto_luks2_amend_erase(QCryptoBlock *block,
+                                     QCryptoBlockReadFunc readfunc,
+                                     QCryptoBlockWriteFunc writefunc,
+                                     void *opaque,
+                                     const QCryptoBlockAmendOptions *options,
+                                     bool force, Error **errp)
 {
     QCryptoBlockLUKS2 *luks = block->opaque;
     g_autoptr(QCryptoLUKS2Metadata) md = NULL;
@@ -545,14 +550,14 @@ static int luks2_amend_erase(QCryptoBlock *block,
     uint32_t selected;
     int nwipe = 0;
 
-    luks2_keyslots(luks, &slots);
+    qcrypto_luks2_keyslots(luks, &slots);
     if (qcrypto_block_keyslot_select_erase(block, &slots, readfunc, opaque,
                                            options, force, &selected,
                                            errp) < 0) {
         return -1;
     }
 
-    md = luks2_md_copy(luks, errp);
+    md = qcrypto_luks2_md_copy(luks, errp);
     if (!md) {
         return -1;
     }
@@ -567,7 +572,7 @@ static int luks2_amend_erase(QCryptoBlock *block,
      * no header names, never a header naming a wiped slot.
      */
     if (qcrypto_luks2_metadata_reload(md, errp) < 0 ||
-        luks2_commit(block, &md, writefunc, opaque, errp) < 0) {
+        qcrypto_luks2_commit(block, &md, writefunc, opaque, errp) < 0) {
         return -1;
     }
     for (int i = 0; i < nwipe; i++) {
@@ -579,23 +584,24 @@ static int luks2_amend_erase(QCryptoBlock *block,
     return 0;
 }
 
-static int luks2_amend(QCryptoBlock *block, QCryptoBlockReadFunc readfunc,
-                       QCryptoBlockWriteFunc writefunc, void *opaque,
-                       const QCryptoBlockAmendOptions *options, bool force,
-                       Error **errp)
+static int qcrypto_luks2_amend(QCryptoBlock *block,
+                               QCryptoBlockReadFunc readfunc,
+                               QCryptoBlockWriteFunc writefunc, void *opaque,
+                               const QCryptoBlockAmendOptions *options,
+                               bool force, Error **errp)
 {
     if (options->state == QCRYPTO_BLOCK_AMEND_STATE_ACTIVE) {
-        return luks2_amend_add(block, readfunc, writefunc, opaque, options,
-                               errp);
+        return qcrypto_luks2_amend_add(block, readfunc, writefunc, opaque,
+                                       options, errp);
     }
-    return luks2_amend_erase(block, readfunc, writefunc, opaque, options,
-                             force, errp);
+    return qcrypto_luks2_amend_erase(block, readfunc, writefunc, opaque,
+                                     options, force, errp);
 }
 
 /* ---- info ---- */
 
-static int luks2_get_info(QCryptoBlock *block, QCryptoBlockInfo *info,
-                          Error **errp)
+static int qcrypto_luks2_get_info(QCryptoBlock *block, QCryptoBlockInfo *info,
+                                  Error **errp)
 {
     QCryptoBlockLUKS2 *luks = block->opaque;
     const QCryptoLUKS2Metadata *md = luks->md;
@@ -689,12 +695,12 @@ const QCryptoBlockDriver qcrypto_block_driver_luks2 = {
     .format = QCRYPTO_BLOCK_FORMAT_LUKS,
     .version = QCRYPTO_LUKS2_VERSION,
     .name = "LUKS",
-    .open = luks2_open,
-    .create = luks2_create,
-    .amend = luks2_amend,
-    .get_info = luks2_get_info,
-    .cleanup = luks2_cleanup,
+    .open = qcrypto_luks2_open,
+    .create = qcrypto_luks2_create,
+    .amend = qcrypto_luks2_amend,
+    .get_info = qcrypto_luks2_get_info,
+    .cleanup = qcrypto_luks2_cleanup,
     .has_format = qcrypto_luks2_has_format,
     .probe = qcrypto_luks2_probe,
-    .calculate_payload_offset = luks2_calculate_payload_offset,
+    .calculate_payload_offset = qcrypto_luks2_calculate_payload_offset,
 };
