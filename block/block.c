@@ -433,6 +433,17 @@ int bdrv_create_check_leftovers(GHashTable *opts, Error **errp)
     return 0;
 }
 
+int bdrv_create_take_size_prealloc(GHashTable *opts, uint64_t *size,
+                                   PreallocMode *prealloc, Error **errp)
+{
+    if (qemu_opt_take_size(opts, "size", 0, size, errp) < 0 ||
+        bdrv_create_take_prealloc(opts, prealloc, errp) < 0 ||
+        bdrv_create_check_leftovers(opts, errp) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
 int bdrv_create(const char *format, const char *filename, GHashTable *opts,
                 Error **errp)
 {

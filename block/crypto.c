@@ -245,6 +245,28 @@ static bool block_crypto_is_aligned(BlockCrypto *s, uint64_t offset,
     return offset % s->sector_size == 0 && bytes % s->sector_size == 0;
 }
 
+/*
+ * An unaligned request goes through the bounce buffer piece by piece: the
+ * next piece covers n bytes of the request, starting skip bytes into the
+ * span bytes of whole sectors that begin at start.
+ */
+typedef struct BlockCryptoPiece {
+    uint64_t start;
+    size_t skip, n, span;
+} BlockCryptoPiece;
+
+static BlockCryptoPiece block_crypto_piece(BlockCrypto *s, uint64_t offset,
+                                           size_t bytes)
+{
+    BlockCryptoPiece p;
+
+    p.start = ROUND_DOWN(offset, s->sector_size);
+    p.skip = offset - p.start;
+    p.n = MIN(bytes, BLOCK_CRYPTO_BOUNCE_SIZE - p.skip);
+    p.span = ROUND_UP(p.skip + p.n, s->sector_size);
+    return p;
+}
+
 static int block_crypto_pread(BlockDriverState *bs, uint64_t offset, void *buf,
                               size_t bytes, Error **errp)
 {
@@ -259,10 +281,9 @@ static int block_crypto_pread(BlockDriverState *bs, uint64_t offset, void *buf,
 
     bounce = g_malloc(BLOCK_CRYPTO_BOUNCE_SIZE);
     while (bytes) {
-        uint64_t start = ROUND_DOWN(offset, s->sector_size);
-        size_t skip = offset - start;
-        size_t n = MIN(bytes, BLOCK_CRYPTO_BOUNCE_SIZE - skip);
-        size_t span = ROUND_UP(skip + n, s->sector_size);
+        BlockCryptoPiece piece = block_crypto_piece(s, offset, bytes);
+        uint64_t start = piece.start;
+        size_t skip = piece.skip, n = piece.n, span = piece.span;
 
         if (block_crypto_read_sectors(bs, start, bounce, span, errp) < 0) {
             return -1;
@@ -295,10 +316,9 @@ static int block_crypto_pwrite(BlockDriverState *bs, uint64_t offset,
 
     bounce = g_malloc(BLOCK_CRYPTO_BOUNCE_SIZE);
     while (bytes) {
-        uint64_t start = ROUND_DOWN(offset, s->sector_size);
-        size_t skip = offset - start;
-        size_t n = MIN(bytes, BLOCK_CRYPTO_BOUNCE_SIZE - skip);
-        size_t span = ROUND_UP(skip + n, s->sector_size);
+        BlockCryptoPiece piece = block_crypto_piece(s, offset, bytes);
+        uint64_t start = piece.start;
+        size_t skip = piece.skip, n = piece.n, span = piece.span;
 
         /*
          * Read-modify-write: a partly written first or last sector keeps

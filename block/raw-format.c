@@ -56,9 +56,7 @@ static int raw_create(const char *filename, GHashTable *opts, int flags,
     PreallocMode prealloc;
     uint64_t size;
 
-    if (qemu_opt_take_size(opts, "size", 0, &size, errp) < 0 ||
-        bdrv_create_take_prealloc(opts, &prealloc, errp) < 0 ||
-        bdrv_create_check_leftovers(opts, errp) < 0) {
+    if (bdrv_create_take_size_prealloc(opts, &size, &prealloc, errp) < 0) {
         return -1;
     }
     /* qemu-img makes raw images a whole number of sectors long. */

@@ -13,33 +13,9 @@
 #include "crypto/pbkdf.h"
 #include "dmcryptpriv.h"
 #include "lukspriv.h"
+#include "qemu/bswap.h"
 
-/* ---- Big-endian fields (the spec: "all values are stored big endian") */
-
-static uint16_t get_be16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t get_be32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-        (uint32_t)p[2] << 8 | p[3];
-}
-
-static void put_be16(uint8_t *p, uint16_t v)
-{
-    p[0] = v >> 8;
-    p[1] = v;
-}
-
-static void put_be32(uint8_t *p, uint32_t v)
-{
-    p[0] = v >> 24;
-    p[1] = v >> 16;
-    p[2] = v >> 8;
-    p[3] = v;
-}
+/* The spec: "all values are stored big endian" (include/qemu/bswap.h). */
 
 /* Offsets of the fields, from the spec's figure 1 (phdr) and 2 (key slot). */
 enum {
@@ -69,18 +45,18 @@ G_STATIC_ASSERT(QCRYPTO_LUKS_KEY_SLOTS_OFFSET + QCRYPTO_LUKS_NUM_KEY_SLOTS *
 void qcrypto_luks_header_decode(const uint8_t *buf, QCryptoLUKSHeader *hdr)
 {
     memcpy(hdr->magic, buf + HDR_MAGIC, QCRYPTO_LUKS_MAGIC_LEN);
-    hdr->version = get_be16(buf + HDR_VERSION);
+    hdr->version = lduw_be_p(buf + HDR_VERSION);
     memcpy(hdr->cipher_name, buf + HDR_CIPHER_NAME,
            QCRYPTO_LUKS_CIPHER_NAME_LEN);
     memcpy(hdr->cipher_mode, buf + HDR_CIPHER_MODE,
            QCRYPTO_LUKS_CIPHER_MODE_LEN);
     memcpy(hdr->hash_spec, buf + HDR_HASH_SPEC, QCRYPTO_LUKS_HASH_SPEC_LEN);
-    hdr->payload_offset = get_be32(buf + HDR_PAYLOAD_OFFSET);
-    hdr->key_bytes = get_be32(buf + HDR_KEY_BYTES);
+    hdr->payload_offset = ldl_be_p(buf + HDR_PAYLOAD_OFFSET);
+    hdr->key_bytes = ldl_be_p(buf + HDR_KEY_BYTES);
     memcpy(hdr->mk_digest, buf + HDR_MK_DIGEST, QCRYPTO_LUKS_DIGEST_LEN);
     memcpy(hdr->mk_digest_salt, buf + HDR_MK_DIGEST_SALT,
            QCRYPTO_LUKS_SALT_LEN);
-    hdr->mk_digest_iter = get_be32(buf + HDR_MK_DIGEST_ITER);
+    hdr->mk_digest_iter = ldl_be_p(buf + HDR_MK_DIGEST_ITER);
     memcpy(hdr->uuid, buf + HDR_UUID, QCRYPTO_LUKS_UUID_LEN);
 
     for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
@@ -88,11 +64,11 @@ void qcrypto_luks_header_decode(const uint8_t *buf, QCryptoLUKSHeader *hdr)
             i * QCRYPTO_LUKS_KEY_SLOT_LEN;
         QCryptoLUKSKeySlot *slot = &hdr->slots[i];
 
-        slot->active = get_be32(p + SLOT_ACTIVE);
-        slot->iterations = get_be32(p + SLOT_ITERATIONS);
+        slot->active = ldl_be_p(p + SLOT_ACTIVE);
+        slot->iterations = ldl_be_p(p + SLOT_ITERATIONS);
         memcpy(slot->salt, p + SLOT_SALT, QCRYPTO_LUKS_SALT_LEN);
-        slot->key_offset = get_be32(p + SLOT_KEY_OFFSET);
-        slot->stripes = get_be32(p + SLOT_STRIPES);
+        slot->key_offset = ldl_be_p(p + SLOT_KEY_OFFSET);
+        slot->stripes = ldl_be_p(p + SLOT_STRIPES);
     }
 }
 
@@ -100,18 +76,18 @@ void qcrypto_luks_header_encode(const QCryptoLUKSHeader *hdr, uint8_t *buf)
 {
     memset(buf, 0, QCRYPTO_LUKS_HEADER_LEN);
     memcpy(buf + HDR_MAGIC, hdr->magic, QCRYPTO_LUKS_MAGIC_LEN);
-    put_be16(buf + HDR_VERSION, hdr->version);
+    stw_be_p(buf + HDR_VERSION, hdr->version);
     memcpy(buf + HDR_CIPHER_NAME, hdr->cipher_name,
            QCRYPTO_LUKS_CIPHER_NAME_LEN);
     memcpy(buf + HDR_CIPHER_MODE, hdr->cipher_mode,
            QCRYPTO_LUKS_CIPHER_MODE_LEN);
     memcpy(buf + HDR_HASH_SPEC, hdr->hash_spec, QCRYPTO_LUKS_HASH_SPEC_LEN);
-    put_be32(buf + HDR_PAYLOAD_OFFSET, hdr->payload_offset);
-    put_be32(buf + HDR_KEY_BYTES, hdr->key_bytes);
+    stl_be_p(buf + HDR_PAYLOAD_OFFSET, hdr->payload_offset);
+    stl_be_p(buf + HDR_KEY_BYTES, hdr->key_bytes);
     memcpy(buf + HDR_MK_DIGEST, hdr->mk_digest, QCRYPTO_LUKS_DIGEST_LEN);
     memcpy(buf + HDR_MK_DIGEST_SALT, hdr->mk_digest_salt,
            QCRYPTO_LUKS_SALT_LEN);
-    put_be32(buf + HDR_MK_DIGEST_ITER, hdr->mk_digest_iter);
+    stl_be_p(buf + HDR_MK_DIGEST_ITER, hdr->mk_digest_iter);
     memcpy(buf + HDR_UUID, hdr->uuid, QCRYPTO_LUKS_UUID_LEN);
 
     for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
@@ -119,11 +95,11 @@ void qcrypto_luks_header_encode(const QCryptoLUKSHeader *hdr, uint8_t *buf)
             i * QCRYPTO_LUKS_KEY_SLOT_LEN;
         const QCryptoLUKSKeySlot *slot = &hdr->slots[i];
 
-        put_be32(p + SLOT_ACTIVE, slot->active);
-        put_be32(p + SLOT_ITERATIONS, slot->iterations);
+        stl_be_p(p + SLOT_ACTIVE, slot->active);
+        stl_be_p(p + SLOT_ITERATIONS, slot->iterations);
         memcpy(p + SLOT_SALT, slot->salt, QCRYPTO_LUKS_SALT_LEN);
-        put_be32(p + SLOT_KEY_OFFSET, slot->key_offset);
-        put_be32(p + SLOT_STRIPES, slot->stripes);
+        stl_be_p(p + SLOT_KEY_OFFSET, slot->key_offset);
+        stl_be_p(p + SLOT_STRIPES, slot->stripes);
     }
 }
 
@@ -140,8 +116,9 @@ uint64_t qcrypto_luks_key_material_len(uint32_t key_bytes, uint32_t stripes)
  * "xts-plain64", "cbc-essiv:sha256", "ecb" -> mode, IV generator, hash
  * (dmcrypt-cipher.c), with LUKS1's own messages.
  */
-static int luks_parse_cipher_mode(const char *str, QCryptoLUKSCipherSpec *spec,
-                                  Error **errp)
+static int qcrypto_block_luks_parse_cipher_mode(const char *str,
+                                                QCryptoLUKSCipherSpec *spec,
+                                                Error **errp)
 {
     g_auto(QCryptoDMCryptChain) chain = { 0 };
 
@@ -182,8 +159,10 @@ static int luks_parse_cipher_mode(const char *str, QCryptoLUKSCipherSpec *spec,
 }
 
 /* cipher_name and key_bytes -> algorithm, given the mode. */
-static int luks_parse_cipher_name(const char *name, uint32_t key_bytes,
-                                  QCryptoLUKSCipherSpec *spec, Error **errp)
+static int qcrypto_block_luks_parse_cipher_name(const char *name,
+                                                uint32_t key_bytes,
+                                                QCryptoLUKSCipherSpec *spec,
+                                                Error **errp)
 {
     if (!qcrypto_dmcrypt_cipher_name_known(name)) {
         error_setg(errp, "Unsupported LUKS cipher '%s'", name);
@@ -201,7 +180,8 @@ static int luks_parse_cipher_name(const char *name, uint32_t key_bytes,
 
 /* ---- Validation: one named function per rule */
 
-static int luks_validate_magic(const QCryptoLUKSHeader *hdr, Error **errp)
+static int qcrypto_block_luks_validate_magic(const QCryptoLUKSHeader *hdr,
+                                             Error **errp)
 {
     if (memcmp(hdr->magic, QCRYPTO_LUKS_MAGIC, QCRYPTO_LUKS_MAGIC_LEN)) {
         error_setg(errp, "Not a LUKS image: the magic bytes are wrong");
@@ -210,7 +190,8 @@ static int luks_validate_magic(const QCryptoLUKSHeader *hdr, Error **errp)
     return 0;
 }
 
-static int luks_validate_version(const QCryptoLUKSHeader *hdr, Error **errp)
+static int qcrypto_block_luks_validate_version(const QCryptoLUKSHeader *hdr,
+                                               Error **errp)
 {
     if (hdr->version != QCRYPTO_LUKS_VERSION) {
         error_setg(errp, "LUKS version %u is not supported by the LUKS1 "
@@ -220,8 +201,8 @@ static int luks_validate_version(const QCryptoLUKSHeader *hdr, Error **errp)
     return 0;
 }
 
-static int luks_validate_string(const char *field, size_t len,
-                                const char *what, Error **errp)
+static int qcrypto_block_luks_validate_string(const char *field, size_t len,
+                                              const char *what, Error **errp)
 {
     if (!memchr(field, '\0', len)) {
         error_setg(errp, "LUKS header field '%s' is not NUL-terminated "
@@ -231,23 +212,27 @@ static int luks_validate_string(const char *field, size_t len,
     return 0;
 }
 
-static int luks_validate_strings(const QCryptoLUKSHeader *hdr, Error **errp)
+static int qcrypto_block_luks_validate_strings(const QCryptoLUKSHeader *hdr,
+                                               Error **errp)
 {
-    if (luks_validate_string(hdr->cipher_name, sizeof(hdr->cipher_name),
-                             "cipher-name", errp) < 0 ||
-        luks_validate_string(hdr->cipher_mode, sizeof(hdr->cipher_mode),
-                             "cipher-mode", errp) < 0 ||
-        luks_validate_string(hdr->hash_spec, sizeof(hdr->hash_spec),
-                             "hash-spec", errp) < 0 ||
-        luks_validate_string(hdr->uuid, sizeof(hdr->uuid), "uuid",
-                             errp) < 0) {
+    if (qcrypto_block_luks_validate_string(hdr->cipher_name,
+                                           sizeof(hdr->cipher_name),
+                                           "cipher-name", errp) < 0 ||
+        qcrypto_block_luks_validate_string(hdr->cipher_mode,
+                                           sizeof(hdr->cipher_mode),
+                                           "cipher-mode", errp) < 0 ||
+        qcrypto_block_luks_validate_string(
+            hdr->hash_spec, sizeof(hdr->hash_spec), "hash-spec", errp) < 0 ||
+        qcrypto_block_luks_validate_string(hdr->uuid, sizeof(hdr->uuid),
+                                           "uuid", errp) < 0) {
         return -1;
     }
     return 0;
 }
 
-static int luks_validate_hash_spec(const QCryptoLUKSHeader *hdr,
-                                   QCryptoLUKSCipherSpec *spec, Error **errp)
+static int qcrypto_block_luks_validate_hash_spec(const QCryptoLUKSHeader *hdr,
+                                                 QCryptoLUKSCipherSpec *spec,
+                                                 Error **errp)
 {
     int hash = qcrypto_hash_algo_parse(hdr->hash_spec);
 
@@ -265,8 +250,8 @@ static int luks_validate_hash_spec(const QCryptoLUKSHeader *hdr,
  * essiv:sha256 (a 32-byte 3DES key) does not exist. Building the sector
  * cipher the payload will use, with a dummy key, is the exact test.
  */
-static int luks_validate_ivgen(const QCryptoLUKSCipherSpec *spec,
-                               uint32_t key_bytes, Error **errp)
+static int qcrypto_block_luks_validate_ivgen(const QCryptoLUKSCipherSpec *spec,
+                                             uint32_t key_bytes, Error **errp)
 {
     QCryptoSectorCipherSpec sspec = qcrypto_luks_sector_spec(spec);
     g_autofree uint8_t *key = g_malloc0(key_bytes);
@@ -281,12 +266,14 @@ static int luks_validate_ivgen(const QCryptoLUKSCipherSpec *spec,
     return 0;
 }
 
-static int luks_validate_cipher(const QCryptoLUKSHeader *hdr,
-                                QCryptoLUKSCipherSpec *spec, Error **errp)
+static int qcrypto_block_luks_validate_cipher(const QCryptoLUKSHeader *hdr,
+                                              QCryptoLUKSCipherSpec *spec,
+                                              Error **errp)
 {
-    if (luks_parse_cipher_mode(hdr->cipher_mode, spec, errp) < 0 ||
-        luks_parse_cipher_name(hdr->cipher_name, hdr->key_bytes, spec,
-                               errp) < 0) {
+    if (qcrypto_block_luks_parse_cipher_mode(hdr->cipher_mode, spec,
+                                             errp) < 0 ||
+        qcrypto_block_luks_parse_cipher_name(hdr->cipher_name, hdr->key_bytes,
+                                             spec, errp) < 0) {
         return -1;
     }
     if ((spec->cipher_mode == QCRYPTO_CIPHER_MODE_XTS ||
@@ -303,11 +290,12 @@ static int luks_validate_cipher(const QCryptoLUKSHeader *hdr,
                    qcrypto_cipher_mode_name(spec->cipher_mode));
         return -1;
     }
-    return luks_validate_ivgen(spec, hdr->key_bytes, errp);
+    return qcrypto_block_luks_validate_ivgen(spec, hdr->key_bytes, errp);
 }
 
-static int luks_validate_iterations(uint32_t iterations, const char *what,
-                                    Error **errp)
+static int qcrypto_block_luks_validate_iterations(uint32_t iterations,
+                                                  const char *what,
+                                                  Error **errp)
 {
     /*
      * LUKS 1.0-era images have as few as 10 master key digest iterations:
@@ -326,16 +314,16 @@ static int luks_validate_iterations(uint32_t iterations, const char *what,
     return 0;
 }
 
-static int luks_validate_mk_digest(const QCryptoLUKSHeader *hdr,
-                                   Error **errp)
+static int qcrypto_block_luks_validate_mk_digest(const QCryptoLUKSHeader *hdr,
+                                                 Error **errp)
 {
-    return luks_validate_iterations(hdr->mk_digest_iter,
-                                    "master key digest", errp);
+    return qcrypto_block_luks_validate_iterations(hdr->mk_digest_iter,
+                                                  "master key digest", errp);
 }
 
 /* State, iterations and stripes of one slot. */
-static int luks_validate_key_slot(const QCryptoLUKSHeader *hdr, int i,
-                                  Error **errp)
+static int qcrypto_block_luks_validate_key_slot(const QCryptoLUKSHeader *hdr,
+                                                int i, Error **errp)
 {
     const QCryptoLUKSKeySlot *slot = &hdr->slots[i];
     g_autofree char *what = NULL;
@@ -355,7 +343,8 @@ static int luks_validate_key_slot(const QCryptoLUKSHeader *hdr, int i,
     }
     if (slot->active == QCRYPTO_LUKS_KEY_SLOT_ACTIVE) {
         what = g_strdup_printf("key slot %d", i);
-        return luks_validate_iterations(slot->iterations, what, errp);
+        return qcrypto_block_luks_validate_iterations(slot->iterations, what,
+                                                      errp);
     }
     return 0;
 }
@@ -364,9 +353,9 @@ static int luks_validate_key_slot(const QCryptoLUKSHeader *hdr, int i,
  * Where each slot's key material lies: after the header, apart from the
  * other slots, before the payload (in the same file), inside the file.
  */
-static int luks_validate_key_slot_areas(const QCryptoLUKSHeader *hdr,
-                                        uint64_t file_size, bool detached,
-                                        Error **errp)
+static int qcrypto_block_luks_validate_key_slot_areas(
+    const QCryptoLUKSHeader *hdr, uint64_t file_size, bool detached,
+    Error **errp)
 {
     uint64_t start[QCRYPTO_LUKS_NUM_KEY_SLOTS];
     uint64_t end[QCRYPTO_LUKS_NUM_KEY_SLOTS];
@@ -411,9 +400,9 @@ static int luks_validate_key_slot_areas(const QCryptoLUKSHeader *hdr,
     return 0;
 }
 
-static int luks_validate_payload_offset(const QCryptoLUKSHeader *hdr,
-                                        uint64_t file_size, bool detached,
-                                        Error **errp)
+static int qcrypto_block_luks_validate_payload_offset(
+    const QCryptoLUKSHeader *hdr, uint64_t file_size, bool detached,
+    Error **errp)
 {
     uint64_t payload = (uint64_t)hdr->payload_offset *
         QCRYPTO_LUKS_SECTOR_SIZE;
@@ -445,21 +434,23 @@ int qcrypto_luks_header_validate(const QCryptoLUKSHeader *hdr,
                                  uint64_t file_size, bool detached,
                                  QCryptoLUKSCipherSpec *spec, Error **errp)
 {
-    if (luks_validate_magic(hdr, errp) < 0 ||
-        luks_validate_version(hdr, errp) < 0 ||
-        luks_validate_strings(hdr, errp) < 0 ||
-        luks_validate_hash_spec(hdr, spec, errp) < 0 ||
-        luks_validate_cipher(hdr, spec, errp) < 0 ||
-        luks_validate_mk_digest(hdr, errp) < 0 ||
-        luks_validate_payload_offset(hdr, file_size, detached, errp) < 0) {
+    if (qcrypto_block_luks_validate_magic(hdr, errp) < 0 ||
+        qcrypto_block_luks_validate_version(hdr, errp) < 0 ||
+        qcrypto_block_luks_validate_strings(hdr, errp) < 0 ||
+        qcrypto_block_luks_validate_hash_spec(hdr, spec, errp) < 0 ||
+        qcrypto_block_luks_validate_cipher(hdr, spec, errp) < 0 ||
+        qcrypto_block_luks_validate_mk_digest(hdr, errp) < 0 ||
+        qcrypto_block_luks_validate_payload_offset(hdr, file_size, detached,
+                                                   errp) < 0) {
         return -1;
     }
     for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
-        if (luks_validate_key_slot(hdr, i, errp) < 0) {
+        if (qcrypto_block_luks_validate_key_slot(hdr, i, errp) < 0) {
             return -1;
         }
     }
-    return luks_validate_key_slot_areas(hdr, file_size, detached, errp);
+    return qcrypto_block_luks_validate_key_slot_areas(hdr, file_size, detached,
+                                                      errp);
 }
 
 /* ---- Create: spec strings and layout */
@@ -507,7 +498,7 @@ int qcrypto_luks_cipher_spec_format(const QCryptoLUKSCipherSpec *spec,
             return -1;
         }
     }
-    if (luks_validate_ivgen(spec, keylen, errp) < 0) {
+    if (qcrypto_block_luks_validate_ivgen(spec, keylen, errp) < 0) {
         return -1;
     }
     modestr = qcrypto_dmcrypt_chain_format(spec->cipher_mode, spec->ivgen_alg,

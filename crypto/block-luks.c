@@ -35,32 +35,8 @@ typedef struct QCryptoBlockLUKS {
     QCryptoLUKSCipherSpec spec;
 } QCryptoBlockLUKS;
 
-/*
- * Key-sized secrets (slot keys, AF split material, master keys) in secure
- * memory (crypto/secure-mem.c): locked where allowed, wiped when freed.
- */
-typedef struct LUKSKeyBuf {
-    size_t len;
-    uint8_t data[];
-} LUKSKeyBuf;
-
-static LUKSKeyBuf *luks_keybuf_new(size_t len)
-{
-    LUKSKeyBuf *buf = qcrypto_secure_alloc(sizeof(LUKSKeyBuf) + len);
-
-    buf->len = len;
-    return buf;
-}
-
-static void luks_keybuf_free(LUKSKeyBuf *buf)
-{
-    if (buf) {
-        qcrypto_secure_free(buf, sizeof(LUKSKeyBuf) + buf->len);
-    }
-}
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(LUKSKeyBuf, luks_keybuf_free)
-
-static const uint8_t *luks_secret_data(const QCryptoBlockSecret *secret)
+static const uint8_t *qcrypto_block_luks_secret_data(
+    const QCryptoBlockSecret *secret)
 {
     /* An empty passphrase is legal; PBKDF2 still wants a pointer. */
     return secret->data ? secret->data : (const uint8_t *)"";
@@ -72,10 +48,9 @@ static const uint8_t *luks_secret_data(const QCryptoBlockSecret *secret)
  * at the start of the slot's key material (the spec, 1.1.1 onwards, makes
  * the IV reference point explicit).
  */
-static int luks_key_material_crypt(const QCryptoLUKSCipherSpec *spec,
-                                   const uint8_t *key, size_t nkey,
-                                   uint8_t *buf, size_t len, bool encrypt,
-                                   Error **errp)
+static int qcrypto_block_luks_key_material_crypt(
+    const QCryptoLUKSCipherSpec *spec, const uint8_t *key, size_t nkey,
+    uint8_t *buf, size_t len, bool encrypt, Error **errp)
 {
     QCryptoSectorCipherSpec sspec = qcrypto_luks_sector_spec(spec);
     g_autoptr(QCryptoSectorCipher) sc =
@@ -94,24 +69,26 @@ static int luks_key_material_crypt(const QCryptoLUKSCipherSpec *spec,
  * Try one active slot: 1 if secret unlocks it (mk then holds the master
  * key), 0 if it does not, -1 on an error that is not a wrong passphrase.
  */
-static int luks_keyslot_unlock(QCryptoBlock *block, QCryptoBlockLUKS *luks,
-                               int i, const QCryptoBlockSecret *secret,
-                               QCryptoBlockReadFunc readfunc, void *opaque,
-                               uint8_t *mk, Error **errp)
+static int qcrypto_block_luks_keyslot_unlock(QCryptoBlock *block,
+                                             QCryptoBlockLUKS *luks, int i,
+                                             const QCryptoBlockSecret *secret,
+                                             QCryptoBlockReadFunc readfunc,
+                                             void *opaque, uint8_t *mk,
+                                             Error **errp)
 {
     const QCryptoLUKSHeader *hdr = &luks->header;
     const QCryptoLUKSKeySlot *slot = &hdr->slots[i];
     QCryptoHashAlgo hash = luks->spec.hash_alg;
     size_t nkey = hdr->key_bytes;
-    g_autoptr(LUKSKeyBuf) slotkey = luks_keybuf_new(nkey);
-    g_autoptr(LUKSKeyBuf) candidate = luks_keybuf_new(nkey);
-    g_autoptr(LUKSKeyBuf) split =
-        luks_keybuf_new(qcrypto_luks_key_material_len(nkey, slot->stripes));
+    g_autoptr(QCryptoSecureBuf) slotkey = qcrypto_secure_buf_new(nkey);
+    g_autoptr(QCryptoSecureBuf) candidate = qcrypto_secure_buf_new(nkey);
+    g_autoptr(QCryptoSecureBuf) split = qcrypto_secure_buf_new(
+        qcrypto_luks_key_material_len(nkey, slot->stripes));
     uint8_t digest[QCRYPTO_LUKS_DIGEST_LEN];
 
-    if (qcrypto_pbkdf2(hash, luks_secret_data(secret), secret->len,
-                       slot->salt, QCRYPTO_LUKS_SALT_LEN, slot->iterations,
-                       slotkey->data, nkey, errp) < 0) {
+    if (qcrypto_pbkdf2(hash, qcrypto_block_luks_secret_data(secret),
+                       secret->len, slot->salt, QCRYPTO_LUKS_SALT_LEN,
+                       slot->iterations, slotkey->data, nkey, errp) < 0) {
         return -1;
     }
     if (readfunc(block, (uint64_t)slot->key_offset * QCRYPTO_LUKS_SECTOR_SIZE,
@@ -119,13 +96,14 @@ static int luks_keyslot_unlock(QCryptoBlock *block, QCryptoBlockLUKS *luks,
         error_prepend(errp, "Cannot read key slot %d: ", i);
         return -1;
     }
-    if (luks_key_material_crypt(&luks->spec, slotkey->data, nkey,
-                                split->data, split->len, false, errp) < 0 ||
+    if (qcrypto_block_luks_key_material_crypt(&luks->spec, slotkey->data, nkey,
+                                              split->data, split->len, false,
+                                              errp) < 0 ||
         qcrypto_afsplit_decode(hash, nkey, slot->stripes, split->data,
                                candidate->data, errp) < 0 ||
         qcrypto_pbkdf2(hash, candidate->data, nkey, hdr->mk_digest_salt,
-                       QCRYPTO_LUKS_SALT_LEN, hdr->mk_digest_iter,
-                       digest, sizeof(digest), errp) < 0) {
+                       QCRYPTO_LUKS_SALT_LEN, hdr->mk_digest_iter, digest,
+                       sizeof(digest), errp) < 0) {
         return -1;
     }
     /* Constant time, so the comparison tells nothing about the key. */
@@ -137,10 +115,11 @@ static int luks_keyslot_unlock(QCryptoBlock *block, QCryptoBlockLUKS *luks,
 }
 
 /* The first active slot secret unlocks, or -1. */
-static int luks_unlock(QCryptoBlock *block, QCryptoBlockLUKS *luks,
-                       const QCryptoBlockSecret *secret,
-                       QCryptoBlockReadFunc readfunc, void *opaque,
-                       uint8_t *mk, Error **errp)
+static int qcrypto_block_luks_unlock(QCryptoBlock *block,
+                                     QCryptoBlockLUKS *luks,
+                                     const QCryptoBlockSecret *secret,
+                                     QCryptoBlockReadFunc readfunc,
+                                     void *opaque, uint8_t *mk, Error **errp)
 {
     for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
         int ret;
@@ -148,8 +127,8 @@ static int luks_unlock(QCryptoBlock *block, QCryptoBlockLUKS *luks,
         if (luks->header.slots[i].active != QCRYPTO_LUKS_KEY_SLOT_ACTIVE) {
             continue;
         }
-        ret = luks_keyslot_unlock(block, luks, i, secret, readfunc, opaque,
-                                  mk, errp);
+        ret = qcrypto_block_luks_keyslot_unlock(block, luks, i, secret,
+                                                readfunc, opaque, mk, errp);
         if (ret != 0) {
             return ret < 0 ? -1 : i;
         }
@@ -158,9 +137,10 @@ static int luks_unlock(QCryptoBlock *block, QCryptoBlockLUKS *luks,
     return -1;
 }
 
-static int luks_header_read(QCryptoBlock *block, QCryptoBlockReadFunc readfunc,
-                            void *opaque, uint64_t file_size,
-                            QCryptoLUKSHeader *hdr, Error **errp)
+static int qcrypto_block_luks_header_read(QCryptoBlock *block,
+                                          QCryptoBlockReadFunc readfunc,
+                                          void *opaque, uint64_t file_size,
+                                          QCryptoLUKSHeader *hdr, Error **errp)
 {
     uint8_t buf[QCRYPTO_LUKS_HEADER_LEN];
 
@@ -178,9 +158,10 @@ static int luks_header_read(QCryptoBlock *block, QCryptoBlockReadFunc readfunc,
     return 0;
 }
 
-static int luks_header_write(QCryptoBlock *block, QCryptoBlockLUKS *luks,
-                             QCryptoBlockWriteFunc writefunc, void *opaque,
-                             Error **errp)
+static int qcrypto_block_luks_header_write(QCryptoBlock *block,
+                                           QCryptoBlockLUKS *luks,
+                                           QCryptoBlockWriteFunc writefunc,
+                                           void *opaque, Error **errp)
 {
     uint8_t buf[QCRYPTO_LUKS_HEADER_LEN];
 
@@ -192,9 +173,10 @@ static int luks_header_write(QCryptoBlock *block, QCryptoBlockLUKS *luks,
     return 0;
 }
 
-static int luks_init_payload_cipher(QCryptoBlock *block,
-                                    QCryptoBlockLUKS *luks,
-                                    const uint8_t *mk, Error **errp)
+static int qcrypto_block_luks_init_payload_cipher(QCryptoBlock *block,
+                                                  QCryptoBlockLUKS *luks,
+                                                  const uint8_t *mk,
+                                                  Error **errp)
 {
     QCryptoSectorCipherSpec spec = qcrypto_luks_sector_spec(&luks->spec);
 
@@ -202,21 +184,21 @@ static int luks_init_payload_cipher(QCryptoBlock *block,
                                      errp);
 }
 
-static int luks_open(QCryptoBlock *block,
-                     const QCryptoBlockOpenOptions *options,
-                     QCryptoBlockReadFunc readfunc, void *opaque,
-                     unsigned int flags, Error **errp)
+static int qcrypto_block_luks_open(QCryptoBlock *block,
+                                   const QCryptoBlockOpenOptions *options,
+                                   QCryptoBlockReadFunc readfunc, void *opaque,
+                                   unsigned int flags, Error **errp)
 {
     QCryptoBlockLUKS *luks = g_new0(QCryptoBlockLUKS, 1);
     bool detached = flags & QCRYPTO_BLOCK_OPEN_DETACHED;
-    g_autoptr(LUKSKeyBuf) mk = NULL;
+    g_autoptr(QCryptoSecureBuf) mk = NULL;
 
     block->opaque = luks;
     block->sector_size = QCRYPTO_LUKS_SECTOR_SIZE;
     block->detached_header = detached;
 
-    if (luks_header_read(block, readfunc, opaque, options->size,
-                         &luks->header, errp) < 0 ||
+    if (qcrypto_block_luks_header_read(block, readfunc, opaque, options->size,
+                                       &luks->header, errp) < 0 ||
         qcrypto_luks_header_validate(&luks->header, options->size, detached,
                                      &luks->spec, errp) < 0) {
         return -1;
@@ -231,43 +213,12 @@ static int luks_open(QCryptoBlock *block,
     if (flags & QCRYPTO_BLOCK_OPEN_NO_IO) {
         return 0;
     }
-    mk = luks_keybuf_new(luks->header.key_bytes);
-    if (luks_unlock(block, luks, &options->secret, readfunc, opaque,
-                    mk->data, errp) < 0) {
+    mk = qcrypto_secure_buf_new(luks->header.key_bytes);
+    if (qcrypto_block_luks_unlock(block, luks, &options->secret, readfunc,
+                                  opaque, mk->data, errp) < 0) {
         return -1;
     }
-    return luks_init_payload_cipher(block, luks, mk->data, errp);
-}
-
-/*
- * PBKDF2 iterations per second on this CPU for one hash block of output.
- * Deriving nout bytes costs one such run per hLen bytes (RFC 8018 section
- * 5.2, the blocks T_1 ... T_l), so one calibration serves the master key
- * digest and the key slots alike.
- *
- * Calibrating takes about a second, so the rate is measured once per
- * process and hash: it counts thread CPU time, which other load does not
- * change, and a process that creates many images (or adds many key slots)
- * need not pay for it each time.
- */
-static uint64_t luks_pbkdf2_rate(QCryptoHashAlgo hash, Error **errp)
-{
-    static const uint8_t salt[QCRYPTO_LUKS_SALT_LEN];
-    static uint64_t cache[QCRYPTO_HASH_ALGO__MAX];
-    static GMutex lock;
-    uint64_t rate;
-
-    g_mutex_lock(&lock);
-    rate = cache[hash];
-    if (!rate) {
-        rate = qcrypto_pbkdf2_count_iters(hash, (const uint8_t *)"", 0,
-                                          salt, sizeof(salt),
-                                          qcrypto_hash_digest_len(hash),
-                                          errp);
-        cache[hash] = rate;
-    }
-    g_mutex_unlock(&lock);
-    return rate;
+    return qcrypto_block_luks_init_payload_cipher(block, luks, mk->data, errp);
 }
 
 /*
@@ -275,20 +226,18 @@ static uint64_t luks_pbkdf2_rate(QCryptoHashAlgo hash, Error **errp)
  * bytes of output, at least QCRYPTO_LUKS_MIN_ITERS, at most what we accept
  * on open.
  */
-static uint32_t luks_pbkdf2_iters(uint64_t rate, QCryptoHashAlgo hash,
-                                  size_t nout, uint64_t iter_time,
-                                  unsigned divisor, Error **errp)
+static uint32_t qcrypto_block_luks_pbkdf2_iters(QCryptoHashAlgo hash,
+                                                size_t nout,
+                                                uint64_t iter_time,
+                                                unsigned divisor, Error **errp)
 {
-    size_t hlen = qcrypto_hash_digest_len(hash);
     uint64_t iters;
 
-    rate /= (nout + hlen - 1) / hlen;
-    if (rate > UINT64_MAX / iter_time) {
-        error_setg(errp, "iter-time of %" PRIu64 " ms is too long",
-                   iter_time);
+    if (qcrypto_pbkdf2_iters_for_time(hash, nout, iter_time, &iters,
+                                      errp) < 0) {
         return 0;
     }
-    iters = rate * iter_time / 1000 / divisor;
+    iters /= divisor;
     iters = MAX(iters, QCRYPTO_LUKS_MIN_ITERS);
     if (iters > QCRYPTO_LUKS_MAX_ITERS) {
         error_setg(errp, "iter-time of %" PRIu64 " ms gives %" PRIu64
@@ -305,33 +254,33 @@ static uint32_t luks_pbkdf2_iters(uint64_t rate, QCryptoHashAlgo hash,
  * caller writes it, after the key material, so an interrupted write never
  * leaves an active slot pointing at missing key material.
  */
-static int luks_keyslot_store(QCryptoBlock *block, QCryptoBlockLUKS *luks,
-                              int i, const QCryptoBlockSecret *secret,
-                              const uint8_t *mk, uint64_t rate,
-                              uint64_t iter_time,
-                              QCryptoBlockWriteFunc writefunc, void *opaque,
-                              Error **errp)
+static int qcrypto_block_luks_keyslot_store(
+    QCryptoBlock *block, QCryptoBlockLUKS *luks, int i,
+    const QCryptoBlockSecret *secret, const uint8_t *mk, uint64_t iter_time,
+    QCryptoBlockWriteFunc writefunc, void *opaque, Error **errp)
 {
     QCryptoLUKSKeySlot *slot = &luks->header.slots[i];
     QCryptoHashAlgo hash = luks->spec.hash_alg;
     size_t nkey = luks->header.key_bytes;
-    g_autoptr(LUKSKeyBuf) slotkey = luks_keybuf_new(nkey);
-    g_autoptr(LUKSKeyBuf) split =
-        luks_keybuf_new(qcrypto_luks_key_material_len(nkey, slot->stripes));
+    g_autoptr(QCryptoSecureBuf) slotkey = qcrypto_secure_buf_new(nkey);
+    g_autoptr(QCryptoSecureBuf) split = qcrypto_secure_buf_new(
+        qcrypto_luks_key_material_len(nkey, slot->stripes));
     uint8_t salt[QCRYPTO_LUKS_SALT_LEN];
     uint32_t iters;
 
     if (qcrypto_random_bytes(salt, sizeof(salt), errp) < 0) {
         return -1;
     }
-    iters = luks_pbkdf2_iters(rate, hash, nkey, iter_time, 1, errp);
+    iters = qcrypto_block_luks_pbkdf2_iters(hash, nkey, iter_time, 1, errp);
     if (!iters ||
-        qcrypto_pbkdf2(hash, luks_secret_data(secret), secret->len, salt,
-                       sizeof(salt), iters, slotkey->data, nkey, errp) < 0 ||
+        qcrypto_pbkdf2(hash, qcrypto_block_luks_secret_data(secret),
+                       secret->len, salt, sizeof(salt), iters, slotkey->data,
+                       nkey, errp) < 0 ||
         qcrypto_afsplit_encode(hash, nkey, slot->stripes, mk, split->data,
                                errp) < 0 ||
-        luks_key_material_crypt(&luks->spec, slotkey->data, nkey,
-                                split->data, split->len, true, errp) < 0) {
+        qcrypto_block_luks_key_material_crypt(&luks->spec, slotkey->data, nkey,
+                                              split->data, split->len, true,
+                                              errp) < 0) {
         return -1;
     }
     if (writefunc(block, (uint64_t)slot->key_offset * QCRYPTO_LUKS_SECTOR_SIZE,
@@ -346,8 +295,8 @@ static int luks_keyslot_store(QCryptoBlock *block, QCryptoBlockLUKS *luks,
 }
 
 /* The cipher spec the create options ask for, with QEMU's defaults. */
-static void luks_create_spec(const QCryptoBlockCreateOptions *options,
-                             QCryptoLUKSCipherSpec *spec)
+static void qcrypto_block_luks_create_spec(
+    const QCryptoBlockCreateOptions *options, QCryptoLUKSCipherSpec *spec)
 {
     spec->cipher_alg = options->cipher_alg;
     spec->cipher_mode = options->cipher_mode;
@@ -360,10 +309,9 @@ static void luks_create_spec(const QCryptoBlockCreateOptions *options,
 }
 
 /* Everything of a new header but its secrets; header_len for initfunc. */
-static int luks_create_layout(const QCryptoBlockCreateOptions *options,
-                              QCryptoLUKSHeader *hdr,
-                              QCryptoLUKSCipherSpec *spec,
-                              uint64_t *header_len, Error **errp)
+static int qcrypto_block_luks_create_layout(
+    const QCryptoBlockCreateOptions *options, QCryptoLUKSHeader *hdr,
+    QCryptoLUKSCipherSpec *spec, uint64_t *header_len, Error **errp)
 {
     if (options->cipher_alg >= QCRYPTO_CIPHER_ALGO__MAX ||
         options->cipher_mode >= QCRYPTO_CIPHER_MODE__MAX ||
@@ -375,7 +323,7 @@ static int luks_create_layout(const QCryptoBlockCreateOptions *options,
         return -1;
     }
     memset(hdr, 0, sizeof(*hdr));
-    luks_create_spec(options, spec);
+    qcrypto_block_luks_create_spec(options, spec);
     memcpy(hdr->magic, QCRYPTO_LUKS_MAGIC, QCRYPTO_LUKS_MAGIC_LEN);
     hdr->version = QCRYPTO_LUKS_VERSION;
     for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
@@ -388,7 +336,7 @@ static int luks_create_layout(const QCryptoBlockCreateOptions *options,
                                options->detached_header, header_len, errp);
 }
 
-static int luks_calculate_payload_offset(
+static int qcrypto_block_luks_calculate_payload_offset(
     const QCryptoBlockCreateOptions *options, uint64_t *payload_offset,
     Error **errp)
 {
@@ -396,26 +344,27 @@ static int luks_calculate_payload_offset(
     QCryptoLUKSCipherSpec spec;
     uint64_t header_len;
 
-    if (luks_create_layout(options, &hdr, &spec, &header_len, errp) < 0) {
+    if (qcrypto_block_luks_create_layout(options, &hdr, &spec, &header_len,
+                                         errp) < 0) {
         return -1;
     }
     *payload_offset = (uint64_t)hdr.payload_offset * QCRYPTO_LUKS_SECTOR_SIZE;
     return 0;
 }
 
-static int luks_create(QCryptoBlock *block,
-                       const QCryptoBlockCreateOptions *options,
-                       QCryptoBlockInitFunc initfunc,
-                       QCryptoBlockWriteFunc writefunc,
-                       void *opaque, Error **errp)
+static int qcrypto_block_luks_create(QCryptoBlock *block,
+                                     const QCryptoBlockCreateOptions *options,
+                                     QCryptoBlockInitFunc initfunc,
+                                     QCryptoBlockWriteFunc writefunc,
+                                     void *opaque, Error **errp)
 {
     QCryptoBlockLUKS *luks = g_new0(QCryptoBlockLUKS, 1);
     QCryptoLUKSHeader *hdr = &luks->header;
     uint64_t iter_time = options->has_iter_time ? options->iter_time :
         LUKS_DEFAULT_ITER_TIME_MS;
-    g_autoptr(LUKSKeyBuf) mk = NULL;
+    g_autoptr(QCryptoSecureBuf) mk = NULL;
     g_autofree char *uuid = NULL;
-    uint64_t header_len, rate;
+    uint64_t header_len;
 
     block->opaque = luks;
     block->sector_size = QCRYPTO_LUKS_SECTOR_SIZE;
@@ -429,8 +378,8 @@ static int luks_create(QCryptoBlock *block,
         error_setg(errp, "iter-time must be at least 1 ms");
         return -1;
     }
-    if (luks_create_layout(options, hdr, &luks->spec, &header_len,
-                           errp) < 0) {
+    if (qcrypto_block_luks_create_layout(options, hdr, &luks->spec,
+                                         &header_len, errp) < 0) {
         return -1;
     }
 
@@ -439,21 +388,15 @@ static int luks_create(QCryptoBlock *block,
     memcpy(hdr->uuid, uuid, strlen(uuid));
 
     /* The master key and its digest (the spec's partition initialisation). */
-    mk = luks_keybuf_new(hdr->key_bytes);
+    mk = qcrypto_secure_buf_new(hdr->key_bytes);
     if (qcrypto_random_bytes(mk->data, mk->len, errp) < 0 ||
         qcrypto_random_bytes(hdr->mk_digest_salt, QCRYPTO_LUKS_SALT_LEN,
                              errp) < 0) {
         return -1;
     }
-    rate = luks_pbkdf2_rate(luks->spec.hash_alg, errp);
-    if (!rate) {
-        return -1;
-    }
-    hdr->mk_digest_iter = luks_pbkdf2_iters(rate, luks->spec.hash_alg,
-                                            QCRYPTO_LUKS_DIGEST_LEN,
-                                            iter_time,
-                                            LUKS_MK_DIGEST_ITER_DIVISOR,
-                                            errp);
+    hdr->mk_digest_iter = qcrypto_block_luks_pbkdf2_iters(
+        luks->spec.hash_alg, QCRYPTO_LUKS_DIGEST_LEN, iter_time,
+        LUKS_MK_DIGEST_ITER_DIVISOR, errp);
     if (!hdr->mk_digest_iter ||
         qcrypto_pbkdf2(luks->spec.hash_alg, mk->data, mk->len,
                        hdr->mk_digest_salt, QCRYPTO_LUKS_SALT_LEN,
@@ -463,14 +406,17 @@ static int luks_create(QCryptoBlock *block,
     }
 
     /* The payload cipher before any write: a failure leaves no file. */
-    if (luks_init_payload_cipher(block, luks, mk->data, errp) < 0) {
+    if (qcrypto_block_luks_init_payload_cipher(block, luks, mk->data,
+                                               errp) < 0) {
         return -1;
     }
     /* Room first, then slot 0's key material, the header last. */
     if (initfunc(block, header_len, opaque, errp) < 0 ||
-        luks_keyslot_store(block, luks, 0, &options->secret, mk->data, rate,
-                           iter_time, writefunc, opaque, errp) < 0 ||
-        luks_header_write(block, luks, writefunc, opaque, errp) < 0) {
+        qcrypto_block_luks_keyslot_store(block, luks, 0, &options->secret,
+                                         mk->data, iter_time, writefunc,
+                                         opaque, errp) < 0 ||
+        qcrypto_block_luks_header_write(block, luks, writefunc, opaque,
+                                        errp) < 0) {
         return -1;
     }
     block->payload_offset =
@@ -478,70 +424,67 @@ static int luks_create(QCryptoBlock *block,
     return 0;
 }
 
-static int luks_check_keyslot_index(int keyslot, Error **errp)
-{
-    if (keyslot < 0 || keyslot >= QCRYPTO_LUKS_NUM_KEY_SLOTS) {
-        error_setg(errp, "Invalid key slot %d: LUKS1 has slots 0 to %d",
-                   keyslot, QCRYPTO_LUKS_NUM_KEY_SLOTS - 1);
-        return -1;
-    }
-    return 0;
-}
-
-static bool luks_slot_active(const QCryptoBlockLUKS *luks, int i)
+static bool qcrypto_block_luks_slot_active(const QCryptoBlockLUKS *luks, int i)
 {
     return luks->header.slots[i].active == QCRYPTO_LUKS_KEY_SLOT_ACTIVE;
 }
 
+/* QCryptoBlockKeyslots.try_secret: does secret open slot i? */
+static int qcrypto_block_luks_keyslot_try_secret(
+    QCryptoBlock *block, int i, const QCryptoBlockSecret *secret,
+    QCryptoBlockReadFunc readfunc, void *opaque, Error **errp)
+{
+    QCryptoBlockLUKS *luks = block->opaque;
+    g_autoptr(QCryptoSecureBuf) mk =
+        qcrypto_secure_buf_new(luks->header.key_bytes);
+
+    return qcrypto_block_luks_keyslot_unlock(block, luks, i, secret, readfunc,
+                                             opaque, mk->data, errp);
+}
+
+/* The slots for the shared amend policy: every active slot opens. */
+static void qcrypto_block_luks_keyslots(const QCryptoBlockLUKS *luks,
+                                        QCryptoBlockKeyslots *slots)
+{
+    *slots = (QCryptoBlockKeyslots) {
+        .nslots = QCRYPTO_LUKS_NUM_KEY_SLOTS,
+        .try_secret = qcrypto_block_luks_keyslot_try_secret,
+    };
+    for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
+        if (qcrypto_block_luks_slot_active(luks, i)) {
+            slots->active |= 1u << i;
+        }
+    }
+    slots->openers = slots->active;
+}
+
 /* amend state=active: put a new passphrase into a free slot. */
-static int luks_amend_add_key(QCryptoBlock *block, QCryptoBlockLUKS *luks,
-                              QCryptoBlockReadFunc readfunc,
-                              QCryptoBlockWriteFunc writefunc, void *opaque,
-                              const QCryptoBlockAmendOptions *options,
-                              Error **errp)
+static int qcrypto_block_luks_amend_add_key(
+    QCryptoBlock *block, QCryptoBlockLUKS *luks, QCryptoBlockReadFunc readfunc,
+    QCryptoBlockWriteFunc writefunc, void *opaque,
+    const QCryptoBlockAmendOptions *options, Error **errp)
 {
     uint64_t iter_time = options->has_iter_time ? options->iter_time :
         LUKS_DEFAULT_ITER_TIME_MS;
-    g_autoptr(LUKSKeyBuf) mk = luks_keybuf_new(luks->header.key_bytes);
+    g_autoptr(QCryptoSecureBuf) mk =
+        qcrypto_secure_buf_new(luks->header.key_bytes);
     QCryptoLUKSHeader saved = luks->header;
-    uint64_t rate;
-    int slot = -1;
+    QCryptoBlockKeyslots slots;
+    int slot;
 
-    if (!options->has_new_secret) {
-        error_setg(errp, "Adding a key slot needs new-secret");
+    qcrypto_block_luks_keyslots(luks, &slots);
+    slot = qcrypto_block_keyslot_select_free(&slots, options, errp);
+    if (slot < 0) {
         return -1;
     }
     if (iter_time == 0) {
         error_setg(errp, "iter-time must be at least 1 ms");
         return -1;
     }
-    if (options->has_keyslot) {
-        if (luks_check_keyslot_index(options->keyslot, errp) < 0) {
-            return -1;
-        }
-        if (luks_slot_active(luks, options->keyslot)) {
-            error_setg(errp, "Key slot %d is active: erase it first "
-                       "(state=inactive) to store a new key there",
-                       options->keyslot);
-            return -1;
-        }
-        slot = options->keyslot;
-    } else {
-        for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS && slot < 0; i++) {
-            if (!luks_slot_active(luks, i)) {
-                slot = i;
-            }
-        }
-        if (slot < 0) {
-            error_setg(errp, "Cannot add a key: all %d key slots are in use",
-                       QCRYPTO_LUKS_NUM_KEY_SLOTS);
-            return -1;
-        }
-    }
 
     if (options->has_old_secret) {
-        if (luks_unlock(block, luks, &options->old_secret, readfunc, opaque,
-                        mk->data, errp) < 0) {
+        if (qcrypto_block_luks_unlock(block, luks, &options->old_secret,
+                                      readfunc, opaque, mk->data, errp) < 0) {
             return -1;
         }
     } else if (block->has_master_key) {
@@ -552,65 +495,12 @@ static int luks_amend_add_key(QCryptoBlock *block, QCryptoBlockLUKS *luks,
         return -1;
     }
 
-    rate = luks_pbkdf2_rate(luks->spec.hash_alg, errp);
-    if (!rate ||
-        luks_keyslot_store(block, luks, slot, &options->new_secret, mk->data,
-                           rate, iter_time, writefunc, opaque, errp) < 0 ||
-        luks_header_write(block, luks, writefunc, opaque, errp) < 0) {
+    if (qcrypto_block_luks_keyslot_store(
+            block, luks, slot, &options->new_secret, mk->data, iter_time,
+            writefunc, opaque, errp) < 0 ||
+        qcrypto_block_luks_header_write(block, luks, writefunc, opaque,
+                                        errp) < 0) {
         luks->header = saved;
-        return -1;
-    }
-    return 0;
-}
-
-/* Which slots amend state=inactive erases: by index or by passphrase. */
-static int luks_amend_select_erase(QCryptoBlock *block,
-                                   QCryptoBlockLUKS *luks,
-                                   QCryptoBlockReadFunc readfunc,
-                                   void *opaque,
-                                   const QCryptoBlockAmendOptions *options,
-                                   bool *erase, Error **errp)
-{
-    g_autoptr(LUKSKeyBuf) mk = luks_keybuf_new(luks->header.key_bytes);
-    bool found = false;
-
-    if (options->has_keyslot && options->has_old_secret) {
-        error_setg(errp, "Give keyslot or old-secret to erase key slots, "
-                   "not both");
-        return -1;
-    }
-    if (options->has_keyslot) {
-        if (luks_check_keyslot_index(options->keyslot, errp) < 0) {
-            return -1;
-        }
-        if (!luks_slot_active(luks, options->keyslot)) {
-            error_setg(errp, "Key slot %d is already inactive",
-                       options->keyslot);
-            return -1;
-        }
-        erase[options->keyslot] = true;
-        return 0;
-    }
-    if (!options->has_old_secret) {
-        error_setg(errp, "Erasing key slots needs keyslot or old-secret");
-        return -1;
-    }
-    for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
-        int ret;
-
-        if (!luks_slot_active(luks, i)) {
-            continue;
-        }
-        ret = luks_keyslot_unlock(block, luks, i, &options->old_secret,
-                                  readfunc, opaque, mk->data, errp);
-        if (ret < 0) {
-            return -1;
-        }
-        erase[i] = ret == 1;
-        found |= erase[i];
-    }
-    if (!found) {
-        error_setg(errp, "No active key slot matches old-secret");
         return -1;
     }
     return 0;
@@ -621,38 +511,26 @@ static int luks_amend_select_erase(QCryptoBlock *block,
  * overwrite their key material with random bytes, so the master key
  * cannot be recovered from them even with the old passphrase.
  */
-static int luks_amend_erase_keys(QCryptoBlock *block, QCryptoBlockLUKS *luks,
-                                 QCryptoBlockReadFunc readfunc,
-                                 QCryptoBlockWriteFunc writefunc,
-                                 void *opaque,
-                                 const QCryptoBlockAmendOptions *options,
-                                 bool force, Error **errp)
+static int qcrypto_block_luks_amend_erase_keys(
+    QCryptoBlock *block, QCryptoBlockLUKS *luks, QCryptoBlockReadFunc readfunc,
+    QCryptoBlockWriteFunc writefunc, void *opaque,
+    const QCryptoBlockAmendOptions *options, bool force, Error **errp)
 {
-    bool erase[QCRYPTO_LUKS_NUM_KEY_SLOTS] = { false };
     QCryptoLUKSHeader saved = luks->header;
-    int remaining = 0;
+    QCryptoBlockKeyslots slots;
+    uint32_t erase;
     uint64_t len = qcrypto_luks_key_material_len(luks->header.key_bytes,
                                                  QCRYPTO_LUKS_STRIPES);
 
-    if (options->has_new_secret) {
-        error_setg(errp, "new-secret cannot be given with state=inactive");
-        return -1;
-    }
-    if (luks_amend_select_erase(block, luks, readfunc, opaque, options,
-                                erase, errp) < 0) {
-        return -1;
-    }
-    for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
-        remaining += luks_slot_active(luks, i) && !erase[i];
-    }
-    if (remaining == 0 && !force) {
-        error_setg(errp, "Refusing to erase the last active key slot: the "
-                   "image could never be opened again (force overrides)");
+    qcrypto_block_luks_keyslots(luks, &slots);
+    if (qcrypto_block_keyslot_select_erase(block, &slots, readfunc, opaque,
+                                           options, force, &erase,
+                                           errp) < 0) {
         return -1;
     }
 
     for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
-        if (erase[i]) {
+        if (erase & (1u << i)) {
             QCryptoLUKSKeySlot *slot = &luks->header.slots[i];
 
             slot->active = QCRYPTO_LUKS_KEY_SLOT_DISABLED;
@@ -660,7 +538,8 @@ static int luks_amend_erase_keys(QCryptoBlock *block, QCryptoBlockLUKS *luks,
             memset(slot->salt, 0, sizeof(slot->salt));
         }
     }
-    if (luks_header_write(block, luks, writefunc, opaque, errp) < 0) {
+    if (qcrypto_block_luks_header_write(block, luks, writefunc, opaque,
+                                        errp) < 0) {
         luks->header = saved;
         return -1;
     }
@@ -669,7 +548,7 @@ static int luks_amend_erase_keys(QCryptoBlock *block, QCryptoBlockLUKS *luks,
         uint64_t offset = (uint64_t)luks->header.slots[i].key_offset *
             QCRYPTO_LUKS_SECTOR_SIZE;
 
-        if (!erase[i]) {
+        if (!(erase & (1u << i))) {
             continue;
         }
         if (qcrypto_block_wipe_area(block, writefunc, opaque, offset, len,
@@ -682,27 +561,29 @@ static int luks_amend_erase_keys(QCryptoBlock *block, QCryptoBlockLUKS *luks,
     return 0;
 }
 
-static int luks_amend(QCryptoBlock *block, QCryptoBlockReadFunc readfunc,
-                      QCryptoBlockWriteFunc writefunc, void *opaque,
-                      const QCryptoBlockAmendOptions *options, bool force,
-                      Error **errp)
+static int qcrypto_block_luks_amend(QCryptoBlock *block,
+                                    QCryptoBlockReadFunc readfunc,
+                                    QCryptoBlockWriteFunc writefunc,
+                                    void *opaque,
+                                    const QCryptoBlockAmendOptions *options,
+                                    bool force, Error **errp)
 {
     QCryptoBlockLUKS *luks = block->opaque;
 
     switch (options->state) {
     case QCRYPTO_BLOCK_AMEND_STATE_ACTIVE:
-        return luks_amend_add_key(block, luks, readfunc, writefunc, opaque,
-                                  options, errp);
+        return qcrypto_block_luks_amend_add_key(
+            block, luks, readfunc, writefunc, opaque, options, errp);
     case QCRYPTO_BLOCK_AMEND_STATE_INACTIVE:
-        return luks_amend_erase_keys(block, luks, readfunc, writefunc, opaque,
-                                     options, force, errp);
+        return qcrypto_block_luks_amend_erase_keys(
+            block, luks, readfunc, writefunc, opaque, options, force, errp);
     }
     error_setg(errp, "Invalid key slot state %d", (int)options->state);
     return -1;
 }
 
-static int luks_get_info(QCryptoBlock *block, QCryptoBlockInfo *info,
-                         Error **errp)
+static int qcrypto_block_luks_get_info(QCryptoBlock *block,
+                                       QCryptoBlockInfo *info, Error **errp)
 {
     const QCryptoBlockLUKS *luks = block->opaque;
     const QCryptoLUKSHeader *hdr = &luks->header;
@@ -730,7 +611,7 @@ static int luks_get_info(QCryptoBlock *block, QCryptoBlockInfo *info,
     return 0;
 }
 
-static void luks_cleanup(QCryptoBlock *block)
+static void qcrypto_block_luks_cleanup(QCryptoBlock *block)
 {
     QCryptoBlockLUKS *luks = block->opaque;
 
@@ -741,7 +622,7 @@ static void luks_cleanup(QCryptoBlock *block)
     }
 }
 
-static bool luks_has_format(const uint8_t *buf, size_t buflen)
+static bool qcrypto_block_luks_has_format(const uint8_t *buf, size_t buflen)
 {
     /* Magic and version 1: LUKS2 shares the magic (its own driver). */
     return buflen >= QCRYPTO_LUKS_MAGIC_LEN + 2 &&
@@ -753,11 +634,11 @@ const QCryptoBlockDriver qcrypto_block_driver_luks = {
     .format = QCRYPTO_BLOCK_FORMAT_LUKS,
     .version = QCRYPTO_LUKS_VERSION,
     .name = "LUKS",
-    .open = luks_open,
-    .create = luks_create,
-    .amend = luks_amend,
-    .get_info = luks_get_info,
-    .cleanup = luks_cleanup,
-    .has_format = luks_has_format,
-    .calculate_payload_offset = luks_calculate_payload_offset,
+    .open = qcrypto_block_luks_open,
+    .create = qcrypto_block_luks_create,
+    .amend = qcrypto_block_luks_amend,
+    .get_info = qcrypto_block_luks_get_info,
+    .cleanup = qcrypto_block_luks_cleanup,
+    .has_format = qcrypto_block_luks_has_format,
+    .calculate_payload_offset = qcrypto_block_luks_calculate_payload_offset,
 };

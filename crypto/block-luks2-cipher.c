@@ -14,10 +14,10 @@
  * The chain's problems in LUKS2's words (the chain is the spec after the
  * cipher name: mode-iv[:hash]).
  */
-static void luks2_cipher_chain_error(QCryptoDMCryptChainStatus status,
-                                     const char *spec,
-                                     const QCryptoDMCryptChain *chain,
-                                     Error **errp)
+static void qcrypto_luks2_cipher_chain_error(QCryptoDMCryptChainStatus status,
+                                             const char *spec,
+                                             const QCryptoDMCryptChain *chain,
+                                             Error **errp)
 {
     switch (status) {
     case QCRYPTO_DMCRYPT_CHAIN_OK:
@@ -59,7 +59,7 @@ int qcrypto_luks2_cipher_parse(const char *spec, size_t key_bytes,
     name = g_strndup(spec, dash - spec);
     status = qcrypto_dmcrypt_chain_parse(dash + 1, &chain);
     if (status == QCRYPTO_DMCRYPT_CHAIN_BAD_MODE) {
-        luks2_cipher_chain_error(status, spec, &chain, errp);
+        qcrypto_luks2_cipher_chain_error(status, spec, &chain, errp);
         return -1;
     }
     out->mode = chain.mode;
@@ -77,7 +77,7 @@ int qcrypto_luks2_cipher_parse(const char *spec, size_t key_bytes,
         return -1;
     }
     if (status != QCRYPTO_DMCRYPT_CHAIN_OK) {
-        luks2_cipher_chain_error(status, spec, &chain, errp);
+        qcrypto_luks2_cipher_chain_error(status, spec, &chain, errp);
         return -1;
     }
     out->ivgen = chain.ivgen;

@@ -13,6 +13,7 @@
 
 #include "crypto/hash.h"
 #include "luks2priv.h"
+#include "qemu/bswap.h"
 
 /*
  * LUKS2 spec, binary header table: magics of the primary and secondary copies.
@@ -57,8 +58,7 @@ bool qcrypto_luks2_has_format(const uint8_t *buf, size_t len)
 {
     return len >= LUKS2_OFF_VERSION + 2 &&
         memcmp(buf, luks2_magic_primary, QCRYPTO_LUKS2_MAGIC_LEN) == 0 &&
-        (buf[LUKS2_OFF_VERSION] << 8 | buf[LUKS2_OFF_VERSION + 1]) ==
-        QCRYPTO_LUKS2_VERSION;
+        lduw_be_p(buf + LUKS2_OFF_VERSION) == QCRYPTO_LUKS2_VERSION;
 }
 
 bool qcrypto_luks2_probe(QCryptoBlock *block, QCryptoBlockReadFunc readfunc,
@@ -74,7 +74,7 @@ bool qcrypto_luks2_probe(QCryptoBlock *block, QCryptoBlockReadFunc readfunc,
     }
     /* LUKS1 has the same magic: its version says so. */
     if (memcmp(buf, luks2_magic_primary, QCRYPTO_LUKS2_MAGIC_LEN) == 0 &&
-        (buf[LUKS2_OFF_VERSION] << 8 | buf[LUKS2_OFF_VERSION + 1]) == 1) {
+        lduw_be_p(buf + LUKS2_OFF_VERSION) == 1) {
         return false;
     }
     /* A damaged primary: a LUKS2 secondary at one of the sizes. */
@@ -83,34 +83,19 @@ bool qcrypto_luks2_probe(QCryptoBlock *block, QCryptoBlockReadFunc readfunc,
         if (readfunc(block, off, buf, sizeof(buf), opaque, NULL) == 0 &&
             memcmp(buf, luks2_magic_secondary,
                    QCRYPTO_LUKS2_MAGIC_LEN) == 0 &&
-            (buf[LUKS2_OFF_VERSION] << 8 | buf[LUKS2_OFF_VERSION + 1]) ==
-            QCRYPTO_LUKS2_VERSION) {
+            lduw_be_p(buf + LUKS2_OFF_VERSION) == QCRYPTO_LUKS2_VERSION) {
             return true;
         }
     }
     return false;
 }
 
-static uint64_t load_be64(const uint8_t *p)
+static void qcrypto_luks2_bin_header_decode(const uint8_t *buf,
+                                            QCryptoLUKS2BinHeader *bin)
 {
-    uint64_t v;
-
-    memcpy(&v, p, sizeof(v));
-    return GUINT64_FROM_BE(v);
-}
-
-static void store_be64(uint8_t *p, uint64_t v)
-{
-    v = GUINT64_TO_BE(v);
-    memcpy(p, &v, sizeof(v));
-}
-
-static void luks2_bin_header_decode(const uint8_t *buf,
-                                    QCryptoLUKS2BinHeader *bin)
-{
-    bin->version = buf[LUKS2_OFF_VERSION] << 8 | buf[LUKS2_OFF_VERSION + 1];
-    bin->hdr_size = load_be64(buf + LUKS2_OFF_HDR_SIZE);
-    bin->seqid = load_be64(buf + LUKS2_OFF_SEQID);
+    bin->version = lduw_be_p(buf + LUKS2_OFF_VERSION);
+    bin->hdr_size = ldq_be_p(buf + LUKS2_OFF_HDR_SIZE);
+    bin->seqid = ldq_be_p(buf + LUKS2_OFF_SEQID);
     memcpy(bin->label, buf + LUKS2_OFF_LABEL, sizeof(bin->label));
     memcpy(bin->checksum_alg, buf + LUKS2_OFF_CHECKSUM_ALG,
            sizeof(bin->checksum_alg));
@@ -118,22 +103,21 @@ static void luks2_bin_header_decode(const uint8_t *buf,
     memcpy(bin->uuid, buf + LUKS2_OFF_UUID, sizeof(bin->uuid));
     memcpy(bin->subsystem, buf + LUKS2_OFF_SUBSYSTEM,
            sizeof(bin->subsystem));
-    bin->hdr_offset = load_be64(buf + LUKS2_OFF_HDR_OFFSET);
+    bin->hdr_offset = ldq_be_p(buf + LUKS2_OFF_HDR_OFFSET);
     memcpy(bin->csum, buf + LUKS2_OFF_CSUM, sizeof(bin->csum));
 }
 
 /* Everything but the checksum, which is computed over the result. */
-static void luks2_bin_header_encode(const QCryptoLUKS2BinHeader *bin,
-                                    int copy, uint8_t *buf)
+static void qcrypto_luks2_bin_header_encode(const QCryptoLUKS2BinHeader *bin,
+                                            int copy, uint8_t *buf)
 {
     memset(buf, 0, QCRYPTO_LUKS2_BIN_HDR_LEN);
     memcpy(buf + LUKS2_OFF_MAGIC, copy == LUKS2_PRIMARY ?
            luks2_magic_primary : luks2_magic_secondary,
            QCRYPTO_LUKS2_MAGIC_LEN);
-    buf[LUKS2_OFF_VERSION] = bin->version >> 8;
-    buf[LUKS2_OFF_VERSION + 1] = bin->version & 0xff;
-    store_be64(buf + LUKS2_OFF_HDR_SIZE, bin->hdr_size);
-    store_be64(buf + LUKS2_OFF_SEQID, bin->seqid);
+    stw_be_p(buf + LUKS2_OFF_VERSION, bin->version);
+    stq_be_p(buf + LUKS2_OFF_HDR_SIZE, bin->hdr_size);
+    stq_be_p(buf + LUKS2_OFF_SEQID, bin->seqid);
     memcpy(buf + LUKS2_OFF_LABEL, bin->label, sizeof(bin->label));
     memcpy(buf + LUKS2_OFF_CHECKSUM_ALG, bin->checksum_alg,
            sizeof(bin->checksum_alg));
@@ -141,15 +125,15 @@ static void luks2_bin_header_encode(const QCryptoLUKS2BinHeader *bin,
     memcpy(buf + LUKS2_OFF_UUID, bin->uuid, sizeof(bin->uuid));
     memcpy(buf + LUKS2_OFF_SUBSYSTEM, bin->subsystem,
            sizeof(bin->subsystem));
-    store_be64(buf + LUKS2_OFF_HDR_OFFSET, bin->hdr_offset);
+    stq_be_p(buf + LUKS2_OFF_HDR_OFFSET, bin->hdr_offset);
 }
 
 /*
  * LUKS2 spec, binary header: the checksum covers the whole header copy (binary
  * part and JSON area) with the checksum field itself zeroed.
  */
-static int luks2_checksum(QCryptoHashAlgo alg, const uint8_t *hdr,
-                          size_t hdr_size, uint8_t *out, Error **errp)
+static int qcrypto_luks2_checksum(QCryptoHashAlgo alg, const uint8_t *hdr,
+                                  size_t hdr_size, uint8_t *out, Error **errp)
 {
     static const uint8_t zeroes[QCRYPTO_LUKS2_CHECKSUM_LEN];
     g_autoptr(QCryptoHash) h = qcrypto_hash_new(alg, errp);
@@ -167,7 +151,7 @@ static int luks2_checksum(QCryptoHashAlgo alg, const uint8_t *hdr,
     return 0;
 }
 
-static bool field_is_string(const char *s, size_t len)
+static bool qcrypto_luks2_field_is_string(const char *s, size_t len)
 {
     return memchr(s, '\0', len) != NULL;
 }
@@ -177,9 +161,9 @@ static bool field_is_string(const char *s, size_t len)
  * first 4096 bytes: magic, version, size, where it says it lives, and NUL
  * termination of its strings.
  */
-static int validate_bin_header(const QCryptoLUKS2BinHeader *bin,
-                               const uint8_t *buf, int copy,
-                               uint64_t offset, Error **errp)
+static int qcrypto_luks2_validate_bin_header(const QCryptoLUKS2BinHeader *bin,
+                                             const uint8_t *buf, int copy,
+                                             uint64_t offset, Error **errp)
 {
     const uint8_t *magic = copy == LUKS2_PRIMARY ?
         luks2_magic_primary : luks2_magic_secondary;
@@ -208,10 +192,12 @@ static int validate_bin_header(const QCryptoLUKS2BinHeader *bin,
                    "offset %" PRIu64, bin->hdr_size, offset);
         return -1;
     }
-    if (!field_is_string(bin->label, sizeof(bin->label)) ||
-        !field_is_string(bin->subsystem, sizeof(bin->subsystem)) ||
-        !field_is_string(bin->uuid, sizeof(bin->uuid)) ||
-        !field_is_string(bin->checksum_alg, sizeof(bin->checksum_alg))) {
+    if (!qcrypto_luks2_field_is_string(bin->label, sizeof(bin->label)) ||
+        !qcrypto_luks2_field_is_string(bin->subsystem,
+                                       sizeof(bin->subsystem)) ||
+        !qcrypto_luks2_field_is_string(bin->uuid, sizeof(bin->uuid)) ||
+        !qcrypto_luks2_field_is_string(bin->checksum_alg,
+                                       sizeof(bin->checksum_alg))) {
         error_setg(errp, "a text field is not NUL-terminated");
         return -1;
     }
@@ -219,8 +205,9 @@ static int validate_bin_header(const QCryptoLUKS2BinHeader *bin,
 }
 
 /* The whole copy: its checksum, and a NUL inside the JSON area. */
-static int validate_header_area(const QCryptoLUKS2BinHeader *bin,
-                                const uint8_t *area, Error **errp)
+static int qcrypto_luks2_validate_header_area(const QCryptoLUKS2BinHeader *bin,
+                                              const uint8_t *area,
+                                              Error **errp)
 {
     uint8_t csum[QCRYPTO_LUKS2_CHECKSUM_LEN];
     int alg = qcrypto_hash_algo_parse(bin->checksum_alg);
@@ -231,7 +218,7 @@ static int validate_header_area(const QCryptoLUKS2BinHeader *bin,
                    bin->checksum_alg);
         return -1;
     }
-    if (luks2_checksum(alg, area, bin->hdr_size, csum, errp) < 0) {
+    if (qcrypto_luks2_checksum(alg, area, bin->hdr_size, csum, errp) < 0) {
         return -1;
     }
     if (memcmp(csum, bin->csum, sizeof(csum)) != 0) {
@@ -249,10 +236,9 @@ static int validate_header_area(const QCryptoLUKS2BinHeader *bin,
  * Read and check the copy at offset. Returns the whole copy (hdr_size
  * bytes) and its decoded fields, or NULL with errp.
  */
-static uint8_t *luks2_read_copy(QCryptoBlock *block,
-                                QCryptoBlockReadFunc readfunc, void *opaque,
-                                int copy, uint64_t offset,
-                                QCryptoLUKS2BinHeader *bin, Error **errp)
+static uint8_t *qcrypto_luks2_read_copy(
+    QCryptoBlock *block, QCryptoBlockReadFunc readfunc, void *opaque, int copy,
+    uint64_t offset, QCryptoLUKS2BinHeader *bin, Error **errp)
 {
     g_autofree uint8_t *buf = g_malloc(QCRYPTO_LUKS2_BIN_HDR_LEN);
     uint8_t *area;
@@ -261,8 +247,8 @@ static uint8_t *luks2_read_copy(QCryptoBlock *block,
                  errp) < 0) {
         return NULL;
     }
-    luks2_bin_header_decode(buf, bin);
-    if (validate_bin_header(bin, buf, copy, offset, errp) < 0) {
+    qcrypto_luks2_bin_header_decode(buf, bin);
+    if (qcrypto_luks2_validate_bin_header(bin, buf, copy, offset, errp) < 0) {
         return NULL;
     }
     area = g_malloc(bin->hdr_size);
@@ -271,7 +257,7 @@ static uint8_t *luks2_read_copy(QCryptoBlock *block,
                  area + QCRYPTO_LUKS2_BIN_HDR_LEN,
                  bin->hdr_size - QCRYPTO_LUKS2_BIN_HDR_LEN, opaque,
                  errp) < 0 ||
-        validate_header_area(bin, area, errp) < 0) {
+        qcrypto_luks2_validate_header_area(bin, area, errp) < 0) {
         g_free(area);
         return NULL;
     }
@@ -282,25 +268,25 @@ static uint8_t *luks2_read_copy(QCryptoBlock *block,
  * The secondary is at the primary's hdr_size. When the primary is too
  * damaged to say, try every allowed size, as cryptsetup does.
  */
-static uint8_t *luks2_find_secondary(QCryptoBlock *block,
-                                     QCryptoBlockReadFunc readfunc,
-                                     void *opaque, uint64_t hint,
-                                     QCryptoLUKS2BinHeader *bin,
-                                     Error **errp)
+static uint8_t *qcrypto_luks2_find_secondary(QCryptoBlock *block,
+                                             QCryptoBlockReadFunc readfunc,
+                                             void *opaque, uint64_t hint,
+                                             QCryptoLUKS2BinHeader *bin,
+                                             Error **errp)
 {
     Error *first_err = NULL;
     uint8_t *area;
 
     if (qcrypto_luks2_hdr_size_valid(hint)) {
-        return luks2_read_copy(block, readfunc, opaque, LUKS2_SECONDARY,
-                               hint, bin, errp);
+        return qcrypto_luks2_read_copy(block, readfunc, opaque,
+                                       LUKS2_SECONDARY, hint, bin, errp);
     }
     for (uint64_t off = QCRYPTO_LUKS2_HDR_SIZE_MIN;
          off <= QCRYPTO_LUKS2_HDR_SIZE_MAX; off *= 2) {
         Error *err = NULL;
 
-        area = luks2_read_copy(block, readfunc, opaque, LUKS2_SECONDARY,
-                               off, bin, &err);
+        area = qcrypto_luks2_read_copy(block, readfunc, opaque,
+                                       LUKS2_SECONDARY, off, bin, &err);
         if (area) {
             error_free(first_err);
             return area;
@@ -322,7 +308,8 @@ typedef struct LUKS2Copy {
     Error *err;
 } LUKS2Copy;
 
-static void luks2_choose_warning(const LUKS2Copy *c, int use, char **warning)
+static void qcrypto_luks2_choose_warning(const LUKS2Copy *c, int use,
+                                         char **warning)
 {
     int other = !use;
 
@@ -353,12 +340,11 @@ QCryptoLUKS2Header *qcrypto_luks2_header_read(QCryptoBlock *block,
     if (warning) {
         *warning = NULL;
     }
-    c[LUKS2_PRIMARY].area = luks2_read_copy(block, readfunc, opaque,
-                                            LUKS2_PRIMARY, 0,
-                                            &c[LUKS2_PRIMARY].bin,
-                                            &c[LUKS2_PRIMARY].err);
+    c[LUKS2_PRIMARY].area =
+        qcrypto_luks2_read_copy(block, readfunc, opaque, LUKS2_PRIMARY, 0,
+                                &c[LUKS2_PRIMARY].bin, &c[LUKS2_PRIMARY].err);
     /* Even a primary wiped to zeroes may have a good secondary. */
-    c[LUKS2_SECONDARY].area = luks2_find_secondary(
+    c[LUKS2_SECONDARY].area = qcrypto_luks2_find_secondary(
         block, readfunc, opaque,
         c[LUKS2_PRIMARY].area ? c[LUKS2_PRIMARY].bin.hdr_size : 0,
         &c[LUKS2_SECONDARY].bin, &c[LUKS2_SECONDARY].err);
@@ -379,7 +365,7 @@ QCryptoLUKS2Header *qcrypto_luks2_header_read(QCryptoBlock *block,
             LUKS2_SECONDARY : LUKS2_PRIMARY;
     }
     if (warning) {
-        luks2_choose_warning(c, use, warning);
+        qcrypto_luks2_choose_warning(c, use, warning);
     }
 
     hdr = g_new0(QCryptoLUKS2Header, 1);
@@ -434,9 +420,9 @@ int qcrypto_luks2_header_write(QCryptoLUKS2Header *hdr, const char *json,
         bin.hdr_offset = copy == LUKS2_PRIMARY ? 0 : hdr_size;
         memcpy(bin.salt, copy == LUKS2_PRIMARY ? hdr->salt_primary :
                hdr->salt_secondary, sizeof(bin.salt));
-        luks2_bin_header_encode(&bin, copy, area);
-        if (luks2_checksum(alg, area, hdr_size, area + LUKS2_OFF_CSUM,
-                           errp) < 0) {
+        qcrypto_luks2_bin_header_encode(&bin, copy, area);
+        if (qcrypto_luks2_checksum(alg, area, hdr_size, area + LUKS2_OFF_CSUM,
+                                   errp) < 0) {
             return -1;
         }
         if (writefunc(block, bin.hdr_offset, area, hdr_size, opaque,

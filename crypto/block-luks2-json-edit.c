@@ -6,23 +6,24 @@
  */
 #include "luks2priv.h"
 
-static JsonObject *luks2_json_edit_section(QCryptoLUKS2Metadata *md,
-                                           const char *name)
+static JsonObject *qcrypto_luks2_json_edit_section(QCryptoLUKS2Metadata *md,
+                                                   const char *name)
 {
     return json_object_get_object_member(json_node_get_object(md->root),
                                          name);
 }
 
-static void luks2_json_edit_set_u64_string(JsonObject *obj, const char *key,
-                                           uint64_t v)
+static void qcrypto_luks2_json_edit_set_u64_string(JsonObject *obj,
+                                                   const char *key, uint64_t v)
 {
     g_autofree char *s = g_strdup_printf("%" PRIu64, v);
 
     json_object_set_string_member(obj, key, s);
 }
 
-static void luks2_json_edit_set_base64(JsonObject *obj, const char *key,
-                                       const uint8_t *data, size_t len)
+static void qcrypto_luks2_json_edit_set_base64(JsonObject *obj,
+                                               const char *key,
+                                               const uint8_t *data, size_t len)
 {
     g_autofree char *s = g_base64_encode(data, len);
 
@@ -30,8 +31,8 @@ static void luks2_json_edit_set_base64(JsonObject *obj, const char *key,
 }
 
 /* Remove id from (or, with add, append it to) the id array obj[key]. */
-static void luks2_json_edit_id_array(JsonObject *obj, const char *key, int id,
-                                     bool add)
+static void qcrypto_luks2_json_edit_id_array(JsonObject *obj, const char *key,
+                                             int id, bool add)
 {
     JsonArray *arr = json_object_get_array_member(obj, key);
     g_autofree char *s = g_strdup_printf("%d", id);
@@ -72,8 +73,8 @@ void qcrypto_luks2_metadata_set_keyslot(QCryptoLUKS2Metadata *md,
     json_object_set_object_member(obj, "af", af);
 
     json_object_set_string_member(area, "type", "raw");
-    luks2_json_edit_set_u64_string(area, "offset", ks->area_offset);
-    luks2_json_edit_set_u64_string(area, "size", ks->area_size);
+    qcrypto_luks2_json_edit_set_u64_string(area, "offset", ks->area_offset);
+    qcrypto_luks2_json_edit_set_u64_string(area, "size", ks->area_size);
     json_object_set_string_member(area, "encryption", ks->area_encryption);
     json_object_set_int_member(area, "key_size", ks->area_key_size);
     json_object_set_object_member(obj, "area", area);
@@ -89,19 +90,20 @@ void qcrypto_luks2_metadata_set_keyslot(QCryptoLUKS2Metadata *md,
         json_object_set_int_member(kdf, "memory", ks->kdf.memory);
         json_object_set_int_member(kdf, "cpus", ks->kdf.parallel);
     }
-    luks2_json_edit_set_base64(kdf, "salt", ks->kdf.salt, ks->kdf.nsalt);
+    qcrypto_luks2_json_edit_set_base64(kdf, "salt", ks->kdf.salt,
+                                       ks->kdf.nsalt);
     json_object_set_object_member(obj, "kdf", kdf);
 
-    json_object_set_object_member(luks2_json_edit_section(md, "keyslots"),
-                                  id, obj);
+    json_object_set_object_member(
+        qcrypto_luks2_json_edit_section(md, "keyslots"), id, obj);
 
     if (ks->digest >= 0) {
         g_autofree char *did = g_strdup_printf("%d", ks->digest);
         JsonObject *d = json_object_get_object_member(
-            luks2_json_edit_section(md, "digests"), did);
+            qcrypto_luks2_json_edit_section(md, "digests"), did);
 
         g_assert(d);
-        luks2_json_edit_id_array(d, "keyslots", ks->id, true);
+        qcrypto_luks2_json_edit_id_array(d, "keyslots", ks->id, true);
     }
 }
 
@@ -110,15 +112,16 @@ void qcrypto_luks2_metadata_remove_keyslot(QCryptoLUKS2Metadata *md, int id)
     g_autofree char *sid = g_strdup_printf("%d", id);
     const char *const sections[] = { "digests", "tokens" };
 
-    json_object_remove_member(luks2_json_edit_section(md, "keyslots"), sid);
+    json_object_remove_member(qcrypto_luks2_json_edit_section(md, "keyslots"),
+                              sid);
     for (size_t s = 0; s < G_N_ELEMENTS(sections); s++) {
-        JsonObject *sec = luks2_json_edit_section(md, sections[s]);
+        JsonObject *sec = qcrypto_luks2_json_edit_section(md, sections[s]);
         g_autoptr(GList) members = json_object_get_members(sec);
 
         for (GList *l = members; l; l = l->next) {
-            luks2_json_edit_id_array(
-                json_object_get_object_member(sec, l->data),
-                "keyslots", id, false);
+            qcrypto_luks2_json_edit_id_array(
+                json_object_get_object_member(sec, l->data), "keyslots", id,
+                false);
         }
     }
 }

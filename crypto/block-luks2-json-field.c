@@ -9,9 +9,9 @@
 
 #include "block-luks2-json.h"
 
-static JsonNode *luks2_json_get(JsonObject *obj, const char *what,
-                                const char *key, JsonNodeType type,
-                                Error **errp)
+static JsonNode *qcrypto_luks2_json_get(JsonObject *obj, const char *what,
+                                        const char *key, JsonNodeType type,
+                                        Error **errp)
 {
     static const char *const type_names[] = {
         [JSON_NODE_OBJECT] = "an object", [JSON_NODE_ARRAY] = "an array",
@@ -34,7 +34,8 @@ static JsonNode *luks2_json_get(JsonObject *obj, const char *what,
 JsonObject *luks2_json_get_object(JsonObject *obj, const char *what,
                                   const char *key, Error **errp)
 {
-    JsonNode *node = luks2_json_get(obj, what, key, JSON_NODE_OBJECT, errp);
+    JsonNode *node =
+        qcrypto_luks2_json_get(obj, what, key, JSON_NODE_OBJECT, errp);
 
     return node ? json_node_get_object(node) : NULL;
 }
@@ -42,7 +43,8 @@ JsonObject *luks2_json_get_object(JsonObject *obj, const char *what,
 const char *luks2_json_get_string(JsonObject *obj, const char *what,
                                   const char *key, Error **errp)
 {
-    JsonNode *node = luks2_json_get(obj, what, key, JSON_NODE_VALUE, errp);
+    JsonNode *node =
+        qcrypto_luks2_json_get(obj, what, key, JSON_NODE_VALUE, errp);
 
     if (!node) {
         return NULL;
@@ -93,7 +95,8 @@ int luks2_json_get_uint(JsonObject *obj, const char *what, const char *key,
                         uint64_t min, uint64_t max, uint32_t *out,
                         Error **errp)
 {
-    JsonNode *node = luks2_json_get(obj, what, key, JSON_NODE_VALUE, errp);
+    JsonNode *node =
+        qcrypto_luks2_json_get(obj, what, key, JSON_NODE_VALUE, errp);
     gint64 v;
 
     if (!node) {
@@ -114,7 +117,7 @@ int luks2_json_get_uint(JsonObject *obj, const char *what, const char *key,
     return 0;
 }
 
-static bool luks2_json_base64_valid(const char *s)
+static bool qcrypto_luks2_json_base64_valid(const char *s)
 {
     size_t len = strlen(s);
     size_t pad = 0;
@@ -146,7 +149,7 @@ int luks2_json_get_base64(JsonObject *obj, const char *what,
         return -1;
     }
     /* g_base64_decode() skips bad characters silently: check first. */
-    if (!luks2_json_base64_valid(s)) {
+    if (!qcrypto_luks2_json_base64_valid(s)) {
         error_setg(errp, "LUKS2 %s: '%s' is not base64", what, key);
         return -1;
     }
@@ -215,7 +218,8 @@ int luks2_json_get_id_array(JsonObject *obj, const char *what,
                             const char *key, int max, void *const *exist,
                             uint32_t *bitmap, Error **errp)
 {
-    JsonNode *node = luks2_json_get(obj, what, key, JSON_NODE_ARRAY, errp);
+    JsonNode *node =
+        qcrypto_luks2_json_get(obj, what, key, JSON_NODE_ARRAY, errp);
     JsonArray *arr;
 
     if (!node) {
@@ -255,7 +259,7 @@ int luks2_json_get_strv(JsonObject *obj, const char *what, const char *key,
     JsonArray *arr;
 
     if (node) {
-        node = luks2_json_get(obj, what, key, JSON_NODE_ARRAY, errp);
+        node = qcrypto_luks2_json_get(obj, what, key, JSON_NODE_ARRAY, errp);
         if (!node) {
             return -1;
         }

@@ -45,7 +45,7 @@ int luks2_json_validate_depth(const char *json, Error **errp)
 }
 
 /* LUKS2 spec, JSON area: the five top-level objects. */
-static int luks2_json_validate_top_level(JsonNode *root, Error **errp)
+static int qcrypto_luks2_json_validate_top_level(JsonNode *root, Error **errp)
 {
     static const char *const sections[] = {
         "keyslots", "tokens", "segments", "digests", "config",
@@ -70,8 +70,8 @@ static int luks2_json_validate_top_level(JsonNode *root, Error **errp)
  * must understand. We understand none (they mark re-encryption in progress, or
  * hardware OPAL), so any entry refuses the image.
  */
-static int luks2_json_validate_requirements(QCryptoLUKS2Metadata *md,
-                                            Error **errp)
+static int qcrypto_luks2_json_validate_requirements(QCryptoLUKS2Metadata *md,
+                                                    Error **errp)
 {
     for (char **r = md->requirements; *r; r++) {
         if (g_str_has_prefix(*r, "online-reencrypt") ||
@@ -89,8 +89,8 @@ static int luks2_json_validate_requirements(QCryptoLUKS2Metadata *md,
 }
 
 /* LUKS2 spec, "config" object: the config object. */
-static int luks2_json_validate_config(QCryptoLUKS2Metadata *md,
-                                      JsonObject *config, Error **errp)
+static int qcrypto_luks2_json_validate_config(QCryptoLUKS2Metadata *md,
+                                              JsonObject *config, Error **errp)
 {
     JsonObject *req;
 
@@ -130,15 +130,16 @@ static int luks2_json_validate_config(QCryptoLUKS2Metadata *md,
     } else {
         md->requirements = g_new0(char *, 1);
     }
-    return luks2_json_validate_requirements(md, errp);
+    return qcrypto_luks2_json_validate_requirements(md, errp);
 }
 
 /*
  * LUKS2 spec, "keyslots" object, kdf: a key slot's KDF, with our bounds on its
  * cost.
  */
-static int luks2_json_validate_kdf(QCryptoLUKS2KDF *kdf, JsonObject *obj,
-                                   const char *what, Error **errp)
+static int qcrypto_luks2_json_validate_kdf(QCryptoLUKS2KDF *kdf,
+                                           JsonObject *obj, const char *what,
+                                           Error **errp)
 {
     const char *type = luks2_json_get_string(obj, what, "type", errp);
     int t;
@@ -213,7 +214,7 @@ static int luks2_json_validate_kdf(QCryptoLUKS2KDF *kdf, JsonObject *obj,
 
 /* The bytes an AF-split key of nkey bytes x stripes occupies (whole
  * 512-byte sectors, as cryptsetup's AF_split_sectors()). */
-static uint64_t luks2_json_af_bytes(uint64_t nkey, uint64_t stripes)
+static uint64_t qcrypto_luks2_json_af_bytes(uint64_t nkey, uint64_t stripes)
 {
     return qcrypto_luks2_round_up(nkey * stripes, 512);
 }
@@ -221,8 +222,8 @@ static uint64_t luks2_json_af_bytes(uint64_t nkey, uint64_t stripes)
 /*
  * LUKS2 spec, "keyslots" object: one key slot of type luks2 (af, area, kdf).
  */
-static int luks2_json_validate_keyslot(QCryptoLUKS2Keyslot *ks, JsonObject *obj,
-                                       Error **errp)
+static int qcrypto_luks2_json_validate_keyslot(QCryptoLUKS2Keyslot *ks,
+                                               JsonObject *obj, Error **errp)
 {
     g_autofree char *what = g_strdup_printf("key slot %d", ks->id);
     g_autofree char *what_af = g_strdup_printf("key slot %d af", ks->id);
@@ -295,7 +296,8 @@ static int luks2_json_validate_keyslot(QCryptoLUKS2Keyslot *ks, JsonObject *obj,
         error_prepend(errp, "LUKS2 %s: ", what_area);
         return -1;
     }
-    if (ks->area_size < luks2_json_af_bytes(ks->key_size, ks->af_stripes)) {
+    if (ks->area_size <
+        qcrypto_luks2_json_af_bytes(ks->key_size, ks->af_stripes)) {
         error_setg(errp, "LUKS2 %s: size %" PRIu64 " is too small for %"
                    PRIu32 " stripes of a %" PRIu32 "-byte key", what_area,
                    ks->area_size, ks->af_stripes, ks->key_size);
@@ -303,11 +305,13 @@ static int luks2_json_validate_keyslot(QCryptoLUKS2Keyslot *ks, JsonObject *obj,
     }
 
     kdf = luks2_json_get_object(obj, what, "kdf", errp);
-    return kdf ? luks2_json_validate_kdf(&ks->kdf, kdf, what_kdf, errp) : -1;
+    return kdf ? qcrypto_luks2_json_validate_kdf(&ks->kdf, kdf, what_kdf, errp)
+               : -1;
 }
 
-static int luks2_json_validate_keyslots(QCryptoLUKS2Metadata *md,
-                                        JsonObject *keyslots, Error **errp)
+static int qcrypto_luks2_json_validate_keyslots(QCryptoLUKS2Metadata *md,
+                                                JsonObject *keyslots,
+                                                Error **errp)
 {
     g_autoptr(GList) members = json_object_get_members(keyslots);
 
@@ -327,8 +331,8 @@ static int luks2_json_validate_keyslots(QCryptoLUKS2Metadata *md,
         ks = md->keyslots[id] = g_new0(QCryptoLUKS2Keyslot, 1);
         ks->id = id;
         ks->digest = -1;
-        if (luks2_json_validate_keyslot(ks, json_node_get_object(node),
-                                        errp) < 0) {
+        if (qcrypto_luks2_json_validate_keyslot(ks, json_node_get_object(node),
+                                                errp) < 0) {
             return -1;
         }
     }
@@ -340,8 +344,8 @@ static int luks2_json_validate_keyslots(QCryptoLUKS2Metadata *md,
  * key-slot area, which starts after both header copies and is keyslots_size
  * long, and no two overlap.
  */
-static int luks2_json_validate_keyslot_areas(QCryptoLUKS2Metadata *md,
-                                             Error **errp)
+static int qcrypto_luks2_json_validate_keyslot_areas(QCryptoLUKS2Metadata *md,
+                                                     Error **errp)
 {
     uint64_t start = 2 * md->hdr_size;
     uint64_t end = qcrypto_luks2_keyslots_end(md);
@@ -374,9 +378,9 @@ static int luks2_json_validate_keyslot_areas(QCryptoLUKS2Metadata *md,
 }
 
 /* LUKS2 spec, "segments" object: a segment of type crypt. */
-static int luks2_json_validate_segment(QCryptoLUKS2Metadata *md,
-                                       QCryptoLUKS2Segment *seg,
-                                       JsonObject *obj, Error **errp)
+static int qcrypto_luks2_json_validate_segment(QCryptoLUKS2Metadata *md,
+                                               QCryptoLUKS2Segment *seg,
+                                               JsonObject *obj, Error **errp)
 {
     g_autofree char *what = g_strdup_printf("segment %d", seg->id);
     g_auto(GStrv) flags = NULL;
@@ -457,8 +461,9 @@ static int luks2_json_validate_segment(QCryptoLUKS2Metadata *md,
     return 0;
 }
 
-static int luks2_json_validate_segments(QCryptoLUKS2Metadata *md,
-                                        JsonObject *segments, Error **errp)
+static int qcrypto_luks2_json_validate_segments(QCryptoLUKS2Metadata *md,
+                                                JsonObject *segments,
+                                                Error **errp)
 {
     g_autoptr(GList) members = json_object_get_members(segments);
 
@@ -478,8 +483,8 @@ static int luks2_json_validate_segments(QCryptoLUKS2Metadata *md,
         seg = md->segments[id] = g_new0(QCryptoLUKS2Segment, 1);
         seg->id = id;
         seg->digest = -1;
-        if (luks2_json_validate_segment(md, seg, json_node_get_object(node),
-                                        errp) < 0) {
+        if (qcrypto_luks2_json_validate_segment(
+                md, seg, json_node_get_object(node), errp) < 0) {
             return -1;
         }
     }
@@ -504,9 +509,9 @@ static int luks2_json_validate_segments(QCryptoLUKS2Metadata *md,
 }
 
 /* LUKS2 spec, "digests" object: digests of type pbkdf2, and what they bind. */
-static int luks2_json_validate_digest(QCryptoLUKS2Metadata *md,
-                                      QCryptoLUKS2Digest *d, JsonObject *obj,
-                                      Error **errp)
+static int qcrypto_luks2_json_validate_digest(QCryptoLUKS2Metadata *md,
+                                              QCryptoLUKS2Digest *d,
+                                              JsonObject *obj, Error **errp)
 {
     g_autofree char *what = g_strdup_printf("digest %d", d->id);
     const char *s = luks2_json_get_string(obj, what, "type", errp);
@@ -561,8 +566,9 @@ static int luks2_json_validate_digest(QCryptoLUKS2Metadata *md,
     return 0;
 }
 
-static int luks2_json_validate_digests(QCryptoLUKS2Metadata *md,
-                                       JsonObject *digests, Error **errp)
+static int qcrypto_luks2_json_validate_digests(QCryptoLUKS2Metadata *md,
+                                               JsonObject *digests,
+                                               Error **errp)
 {
     g_autoptr(GList) members = json_object_get_members(digests);
 
@@ -581,8 +587,8 @@ static int luks2_json_validate_digests(QCryptoLUKS2Metadata *md,
         }
         d = md->digests[id] = g_new0(QCryptoLUKS2Digest, 1);
         d->id = id;
-        if (luks2_json_validate_digest(md, d, json_node_get_object(node),
-                                       errp) < 0) {
+        if (qcrypto_luks2_json_validate_digest(
+                md, d, json_node_get_object(node), errp) < 0) {
             return -1;
         }
     }
@@ -593,8 +599,8 @@ static int luks2_json_validate_digests(QCryptoLUKS2Metadata *md,
  * A segment's cipher has to take the key its key slots hold: the volume
  * key of every slot bound to the segment's digest.
  */
-static int luks2_json_validate_segment_ciphers(QCryptoLUKS2Metadata *md,
-                                               Error **errp)
+static int qcrypto_luks2_json_validate_segment_ciphers(
+    QCryptoLUKS2Metadata *md, Error **errp)
 {
     for (int i = 0; i < QCRYPTO_LUKS2_SEGMENTS_MAX; i++) {
         const QCryptoLUKS2Segment *seg = md->segments[i];
@@ -626,8 +632,8 @@ static int luks2_json_validate_segment_ciphers(QCryptoLUKS2Metadata *md,
  * LUKS2 spec, "tokens" object: tokens are for external tools; we check only
  * what every token has (a type and the key slots it serves) and keep the rest.
  */
-static int luks2_json_validate_tokens(QCryptoLUKS2Metadata *md,
-                                      JsonObject *tokens, Error **errp)
+static int qcrypto_luks2_json_validate_tokens(QCryptoLUKS2Metadata *md,
+                                              JsonObject *tokens, Error **errp)
 {
     g_autoptr(GList) members = json_object_get_members(tokens);
 
@@ -668,22 +674,22 @@ int luks2_json_validate(QCryptoLUKS2Metadata *md, Error **errp)
 {
     JsonObject *root;
 
-    if (luks2_json_validate_top_level(md->root, errp) < 0) {
+    if (qcrypto_luks2_json_validate_top_level(md->root, errp) < 0) {
         return -1;
     }
     root = json_node_get_object(md->root);
     /* config first: the requirements and the area bounds gate the rest. */
-    if (luks2_json_validate_config(
+    if (qcrypto_luks2_json_validate_config(
             md, json_object_get_object_member(root, "config"), errp) < 0 ||
-        luks2_json_validate_keyslots(
+        qcrypto_luks2_json_validate_keyslots(
             md, json_object_get_object_member(root, "keyslots"), errp) < 0 ||
-        luks2_json_validate_keyslot_areas(md, errp) < 0 ||
-        luks2_json_validate_segments(
+        qcrypto_luks2_json_validate_keyslot_areas(md, errp) < 0 ||
+        qcrypto_luks2_json_validate_segments(
             md, json_object_get_object_member(root, "segments"), errp) < 0 ||
-        luks2_json_validate_digests(
+        qcrypto_luks2_json_validate_digests(
             md, json_object_get_object_member(root, "digests"), errp) < 0 ||
-        luks2_json_validate_segment_ciphers(md, errp) < 0 ||
-        luks2_json_validate_tokens(
+        qcrypto_luks2_json_validate_segment_ciphers(md, errp) < 0 ||
+        qcrypto_luks2_json_validate_tokens(
             md, json_object_get_object_member(root, "tokens"), errp) < 0) {
         return -1;
     }

@@ -31,7 +31,7 @@ int qcrypto_block_kdf_parse(const char *name)
 }
 
 /* Free the derived structs (not root). */
-static void luks2_json_metadata_clear(QCryptoLUKS2Metadata *md)
+static void qcrypto_luks2_json_metadata_clear(QCryptoLUKS2Metadata *md)
 {
     g_clear_pointer(&md->config_flags, g_strfreev);
     g_clear_pointer(&md->requirements, g_strfreev);
@@ -95,10 +95,10 @@ int qcrypto_luks2_metadata_reload(QCryptoLUKS2Metadata *md, Error **errp)
                                    .hdr_size = md->hdr_size };
 
     if (luks2_json_validate(&fresh, errp) < 0) {
-        luks2_json_metadata_clear(&fresh);
+        qcrypto_luks2_json_metadata_clear(&fresh);
         return -1;
     }
-    luks2_json_metadata_clear(md);
+    qcrypto_luks2_json_metadata_clear(md);
     *md = fresh;
     return 0;
 }
@@ -126,7 +126,7 @@ void qcrypto_luks2_metadata_free(QCryptoLUKS2Metadata *md)
     if (!md) {
         return;
     }
-    luks2_json_metadata_clear(md);
+    qcrypto_luks2_json_metadata_clear(md);
     if (md->root) {
         json_node_unref(md->root);
     }

@@ -43,9 +43,9 @@ uint64_t qcrypto_luks2_memory_cap_kib(void)
     return (uint64_t)pages * (uint64_t)page_size / 2 / 1024;
 }
 
-static int luks2_argon2(const QCryptoLUKS2KDF *kdf,
-                        const QCryptoBlockSecret *secret,
-                        uint8_t *out, size_t nout, Error **errp)
+static int qcrypto_luks2_argon2(const QCryptoLUKS2KDF *kdf,
+                                const QCryptoBlockSecret *secret, uint8_t *out,
+                                size_t nout, Error **errp)
 {
     uint64_t cap = qcrypto_luks2_memory_cap_kib();
     argon2_context ctx = {
@@ -89,7 +89,7 @@ int qcrypto_luks2_kdf_derive(const QCryptoLUKS2KDF *kdf,
                               kdf->salt, kdf->nsalt, kdf->iterations,
                               out, nout, errp);
     }
-    return luks2_argon2(kdf, secret, out, nout, errp);
+    return qcrypto_luks2_argon2(kdf, secret, out, nout, errp);
 }
 
 int qcrypto_luks2_digest_verify(const QCryptoLUKS2Digest *d,
@@ -109,7 +109,7 @@ int qcrypto_luks2_digest_verify(const QCryptoLUKS2Digest *d,
     return eq ? 1 : 0;
 }
 
-static uint64_t luks2_af_bytes(size_t nkey, uint32_t stripes)
+static uint64_t qcrypto_luks2_af_bytes(size_t nkey, uint32_t stripes)
 {
     return qcrypto_luks2_round_up((uint64_t)nkey * stripes, LUKS2_AREA_SECTOR);
 }
@@ -121,9 +121,9 @@ uint64_t qcrypto_luks2_keyslot_area_size(size_t nkey, uint32_t stripes)
 }
 
 /* En/decrypt the AF material of ks in place with the derived area key. */
-static int luks2_area_crypt(const QCryptoLUKS2Keyslot *ks,
-                            const uint8_t *areakey, uint8_t *buf, size_t len,
-                            bool encrypt, Error **errp)
+static int qcrypto_luks2_area_crypt(const QCryptoLUKS2Keyslot *ks,
+                                    const uint8_t *areakey, uint8_t *buf,
+                                    size_t len, bool encrypt, Error **errp)
 {
     g_autoptr(QCryptoSectorCipher) sc = NULL;
     QCryptoLUKS2Cipher c;
@@ -143,12 +143,6 @@ static int luks2_area_crypt(const QCryptoLUKS2Keyslot *ks,
         qcrypto_sector_cipher_decrypt(sc, 0, buf, len, errp);
 }
 
-/* Key material buffers are secure memory (crypto/secure-mem.c). */
-static void luks2_secret_free(uint8_t *buf, size_t len)
-{
-    qcrypto_secure_free(buf, len);
-}
-
 int qcrypto_luks2_keyslot_open(const QCryptoLUKS2Metadata *md,
                                const QCryptoLUKS2Keyslot *ks,
                                const QCryptoBlockSecret *secret,
@@ -156,25 +150,27 @@ int qcrypto_luks2_keyslot_open(const QCryptoLUKS2Metadata *md,
                                QCryptoBlockReadFunc readfunc, void *opaque,
                                uint8_t *key, Error **errp)
 {
-    size_t afbytes = luks2_af_bytes(ks->key_size, ks->af_stripes);
-    uint8_t *areakey = qcrypto_secure_alloc(ks->area_key_size);
-    uint8_t *material = qcrypto_secure_alloc(afbytes);
+    size_t afbytes = qcrypto_luks2_af_bytes(ks->key_size, ks->af_stripes);
+    g_autoptr(QCryptoSecureBuf) areakey =
+        qcrypto_secure_buf_new(ks->area_key_size);
+    g_autoptr(QCryptoSecureBuf) material = qcrypto_secure_buf_new(afbytes);
     int ret = -1;
 
     if (ks->digest < 0 || !md->digests[ks->digest]) {
         error_setg(errp, "LUKS2 key slot %d is bound to no digest", ks->id);
         goto out;
     }
-    if (readfunc(block, ks->area_offset, material, afbytes, opaque,
+    if (readfunc(block, ks->area_offset, material->data, afbytes, opaque,
                  errp) < 0) {
         error_prepend(errp, "cannot read LUKS2 key slot %d: ", ks->id);
         goto out;
     }
-    if (qcrypto_luks2_kdf_derive(&ks->kdf, secret, areakey,
+    if (qcrypto_luks2_kdf_derive(&ks->kdf, secret, areakey->data,
                                  ks->area_key_size, errp) < 0 ||
-        luks2_area_crypt(ks, areakey, material, afbytes, false, errp) < 0 ||
+        qcrypto_luks2_area_crypt(ks, areakey->data, material->data, afbytes,
+                                 false, errp) < 0 ||
         qcrypto_afsplit_decode(ks->af_hash, ks->key_size, ks->af_stripes,
-                               material, key, errp) < 0) {
+                               material->data, key, errp) < 0) {
         error_prepend(errp, "LUKS2 key slot %d: ", ks->id);
         goto out;
     }
@@ -185,16 +181,14 @@ out:
     if (ret != 1) {
         explicit_bzero(key, ks->key_size);
     }
-    luks2_secret_free(areakey, ks->area_key_size);
-    luks2_secret_free(material, afbytes);
     return ret;
 }
 
 int qcrypto_luks2_unlock(const QCryptoLUKS2Metadata *md,
                          const QCryptoBlockSecret *secret,
                          QCryptoBlock *block, QCryptoBlockReadFunc readfunc,
-                         void *opaque, uint8_t **key, size_t *nkey,
-                         int *slot, Error **errp)
+                         void *opaque, QCryptoSecureBuf **key, int *slot,
+                         Error **errp)
 {
     int digest = qcrypto_luks2_segment_digest(md, 0);
     const QCryptoLUKS2Digest *d;
@@ -214,26 +208,23 @@ int qcrypto_luks2_unlock(const QCryptoLUKS2Metadata *md,
          prio > QCRYPTO_LUKS2_PRIORITY_IGNORE; prio--) {
         for (int i = 0; i < QCRYPTO_LUKS2_KEYSLOTS_MAX; i++) {
             const QCryptoLUKS2Keyslot *ks = md->keyslots[i];
-            uint8_t *candidate;
+            g_autoptr(QCryptoSecureBuf) candidate = NULL;
             int r;
 
             if (!ks || ks->priority != prio || !(d->keyslots & (1u << i))) {
                 continue;
             }
-            candidate = qcrypto_secure_alloc(ks->key_size);
+            candidate = qcrypto_secure_buf_new(ks->key_size);
             r = qcrypto_luks2_keyslot_open(md, ks, secret, block, readfunc,
-                                           opaque, candidate, errp);
+                                           opaque, candidate->data, errp);
             if (r < 0) {
-                luks2_secret_free(candidate, ks->key_size);
                 return -1;
             }
             if (r == 1) {
-                *key = candidate;
-                *nkey = ks->key_size;
+                *key = g_steal_pointer(&candidate);
                 *slot = i;
                 return 0;
             }
-            luks2_secret_free(candidate, ks->key_size);
         }
     }
     error_setg(errp, "Invalid password, cannot unlock any keyslot");
@@ -282,30 +273,26 @@ int qcrypto_luks2_keyslot_store(const QCryptoLUKS2Keyslot *ks,
                                 QCryptoBlockWriteFunc writefunc,
                                 void *opaque, Error **errp)
 {
-    size_t afbytes = luks2_af_bytes(nkey, ks->af_stripes);
-    uint8_t *areakey = qcrypto_secure_alloc(ks->area_key_size);
-    uint8_t *material = qcrypto_secure_alloc(afbytes);
-    int ret = -1;
+    size_t afbytes = qcrypto_luks2_af_bytes(nkey, ks->af_stripes);
+    g_autoptr(QCryptoSecureBuf) areakey =
+        qcrypto_secure_buf_new(ks->area_key_size);
+    g_autoptr(QCryptoSecureBuf) material = qcrypto_secure_buf_new(afbytes);
 
     g_assert(nkey == ks->key_size && afbytes <= ks->area_size);
     if (qcrypto_afsplit_encode(ks->af_hash, nkey, ks->af_stripes, key,
-                               material, errp) < 0 ||
-        qcrypto_luks2_kdf_derive(&ks->kdf, secret, areakey,
+                               material->data, errp) < 0 ||
+        qcrypto_luks2_kdf_derive(&ks->kdf, secret, areakey->data,
                                  ks->area_key_size, errp) < 0 ||
-        luks2_area_crypt(ks, areakey, material, afbytes, true, errp) < 0) {
-        goto out;
+        qcrypto_luks2_area_crypt(ks, areakey->data, material->data, afbytes,
+                                 true, errp) < 0) {
+        return -1;
     }
-    if (writefunc(block, ks->area_offset, material, afbytes, opaque,
+    if (writefunc(block, ks->area_offset, material->data, afbytes, opaque,
                   errp) < 0) {
         error_prepend(errp, "cannot write LUKS2 key slot %d: ", ks->id);
-        goto out;
+        return -1;
     }
-    ret = 0;
-
-out:
-    luks2_secret_free(areakey, ks->area_key_size);
-    luks2_secret_free(material, afbytes);
-    return ret;
+    return 0;
 }
 
 int qcrypto_luks2_keyslot_wipe(const QCryptoLUKS2Keyslot *ks,
@@ -332,63 +319,37 @@ int qcrypto_luks2_keyslot_wipe(const QCryptoLUKS2Keyslot *ks,
 /* Where the search starts: a run that takes a few ms anywhere. */
 #define LUKS2_ARGON2_START_MEMORY_KIB (8 * 1024)
 
-uint64_t qcrypto_luks2_pbkdf2_rate(QCryptoHashAlgo hash, size_t nout,
-                                   Error **errp)
+static int qcrypto_luks2_calibrate_pbkdf2(const QCryptoLUKS2KDFParams *p,
+                                          size_t nkey, QCryptoLUKS2KDF *kdf,
+                                          Error **errp)
 {
-    static const uint8_t salt[LUKS2_SALT_LEN];
-    static uint64_t cache[QCRYPTO_HASH_ALGO__MAX];
-    static GMutex lock;
-    size_t hlen = qcrypto_hash_digest_len(hash);
-    uint64_t rate;
-
-    /*
-     * Measured once per process and hash, for one hash block of output
-     * (it counts thread CPU time, which other load does not change):
-     * each further block of output (RFC 8018 section 5.2, T_1 .. T_l)
-     * costs as much again.
-     */
-    g_mutex_lock(&lock);
-    rate = cache[hash];
-    if (!rate) {
-        rate = qcrypto_pbkdf2_count_iters(hash, (const uint8_t *)"", 0,
-                                          salt, sizeof(salt), hlen, errp);
-        cache[hash] = rate;
-    }
-    g_mutex_unlock(&lock);
-    return rate / ((nout + hlen - 1) / hlen);
-}
-
-static int luks2_calibrate_pbkdf2(const QCryptoLUKS2KDFParams *p,
-                                  size_t nkey, QCryptoLUKS2KDF *kdf,
-                                  Error **errp)
-{
-    uint64_t rate, iters;
+    uint64_t iters;
 
     kdf->hash = p->hash;
     if (p->forced_iterations) {
         kdf->iterations = p->forced_iterations;
         return 0;
     }
-    rate = qcrypto_luks2_pbkdf2_rate(p->hash, nkey, errp);
-    if (!rate) {
+    if (qcrypto_pbkdf2_iters_for_time(p->hash, nkey, p->iter_time_ms,
+                                      &iters, errp) < 0) {
         return -1;
     }
-    iters = rate * p->iter_time_ms / 1000;
     kdf->iterations = CLAMP(iters, LUKS2_PBKDF2_MIN_ITERS,
                             QCRYPTO_LUKS2_PBKDF2_ITERS_MAX);
     return 0;
 }
 
 /* Wall-clock milliseconds of one argon2 run with kdf's costs. */
-static int luks2_argon2_measure(const QCryptoLUKS2KDF *kdf, size_t nkey,
-                                uint64_t *ms, Error **errp)
+static int qcrypto_luks2_argon2_measure(const QCryptoLUKS2KDF *kdf,
+                                        size_t nkey, uint64_t *ms,
+                                        Error **errp)
 {
     static const uint8_t pass[] = "calibration";
     QCryptoBlockSecret secret = { pass, sizeof(pass) - 1 };
     g_autofree uint8_t *out = g_malloc(nkey);
     gint64 start = g_get_monotonic_time();
 
-    if (luks2_argon2(kdf, &secret, out, nkey, errp) < 0) {
+    if (qcrypto_luks2_argon2(kdf, &secret, out, nkey, errp) < 0) {
         return -1;
     }
     *ms = MAX(1, (g_get_monotonic_time() - start) / 1000);
@@ -402,9 +363,9 @@ static int luks2_argon2_measure(const QCryptoLUKS2KDF *kdf, size_t nkey,
  * shrinking, passes go down first, to 4, then memory. A few rounds settle
  * it, since the run time is close to linear in time x memory.
  */
-static int luks2_calibrate_argon2(const QCryptoLUKS2KDFParams *p,
-                                  size_t nkey, QCryptoLUKS2KDF *kdf,
-                                  Error **errp)
+static int qcrypto_luks2_calibrate_argon2(const QCryptoLUKS2KDFParams *p,
+                                          size_t nkey, QCryptoLUKS2KDF *kdf,
+                                          Error **errp)
 {
     uint64_t max_mem = MIN(MIN((uint64_t)p->max_memory_kib,
                                qcrypto_luks2_memory_cap_kib()),
@@ -432,7 +393,7 @@ static int luks2_calibrate_argon2(const QCryptoLUKS2KDFParams *p,
 
         kdf->time = t;
         kdf->memory = m;
-        if (luks2_argon2_measure(kdf, nkey, &ms, errp) < 0) {
+        if (qcrypto_luks2_argon2_measure(kdf, nkey, &ms, errp) < 0) {
             return -1;
         }
         /* Within 10% of the target: done. */
@@ -470,7 +431,7 @@ int qcrypto_luks2_kdf_calibrate(const QCryptoLUKS2KDFParams *params,
         return -1;
     }
     if (params->type == QCRYPTO_BLOCK_KDF_PBKDF2) {
-        return luks2_calibrate_pbkdf2(params, nkey, kdf, errp);
+        return qcrypto_luks2_calibrate_pbkdf2(params, nkey, kdf, errp);
     }
     kdf->parallel = params->parallel;
     if (!kdf->parallel) {
@@ -482,5 +443,5 @@ int qcrypto_luks2_kdf_calibrate(const QCryptoLUKS2KDFParams *params,
                    kdf->parallel, QCRYPTO_LUKS2_ARGON2_PARALLEL_MAX);
         return -1;
     }
-    return luks2_calibrate_argon2(params, nkey, kdf, errp);
+    return qcrypto_luks2_calibrate_argon2(params, nkey, kdf, errp);
 }

@@ -35,7 +35,7 @@ typedef struct QCryptoBlockLUKS2 {
     QCryptoLUKS2Metadata *md;
 } QCryptoBlockLUKS2;
 
-static void luks2_cleanup(QCryptoBlock *block)
+static void qcrypto_luks2_cleanup(QCryptoBlock *block)
 {
     QCryptoBlockLUKS2 *luks = block->opaque;
 
@@ -48,8 +48,8 @@ static void luks2_cleanup(QCryptoBlock *block)
 }
 
 /* The data segment: segment 0, the only one we handle. */
-static const QCryptoLUKS2Segment *
-luks2_data_segment(const QCryptoLUKS2Metadata *md, Error **errp)
+static const QCryptoLUKS2Segment *qcrypto_luks2_data_segment(
+    const QCryptoLUKS2Metadata *md, Error **errp)
 {
     for (int i = 1; i < QCRYPTO_LUKS2_SEGMENTS_MAX; i++) {
         if (md->segments[i]) {
@@ -70,9 +70,10 @@ luks2_data_segment(const QCryptoLUKS2Metadata *md, Error **errp)
  * whatever the sector size (cryptsetup's default, without
  * iv_large_sectors), and starts at iv_tweak.
  */
-static int luks2_init_cipher(QCryptoBlock *block,
-                             const QCryptoLUKS2Segment *seg,
-                             const uint8_t *key, size_t nkey, Error **errp)
+static int qcrypto_luks2_init_cipher(QCryptoBlock *block,
+                                     const QCryptoLUKS2Segment *seg,
+                                     const uint8_t *key, size_t nkey,
+                                     Error **errp)
 {
     QCryptoLUKS2Cipher c;
     uint64_t units = seg->sector_size / 512;
@@ -86,9 +87,9 @@ static int luks2_init_cipher(QCryptoBlock *block,
 }
 
 /* Everything the header points at lies inside a file of size bytes. */
-static int luks2_check_size(const QCryptoLUKS2Metadata *md,
-                            const QCryptoLUKS2Segment *seg, uint64_t size,
-                            bool detached, Error **errp)
+static int qcrypto_luks2_check_size(const QCryptoLUKS2Metadata *md,
+                                    const QCryptoLUKS2Segment *seg,
+                                    uint64_t size, bool detached, Error **errp)
 {
     for (int i = 0; i < QCRYPTO_LUKS2_KEYSLOTS_MAX; i++) {
         const QCryptoLUKS2Keyslot *ks = md->keyslots[i];
@@ -107,17 +108,16 @@ static int luks2_check_size(const QCryptoLUKS2Metadata *md,
     return 0;
 }
 
-static int luks2_open(QCryptoBlock *block,
-                      const QCryptoBlockOpenOptions *options,
-                      QCryptoBlockReadFunc readfunc, void *opaque,
-                      unsigned int flags, Error **errp)
+static int qcrypto_luks2_open(QCryptoBlock *block,
+                              const QCryptoBlockOpenOptions *options,
+                              QCryptoBlockReadFunc readfunc, void *opaque,
+                              unsigned int flags, Error **errp)
 {
     QCryptoBlockLUKS2 *luks = g_new0(QCryptoBlockLUKS2, 1);
     const QCryptoLUKS2Segment *seg;
     bool detached = flags & QCRYPTO_BLOCK_OPEN_DETACHED;
-    uint8_t *key = NULL;
-    size_t nkey = 0;
-    int slot, ret;
+    g_autoptr(QCryptoSecureBuf) key = NULL;
+    int slot;
 
     block->opaque = luks;
     luks->hdr = qcrypto_luks2_header_read(block, readfunc, opaque,
@@ -130,7 +130,7 @@ static int luks2_open(QCryptoBlock *block,
     if (!luks->md) {
         return -1;
     }
-    seg = luks2_data_segment(luks->md, errp);
+    seg = qcrypto_luks2_data_segment(luks->md, errp);
     if (!seg) {
         return -1;
     }
@@ -140,7 +140,8 @@ static int luks2_open(QCryptoBlock *block,
         return -1;
     }
     if (options->size &&
-        luks2_check_size(luks->md, seg, options->size, detached, errp) < 0) {
+        qcrypto_luks2_check_size(luks->md, seg, options->size, detached,
+                                 errp) < 0) {
         return -1;
     }
     block->payload_offset = seg->offset;
@@ -151,12 +152,10 @@ static int luks2_open(QCryptoBlock *block,
         return 0;
     }
     if (qcrypto_luks2_unlock(luks->md, &options->secret, block, readfunc,
-                             opaque, &key, &nkey, &slot, errp) < 0) {
+                             opaque, &key, &slot, errp) < 0) {
         return -1;
     }
-    ret = luks2_init_cipher(block, seg, key, nkey, errp);
-    qcrypto_secure_free(key, nkey);
-    return ret;
+    return qcrypto_luks2_init_cipher(block, seg, key->data, key->len, errp);
 }
 
 /* ---- create ---- */
@@ -168,8 +167,8 @@ typedef struct LUKS2Layout {
     uint64_t header_len;        /* what the header's file holds */
 } LUKS2Layout;
 
-static int luks2_layout(const QCryptoBlockCreateOptions *options,
-                        LUKS2Layout *l, Error **errp)
+static int qcrypto_luks2_layout(const QCryptoBlockCreateOptions *options,
+                                LUKS2Layout *l, Error **errp)
 {
     uint64_t end = LUKS2_DEFAULT_PAYLOAD_OFFSET;
 
@@ -192,13 +191,13 @@ static int luks2_layout(const QCryptoBlockCreateOptions *options,
     return 0;
 }
 
-static int luks2_calculate_payload_offset(
+static int qcrypto_luks2_calculate_payload_offset(
     const QCryptoBlockCreateOptions *options, uint64_t *payload_offset,
     Error **errp)
 {
     LUKS2Layout l;
 
-    if (luks2_layout(options, &l, errp) < 0) {
+    if (qcrypto_luks2_layout(options, &l, errp) < 0) {
         return -1;
     }
     *payload_offset = l.payload_offset;
@@ -206,10 +205,10 @@ static int luks2_calculate_payload_offset(
 }
 
 /* The KDF of a new key slot from the create / amend options. */
-static void luks2_kdf_params(QCryptoLUKS2KDFParams *p, bool has_kdf,
-                             QCryptoBlockKDF kdf, QCryptoHashAlgo hash,
-                             bool has_iter_time, uint64_t iter_time,
-                             uint32_t memory, uint32_t parallel)
+static void qcrypto_luks2_kdf_params(QCryptoLUKS2KDFParams *p, bool has_kdf,
+                                     QCryptoBlockKDF kdf, QCryptoHashAlgo hash,
+                                     bool has_iter_time, uint64_t iter_time,
+                                     uint32_t memory, uint32_t parallel)
 {
     *p = (QCryptoLUKS2KDFParams) {
         .type = has_kdf ? kdf : QCRYPTO_BLOCK_KDF_ARGON2ID,
@@ -225,15 +224,15 @@ static void luks2_kdf_params(QCryptoLUKS2KDFParams *p, bool has_kdf,
  * bound to the data segment's digest: area found, KDF calibrated, area
  * written, metadata updated and re-validated (the header is the caller's).
  */
-static int luks2_add_keyslot(QCryptoLUKS2Metadata *md, int id,
-                             const QCryptoLUKS2KDFParams *params,
-                             const QCryptoBlockSecret *secret,
-                             const uint8_t *key, size_t nkey,
-                             QCryptoBlock *block,
-                             QCryptoBlockWriteFunc writefunc, void *opaque,
-                             Error **errp)
+static int qcrypto_luks2_add_keyslot(QCryptoLUKS2Metadata *md, int id,
+                                     const QCryptoLUKS2KDFParams *params,
+                                     const QCryptoBlockSecret *secret,
+                                     const uint8_t *key, size_t nkey,
+                                     QCryptoBlock *block,
+                                     QCryptoBlockWriteFunc writefunc,
+                                     void *opaque, Error **errp)
 {
-    const QCryptoLUKS2Segment *seg = luks2_data_segment(md, errp);
+    const QCryptoLUKS2Segment *seg = qcrypto_luks2_data_segment(md, errp);
     QCryptoLUKS2Keyslot ks = {
         .id = id,
         .key_size = nkey,
@@ -267,26 +266,25 @@ static int luks2_add_keyslot(QCryptoLUKS2Metadata *md, int id,
 }
 
 /* The metadata of a new image, with no key slot yet. */
-static QCryptoLUKS2Metadata *
-luks2_new_metadata(const LUKS2Layout *l, const char *cipher,
-                   uint32_t sector_size, QCryptoHashAlgo hash,
-                   const uint8_t *key, size_t nkey, Error **errp)
+static QCryptoLUKS2Metadata *qcrypto_luks2_new_metadata(
+    const LUKS2Layout *l, const char *cipher, uint32_t sector_size,
+    QCryptoHashAlgo hash, const uint8_t *key, size_t nkey, Error **errp)
 {
     uint8_t salt[LUKS2_SALT_LEN];
     uint8_t digest[QCRYPTO_HASH_MAX_DIGEST_LEN];
     size_t ndigest = qcrypto_hash_digest_len(hash);
     g_autofree char *salt64 = NULL, *digest64 = NULL, *json = NULL;
-    uint64_t rate, iters;
+    uint64_t iters;
 
     if (qcrypto_random_bytes(salt, sizeof(salt), errp) < 0) {
         return NULL;
     }
-    rate = qcrypto_luks2_pbkdf2_rate(hash, ndigest, errp);
-    if (!rate) {
+    if (qcrypto_pbkdf2_iters_for_time(hash, ndigest,
+                                      LUKS2_DIGEST_ITER_TIME_MS, &iters,
+                                      errp) < 0) {
         return NULL;
     }
-    iters = MAX(rate * LUKS2_DIGEST_ITER_TIME_MS / 1000,
-                LUKS2_DIGEST_MIN_ITERS);
+    iters = MAX(iters, LUKS2_DIGEST_MIN_ITERS);
     iters = MIN(iters, QCRYPTO_LUKS2_PBKDF2_ITERS_MAX);
     if (qcrypto_pbkdf2(hash, key, nkey, salt, sizeof(salt), iters, digest,
                        ndigest, errp) < 0) {
@@ -313,8 +311,9 @@ luks2_new_metadata(const LUKS2Layout *l, const char *cipher,
     return qcrypto_luks2_metadata_parse(json, l->hdr_size, errp);
 }
 
-static QCryptoLUKS2Header *luks2_new_header(const LUKS2Layout *l,
-                                            const char *label, Error **errp)
+static QCryptoLUKS2Header *qcrypto_luks2_new_header(const LUKS2Layout *l,
+                                                    const char *label,
+                                                    Error **errp)
 {
     g_autoptr(QCryptoLUKS2Header) hdr = g_new0(QCryptoLUKS2Header, 1);
     g_autofree char *uuid = g_uuid_string_random();
@@ -339,11 +338,11 @@ static QCryptoLUKS2Header *luks2_new_header(const LUKS2Layout *l,
     return g_steal_pointer(&hdr);
 }
 
-static int luks2_create(QCryptoBlock *block,
-                        const QCryptoBlockCreateOptions *options,
-                        QCryptoBlockInitFunc initfunc,
-                        QCryptoBlockWriteFunc writefunc, void *opaque,
-                        Error **errp)
+static int qcrypto_luks2_create(QCryptoBlock *block,
+                                const QCryptoBlockCreateOptions *options,
+                                QCryptoBlockInitFunc initfunc,
+                                QCryptoBlockWriteFunc writefunc, void *opaque,
+                                Error **errp)
 {
     QCryptoBlockLUKS2 *luks = g_new0(QCryptoBlockLUKS2, 1);
     QCryptoLUKS2Cipher c = {
@@ -355,90 +354,84 @@ static int luks2_create(QCryptoBlock *block,
     uint32_t sector_size = options->sector_size ?
         options->sector_size : LUKS2_DEFAULT_SECTOR_SIZE;
     size_t nkey = qcrypto_luks2_cipher_key_len(&c);
-    uint8_t *key = qcrypto_secure_alloc(nkey);
+    g_autoptr(QCryptoSecureBuf) key = qcrypto_secure_buf_new(nkey);
     g_autofree char *cipher = NULL, *json = NULL;
     QCryptoLUKS2KDFParams params;
     LUKS2Layout l;
-    int ret = -1;
 
     block->opaque = luks;
     if (sector_size < 512 || sector_size > 4096 ||
         (sector_size & (sector_size - 1))) {
         error_setg(errp, "LUKS2 sector size %" PRIu32 " is not 512, 1024, "
                    "2048 or 4096", sector_size);
-        goto out;
+        return -1;
     }
-    if (luks2_layout(options, &l, errp) < 0 ||
-        qcrypto_random_bytes(key, nkey, errp) < 0) {
-        goto out;
+    if (qcrypto_luks2_layout(options, &l, errp) < 0 ||
+        qcrypto_random_bytes(key->data, nkey, errp) < 0) {
+        return -1;
     }
     cipher = qcrypto_luks2_cipher_format(&c);
     /* Refuse what we could not open (e.g. ECB's missing IV, bad mixes). */
     if (qcrypto_luks2_cipher_parse(cipher, nkey, &c, errp) < 0 ||
-        !(luks->hdr = luks2_new_header(&l, options->label, errp)) ||
-        !(luks->md = luks2_new_metadata(&l, cipher, sector_size,
-                                        options->hash_alg, key, nkey,
-                                        errp))) {
-        goto out;
+        !(luks->hdr = qcrypto_luks2_new_header(&l, options->label, errp)) ||
+        !(luks->md = qcrypto_luks2_new_metadata(&l, cipher, sector_size,
+                                                options->hash_alg, key->data,
+                                                nkey, errp))) {
+        return -1;
     }
     if (initfunc(block, l.header_len, opaque, errp) < 0) {
-        goto out;
+        return -1;
     }
-    luks2_kdf_params(&params, options->has_kdf, options->kdf,
-                     options->hash_alg, options->has_iter_time,
-                     options->iter_time, options->kdf_memory,
-                     options->kdf_parallel);
-    if (luks2_add_keyslot(luks->md, 0, &params, &options->secret, key, nkey,
-                          block, writefunc, opaque, errp) < 0) {
-        goto out;
+    qcrypto_luks2_kdf_params(&params, options->has_kdf, options->kdf,
+                             options->hash_alg, options->has_iter_time,
+                             options->iter_time, options->kdf_memory,
+                             options->kdf_parallel);
+    if (qcrypto_luks2_add_keyslot(luks->md, 0, &params, &options->secret,
+                                  key->data, nkey, block, writefunc, opaque,
+                                  errp) < 0) {
+        return -1;
     }
     json = qcrypto_luks2_metadata_to_json(luks->md);
     if (qcrypto_luks2_header_write(luks->hdr, json, block, writefunc, opaque,
                                    errp) < 0) {
-        goto out;
+        return -1;
     }
     block->payload_offset = l.payload_offset;
     block->sector_size = sector_size;
     block->detached_header = options->detached_header;
-    ret = luks2_init_cipher(block, luks->md->segments[0], key, nkey, errp);
-
-out:
-    qcrypto_secure_free(key, nkey);
-    return ret;
+    return qcrypto_luks2_init_cipher(block, luks->md->segments[0], key->data,
+                                     nkey, errp);
 }
 
 /* ---- amend ---- */
 
 /* The volume key: from old-secret if given, else the one we hold. */
-static int luks2_amend_volume_key(QCryptoBlock *block,
-                                  QCryptoBlockReadFunc readfunc,
-                                  void *opaque,
-                                  const QCryptoBlockAmendOptions *options,
-                                  uint8_t **key, size_t *nkey, Error **errp)
+static int qcrypto_luks2_amend_volume_key(
+    QCryptoBlock *block, QCryptoBlockReadFunc readfunc, void *opaque,
+    const QCryptoBlockAmendOptions *options, QCryptoSecureBuf **key,
+    Error **errp)
 {
     QCryptoBlockLUKS2 *luks = block->opaque;
     int slot;
 
     if (options->has_old_secret) {
         return qcrypto_luks2_unlock(luks->md, &options->old_secret, block,
-                                    readfunc, opaque, key, nkey, &slot,
-                                    errp);
+                                    readfunc, opaque, key, &slot, errp);
     }
     if (!block->has_master_key) {
         error_setg(errp, "Adding a LUKS2 key slot needs the volume key: "
                    "give 'old-secret' or open the image with its secret");
         return -1;
     }
-    *key = qcrypto_secure_alloc(block->master_key_len);
-    memcpy(*key, block->master_key, block->master_key_len);
-    *nkey = block->master_key_len;
+    *key = qcrypto_secure_buf_new(block->master_key_len);
+    memcpy((*key)->data, block->master_key, block->master_key_len);
     return 0;
 }
 
 /* Write md as the new header and make it the block's metadata. */
-static int luks2_commit(QCryptoBlock *block, QCryptoLUKS2Metadata **md,
-                        QCryptoBlockWriteFunc writefunc, void *opaque,
-                        Error **errp)
+static int qcrypto_luks2_commit(QCryptoBlock *block, QCryptoLUKS2Metadata **md,
+                                QCryptoBlockWriteFunc writefunc, void *opaque,
+                                Error **errp)
 {
     QCryptoBlockLUKS2 *luks = block->opaque;
     g_autofree char *json = qcrypto_luks2_metadata_to_json(*md);
@@ -456,172 +449,115 @@ static int luks2_commit(QCryptoBlock *block, QCryptoLUKS2Metadata **md,
  * Edits go to a fresh copy of the metadata (parsed again from its text):
  * if anything fails, the block's own metadata is untouched.
  */
-static QCryptoLUKS2Metadata *luks2_md_copy(QCryptoBlockLUKS2 *luks,
-                                           Error **errp)
+static QCryptoLUKS2Metadata *qcrypto_luks2_md_copy(QCryptoBlockLUKS2 *luks,
+                                                   Error **errp)
 {
     g_autofree char *json = qcrypto_luks2_metadata_to_json(luks->md);
 
     return qcrypto_luks2_metadata_parse(json, luks->hdr->bin.hdr_size, errp);
 }
 
-static int luks2_amend_add(QCryptoBlock *block,
-                           QCryptoBlockReadFunc readfunc,
-                           QCryptoBlockWriteFunc writefunc, void *opaque,
-                           const QCryptoBlockAmendOptions *options,
-                           Error **errp)
+/* QCryptoBlockKeyslots.try_secret: does secret open slot i? */
+static int qcrypto_luks2_keyslot_try_secret(QCryptoBlock *block, int i,
+                                            const QCryptoBlockSecret *secret,
+                                            QCryptoBlockReadFunc readfunc,
+                                            void *opaque, Error **errp)
+{
+    QCryptoBlockLUKS2 *luks = block->opaque;
+    const QCryptoLUKS2Keyslot *ks = luks->md->keyslots[i];
+    g_autoptr(QCryptoSecureBuf) key = qcrypto_secure_buf_new(ks->key_size);
+
+    return qcrypto_luks2_keyslot_open(luks->md, ks, secret, block, readfunc,
+                                      opaque, key->data, errp);
+}
+
+/*
+ * The slots for the shared amend policy: those that open the data are
+ * the ones bound to the data segment's digest.
+ */
+static void qcrypto_luks2_keyslots(const QCryptoBlockLUKS2 *luks,
+                                   QCryptoBlockKeyslots *slots)
+{
+    int digest = qcrypto_luks2_segment_digest(luks->md, 0);
+
+    *slots = (QCryptoBlockKeyslots) {
+        .nslots = QCRYPTO_LUKS2_KEYSLOTS_MAX,
+        .openers = digest >= 0 ? luks->md->digests[digest]->keyslots : 0,
+        .try_secret = qcrypto_luks2_keyslot_try_secret,
+    };
+    for (int i = 0; i < QCRYPTO_LUKS2_KEYSLOTS_MAX; i++) {
+        if (luks->md->keyslots[i]) {
+            slots->active |= 1u << i;
+        }
+    }
+}
+
+static int qcrypto_luks2_amend_add(QCryptoBlock *block,
+                                   QCryptoBlockReadFunc readfunc,
+                                   QCryptoBlockWriteFunc writefunc,
+                                   void *opaque,
+                                   const QCryptoBlockAmendOptions *options,
+                                   Error **errp)
 {
     QCryptoBlockLUKS2 *luks = block->opaque;
     g_autoptr(QCryptoLUKS2Metadata) md = NULL;
     const QCryptoLUKS2Keyslot *any = NULL;
     QCryptoLUKS2KDFParams params;
-    uint8_t *key = NULL;
-    size_t nkey = 0;
-    int id = -1, ret = -1;
+    g_autoptr(QCryptoSecureBuf) key = NULL;
+    QCryptoBlockKeyslots slots;
+    int id;
 
-    if (!options->has_new_secret) {
-        error_setg(errp, "'new-secret' is required to activate a keyslot");
+    qcrypto_luks2_keyslots(luks, &slots);
+    id = qcrypto_block_keyslot_select_free(&slots, options, errp);
+    if (id < 0) {
         return -1;
-    }
-    if (options->has_keyslot) {
-        if (options->keyslot < 0 ||
-            options->keyslot >= QCRYPTO_LUKS2_KEYSLOTS_MAX) {
-            error_setg(errp, "Invalid keyslot %d: LUKS2 has keyslots 0 "
-                       "to %d", options->keyslot,
-                       QCRYPTO_LUKS2_KEYSLOTS_MAX - 1);
-            return -1;
-        }
-        if (luks->md->keyslots[options->keyslot]) {
-            error_setg(errp, "Refusing to overwrite active keyslot %d - "
-                       "please erase it first", options->keyslot);
-            return -1;
-        }
-        id = options->keyslot;
-    } else {
-        for (int i = 0; i < QCRYPTO_LUKS2_KEYSLOTS_MAX && id < 0; i++) {
-            if (!luks->md->keyslots[i]) {
-                id = i;
-            }
-        }
-        if (id < 0) {
-            error_setg(errp, "Can't add a keyslot - all keyslots are in use");
-            return -1;
-        }
     }
     for (int i = 0; i < QCRYPTO_LUKS2_KEYSLOTS_MAX && !any; i++) {
         any = luks->md->keyslots[i];
     }
 
-    md = luks2_md_copy(luks, errp);
+    md = qcrypto_luks2_md_copy(luks, errp);
     if (!md ||
-        luks2_amend_volume_key(block, readfunc, opaque, options, &key,
-                               &nkey, errp) < 0) {
-        goto out;
-    }
-    /* The AF hash follows the existing slots (sha256 otherwise). */
-    luks2_kdf_params(&params, options->has_kdf, options->kdf,
-                     any ? any->af_hash : QCRYPTO_HASH_ALGO_SHA256,
-                     options->has_iter_time, options->iter_time,
-                     options->kdf_memory, options->kdf_parallel);
-    if (luks2_add_keyslot(md, id, &params, &options->new_secret, key, nkey,
-                          block, writefunc, opaque, errp) < 0 ||
-        luks2_commit(block, &md, writefunc, opaque, errp) < 0) {
-        goto out;
-    }
-    ret = 0;
-
-out:
-    qcrypto_secure_free(key, nkey);
-    return ret;
-}
-
-/* The slots an erase names: keyslot=, or every slot old-secret opens. */
-static int luks2_erase_selection(QCryptoBlock *block,
-                                 QCryptoBlockReadFunc readfunc, void *opaque,
-                                 const QCryptoBlockAmendOptions *options,
-                                 uint32_t *selected, Error **errp)
-{
-    QCryptoBlockLUKS2 *luks = block->opaque;
-
-    *selected = 0;
-    if (options->has_keyslot) {
-        if (options->keyslot < 0 ||
-            options->keyslot >= QCRYPTO_LUKS2_KEYSLOTS_MAX) {
-            error_setg(errp, "Attempted to erase an invalid keyslot %d",
-                       options->keyslot);
-            return -1;
-        }
-        if (!luks->md->keyslots[options->keyslot]) {
-            error_setg(errp, "Attempted to erase an inactive keyslot %d",
-                       options->keyslot);
-            return -1;
-        }
-        *selected = 1u << options->keyslot;
-        return 0;
-    }
-    if (!options->has_old_secret) {
-        error_setg(errp, "'keyslot' or 'old-secret' is required to erase "
-                   "keyslots");
+        qcrypto_luks2_amend_volume_key(block, readfunc, opaque, options, &key,
+                                       errp) < 0) {
         return -1;
     }
-    for (int i = 0; i < QCRYPTO_LUKS2_KEYSLOTS_MAX; i++) {
-        const QCryptoLUKS2Keyslot *ks = luks->md->keyslots[i];
-        uint8_t *key;
-        int r;
-
-        if (!ks || ks->digest < 0) {
-            continue;
-        }
-        key = qcrypto_secure_alloc(ks->key_size);
-        r = qcrypto_luks2_keyslot_open(luks->md, ks, &options->old_secret,
-                                       block, readfunc, opaque, key, errp);
-        qcrypto_secure_free(key, ks->key_size);
-        if (r < 0) {
-            return -1;
-        }
-        if (r == 1) {
-            *selected |= 1u << i;
-        }
-    }
-    if (!*selected) {
-        error_setg(errp, "No keyslots match given (old) password for erase "
-                   "operation");
+    /* The AF hash follows the existing slots (sha256 otherwise). */
+    qcrypto_luks2_kdf_params(&params, options->has_kdf, options->kdf,
+                             any ? any->af_hash : QCRYPTO_HASH_ALGO_SHA256,
+                             options->has_iter_time, options->iter_time,
+                             options->kdf_memory, options->kdf_parallel);
+    if (qcrypto_luks2_add_keyslot(md, id, &params, &options->new_secret,
+                                  key->data, key->len, block, writefunc,
+                                  opaque, errp) < 0 ||
+        qcrypto_luks2_commit(block, &md, writefunc, opaque, errp) < 0) {
         return -1;
     }
     return 0;
 }
 
-static int luks2_amend_erase(QCryptoBlock *block,
-                             QCryptoBlockReadFunc readfunc,
-                             QCryptoBlockWriteFunc writefunc, void *opaque,
-                             const QCryptoBlockAmendOptions *options,
-                             bool force, Error **errp)
+static int qcrypto_luks2_amend_erase(QCryptoBlock *block,
+                                     QCryptoBlockReadFunc readfunc,
+                                     QCryptoBlockWriteFunc writefunc,
+                                     void *opaque,
+                                     const QCryptoBlockAmendOptions *options,
+                                     bool force, Error **errp)
 {
     QCryptoBlockLUKS2 *luks = block->opaque;
     g_autoptr(QCryptoLUKS2Metadata) md = NULL;
     QCryptoLUKS2Keyslot wipe[QCRYPTO_LUKS2_KEYSLOTS_MAX];
-    int digest = qcrypto_luks2_segment_digest(luks->md, 0);
-    uint32_t selected, openers;
+    QCryptoBlockKeyslots slots;
+    uint32_t selected;
     int nwipe = 0;
 
-    if (options->has_new_secret) {
-        error_setg(errp, "'new-secret' must not be given when erasing "
-                   "keyslots");
-        return -1;
-    }
-    if (luks2_erase_selection(block, readfunc, opaque, options, &selected,
-                              errp) < 0) {
-        return -1;
-    }
-    /* The slots that can open the data: keep one unless forced. */
-    openers = digest >= 0 ? luks->md->digests[digest]->keyslots : 0;
-    if (openers && !(openers & ~selected) && !force) {
-        error_setg(errp, "%s", __builtin_popcount(openers) == 1 ?
-                   "Attempted to erase the only active keyslot" :
-                   "Requested operation will erase all active keyslots");
+    qcrypto_luks2_keyslots(luks, &slots);
+    if (qcrypto_block_keyslot_select_erase(block, &slots, readfunc, opaque,
+                                           options, force, &selected,
+                                           errp) < 0) {
         return -1;
     }
 
-    md = luks2_md_copy(luks, errp);
+    md = qcrypto_luks2_md_copy(luks, errp);
     if (!md) {
         return -1;
     }
@@ -636,7 +572,7 @@ static int luks2_amend_erase(QCryptoBlock *block,
      * no header names, never a header naming a wiped slot.
      */
     if (qcrypto_luks2_metadata_reload(md, errp) < 0 ||
-        luks2_commit(block, &md, writefunc, opaque, errp) < 0) {
+        qcrypto_luks2_commit(block, &md, writefunc, opaque, errp) < 0) {
         return -1;
     }
     for (int i = 0; i < nwipe; i++) {
@@ -648,23 +584,24 @@ static int luks2_amend_erase(QCryptoBlock *block,
     return 0;
 }
 
-static int luks2_amend(QCryptoBlock *block, QCryptoBlockReadFunc readfunc,
-                       QCryptoBlockWriteFunc writefunc, void *opaque,
-                       const QCryptoBlockAmendOptions *options, bool force,
-                       Error **errp)
+static int qcrypto_luks2_amend(QCryptoBlock *block,
+                               QCryptoBlockReadFunc readfunc,
+                               QCryptoBlockWriteFunc writefunc, void *opaque,
+                               const QCryptoBlockAmendOptions *options,
+                               bool force, Error **errp)
 {
     if (options->state == QCRYPTO_BLOCK_AMEND_STATE_ACTIVE) {
-        return luks2_amend_add(block, readfunc, writefunc, opaque, options,
-                               errp);
+        return qcrypto_luks2_amend_add(block, readfunc, writefunc, opaque,
+                                       options, errp);
     }
-    return luks2_amend_erase(block, readfunc, writefunc, opaque, options,
-                             force, errp);
+    return qcrypto_luks2_amend_erase(block, readfunc, writefunc, opaque,
+                                     options, force, errp);
 }
 
 /* ---- info ---- */
 
-static int luks2_get_info(QCryptoBlock *block, QCryptoBlockInfo *info,
-                          Error **errp)
+static int qcrypto_luks2_get_info(QCryptoBlock *block, QCryptoBlockInfo *info,
+                                  Error **errp)
 {
     QCryptoBlockLUKS2 *luks = block->opaque;
     const QCryptoLUKS2Metadata *md = luks->md;
@@ -758,12 +695,12 @@ const QCryptoBlockDriver qcrypto_block_driver_luks2 = {
     .format = QCRYPTO_BLOCK_FORMAT_LUKS,
     .version = QCRYPTO_LUKS2_VERSION,
     .name = "LUKS",
-    .open = luks2_open,
-    .create = luks2_create,
-    .amend = luks2_amend,
-    .get_info = luks2_get_info,
-    .cleanup = luks2_cleanup,
+    .open = qcrypto_luks2_open,
+    .create = qcrypto_luks2_create,
+    .amend = qcrypto_luks2_amend,
+    .get_info = qcrypto_luks2_get_info,
+    .cleanup = qcrypto_luks2_cleanup,
     .has_format = qcrypto_luks2_has_format,
     .probe = qcrypto_luks2_probe,
-    .calculate_payload_offset = luks2_calculate_payload_offset,
+    .calculate_payload_offset = qcrypto_luks2_calculate_payload_offset,
 };

@@ -134,4 +134,44 @@ int qcrypto_block_wipe_area(QCryptoBlock *block,
                             QCryptoBlockWriteFunc writefunc, void *opaque,
                             uint64_t offset, uint64_t len, Error **errp);
 
+/*
+ * Key slots as the shared amend policy (crypto/block-keyslot.c) sees them:
+ * slots 0 .. nslots - 1 (at most 32), as bit masks.
+ */
+typedef struct QCryptoBlockKeyslots {
+    int nslots;
+    uint32_t active;            /* the slots that hold a key */
+    /*
+     * The active slots that can open the data: all of them in LUKS1; in
+     * LUKS2 those bound to the data segment's digest.
+     */
+    uint32_t openers;
+    /* 1 if secret opens slot i, 0 if not, -1 on any other failure. */
+    int (*try_secret)(QCryptoBlock *block, int i,
+                      const QCryptoBlockSecret *secret,
+                      QCryptoBlockReadFunc readfunc, void *opaque,
+                      Error **errp);
+} QCryptoBlockKeyslots;
+
+/*
+ * amend state=active: the slot a new key goes to (keyslot=N if it is free,
+ * else the first free slot), or -1 with errp set.
+ */
+int qcrypto_block_keyslot_select_free(const QCryptoBlockKeyslots *slots,
+                                      const QCryptoBlockAmendOptions *options,
+                                      Error **errp);
+
+/*
+ * amend state=inactive: sets *erase to the slots to erase: keyslot=N (which
+ * old-secret, if given too, must open), or every opener old-secret opens.
+ * Refuses to leave no slot that opens the data unless force.
+ */
+int qcrypto_block_keyslot_select_erase(QCryptoBlock *block,
+                                       const QCryptoBlockKeyslots *slots,
+                                       QCryptoBlockReadFunc readfunc,
+                                       void *opaque,
+                                       const QCryptoBlockAmendOptions *options,
+                                       bool force, uint32_t *erase,
+                                       Error **errp);
+
 #endif

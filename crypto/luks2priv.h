@@ -30,6 +30,7 @@
 #include <json-glib/json-glib.h>
 
 #include "crypto/block.h"
+#include "crypto/secure-mem.h"
 #include "crypto/sector.h"
 
 /* LUKS2 spec, "binary header": the fixed part of each header copy. */
@@ -299,17 +300,16 @@ int qcrypto_luks2_digest_verify(const QCryptoLUKS2Digest *d,
 
 /*
  * Recover the volume key of segment 0 with the secret, trying every key
- * slot bound to its digest (high priority first; "ignore" ones are skipped, as
- * cryptsetup does). *key (secure memory: free it with qcrypto_secure_free(*key, *nkey))
- * gets *nkey bytes;
- * *slot the slot that opened. Wrong secret: "Invalid password, cannot unlock
- * any keyslot".
+ * slot bound to its digest (high priority first; "ignore" ones are
+ * skipped, as cryptsetup does). *key gets the key in a new secure buffer
+ * (the caller frees it), *slot the slot that opened. Wrong secret:
+ * "Invalid password, cannot unlock any keyslot".
  */
 int qcrypto_luks2_unlock(const QCryptoLUKS2Metadata *md,
                          const QCryptoBlockSecret *secret,
                          QCryptoBlock *block, QCryptoBlockReadFunc readfunc,
-                         void *opaque, uint8_t **key, size_t *nkey,
-                         int *slot, Error **errp);
+                         void *opaque, QCryptoSecureBuf **key, int *slot,
+                         Error **errp);
 
 /*
  * Unlock one key slot: 1 and key (ks->key_size bytes) filled when the
@@ -342,13 +342,6 @@ typedef struct QCryptoLUKS2KDFParams {
 int qcrypto_luks2_kdf_calibrate(const QCryptoLUKS2KDFParams *params,
                                 size_t nkey, QCryptoLUKS2KDF *kdf,
                                 Error **errp);
-
-/*
- * PBKDF2 iterations per second with hash deriving nout bytes, on this
- * thread's CPU time (measured once per process and hash); 0 on failure.
- */
-uint64_t qcrypto_luks2_pbkdf2_rate(QCryptoHashAlgo hash, size_t nout,
-                                   Error **errp);
 
 /* Half the physical memory in KiB: the most any argon2 run may use. */
 uint64_t qcrypto_luks2_memory_cap_kib(void);

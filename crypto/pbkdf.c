@@ -9,6 +9,7 @@
 
 #include "crypto/pbkdf.h"
 #include "hmacpriv.h"
+#include "qemu/bswap.h"
 
 bool qcrypto_pbkdf2_supports(QCryptoHashAlgo hash)
 {
@@ -28,10 +29,7 @@ static void pbkdf2_block(QCryptoHmac *hmac, size_t hlen,
     uint8_t u[QCRYPTO_HASH_MAX_DIGEST_LEN];
     uint8_t int_i[4];
 
-    int_i[0] = index >> 24;             /* INT(i): 32-bit big-endian */
-    int_i[1] = index >> 16;
-    int_i[2] = index >> 8;
-    int_i[3] = index;
+    stl_be_p(int_i, index);             /* INT(i): 32-bit big-endian */
 
     qcrypto_hash_update_fast(hmac->msg, salt, nsalt);
     qcrypto_hash_update_fast(hmac->msg, int_i, sizeof(int_i));
@@ -203,4 +201,61 @@ uint64_t qcrypto_pbkdf2_count_iters(QCryptoHashAlgo hash,
     rate = pbkdf2_calibrate(hash, key, nkey, salt, nsalt, out, nout, errp);
     explicit_bzero(out, nout);
     return rate;
+}
+
+/*
+ * The salt the cached rate is measured with: zeros, as long as LUKS1's and
+ * LUKS2's salts (the salt is hashed once per block, so its length barely
+ * matters, but this is the length every caller uses).
+ */
+#define PBKDF2_RATE_SALT_LEN 32
+
+uint64_t qcrypto_pbkdf2_rate(QCryptoHashAlgo hash, size_t nout,
+                             Error **errp)
+{
+    static const uint8_t salt[PBKDF2_RATE_SALT_LEN];
+    static uint64_t cache[QCRYPTO_HASH_ALGO__MAX];
+    /*
+     * Held across the measurement: threads that ask for the same rate at
+     * once wait for one measurement rather than each running their own.
+     */
+    static GMutex lock;
+    size_t hlen;
+    uint64_t rate;
+
+    if (!qcrypto_pbkdf2_supports(hash)) {
+        error_setg(errp, "PBKDF2 does not support hash algorithm %d",
+                   (int)hash);
+        return 0;
+    }
+    hlen = qcrypto_hash_digest_len(hash);
+    g_mutex_lock(&lock);
+    rate = cache[hash];
+    if (!rate) {
+        rate = qcrypto_pbkdf2_count_iters(hash, (const uint8_t *)"", 0,
+                                          salt, sizeof(salt), hlen, errp);
+        cache[hash] = rate;
+    }
+    g_mutex_unlock(&lock);
+    if (!rate) {
+        return 0;
+    }
+    return MAX(rate / MAX((nout + hlen - 1) / hlen, 1), 1);
+}
+
+int qcrypto_pbkdf2_iters_for_time(QCryptoHashAlgo hash, size_t nout,
+                                  uint64_t ms, uint64_t *iters,
+                                  Error **errp)
+{
+    uint64_t rate = qcrypto_pbkdf2_rate(hash, nout, errp);
+
+    if (!rate) {
+        return -1;
+    }
+    if (ms && rate > UINT64_MAX / ms) {
+        error_setg(errp, "iter-time of %" PRIu64 " ms is too long", ms);
+        return -1;
+    }
+    *iters = rate * ms / 1000;
+    return 0;
 }

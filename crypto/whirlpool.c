@@ -45,6 +45,7 @@
 
 #include "whirlpool.h"
 #include "hashpriv.h"
+#include "qemu/bswap.h"
 
 /* Spec: "The internal block cipher W". */
 #define WHIRLPOOL_ROUNDS 10
@@ -129,19 +130,6 @@ static void wp_tables_init(void)
     g_once(&once, wp_tables_init_once, NULL);
 }
 
-static inline uint64_t load_be64(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return GUINT64_FROM_BE(v);
-}
-
-static inline void store_be64(uint8_t *p, uint64_t v)
-{
-    v = GUINT64_TO_BE(v);
-    memcpy(p, &v, 8);
-}
-
 /*
  * theta o pi o gamma, one output row: row i from rows i, i-1, ..., i-7
  * (passed as r0 .. r7), byte k of row i-k through T_k. The state lives in
@@ -178,7 +166,7 @@ static void wp_compress(uint64_t h[8], const uint8_t block[64])
     uint64_t l0, l1, l2, l3, l4, l5, l6, l7;        /* round output */
 
     for (int i = 0; i < 8; i++) {
-        m[i] = load_be64(block + 8 * i);
+        m[i] = ldq_be_p(block + 8 * i);
     }
     k0 = h[0]; k1 = h[1]; k2 = h[2]; k3 = h[3];
     k4 = h[4]; k5 = h[5]; k6 = h[6]; k7 = h[7];
@@ -255,12 +243,12 @@ void qcrypto_whirlpool_digest(struct qcrypto_whirlpool_ctx *ctx,
         i = 0;
     }
     memset(ctx->block + i, 0, WHIRLPOOL_BLOCK_SIZE - 16 - i);
-    store_be64(ctx->block + 48, bits_hi);
-    store_be64(ctx->block + 56, bits_lo);
+    stq_be_p(ctx->block + 48, bits_hi);
+    stq_be_p(ctx->block + 56, bits_lo);
     wp_compress(ctx->state, ctx->block);
 
     for (int r = 0; r < 8; r++) {
-        store_be64(out + 8 * r, ctx->state[r]);
+        stq_be_p(out + 8 * r, ctx->state[r]);
     }
     memcpy(digest, out, length);
     explicit_bzero(out, sizeof(out));

@@ -47,27 +47,37 @@ static uint64_t compare_mismatch_sector(uint64_t offset)
     return ROUND_DOWN(offset, BDRV_SECTOR_SIZE);
 }
 
+/*
+ * Read n bytes at off of bs (named name in errors) into buf, unless the
+ * user interrupted us: 0, or -1 with the error printed.
+ */
+static int compare_read(BlockDriverState *bs, const char *name, uint64_t off,
+                        uint8_t *buf, size_t n)
+{
+    Error *err = NULL;
+
+    if (img_interrupted) {
+        img_error(NULL, "Interrupted");
+        return -1;
+    }
+    if (bdrv_pread(bs, off, buf, n, &err) < 0) {
+        img_error_free(name, err);
+        return -1;
+    }
+    return 0;
+}
+
 /* Compare [start, end) of two images: 0 same, 1 not (*where), -1 error. */
 static int compare_data(CompareState *s, BlockDriverState *a,
                         const char *name_a, BlockDriverState *b,
                         const char *name_b, uint64_t start, uint64_t end,
                         uint64_t *where)
 {
-    Error *err = NULL;
-
     for (uint64_t off = start; off < end; off += COMPARE_CHUNK) {
         size_t n = MIN(end - off, COMPARE_CHUNK);
 
-        if (img_interrupted) {
-            img_error(NULL, "Interrupted");
-            return -1;
-        }
-        if (bdrv_pread(a, off, s->buf_a, n, &err) < 0) {
-            img_error_free(name_a, err);
-            return -1;
-        }
-        if (bdrv_pread(b, off, s->buf_b, n, &err) < 0) {
-            img_error_free(name_b, err);
+        if (compare_read(a, name_a, off, s->buf_a, n) < 0 ||
+            compare_read(b, name_b, off, s->buf_b, n) < 0) {
             return -1;
         }
         if (memcmp(s->buf_a, s->buf_b, n)) {
@@ -85,17 +95,10 @@ static int compare_zero_data(CompareState *s, BlockDriverState *bs,
                              const char *name, uint64_t start, uint64_t end,
                              uint64_t *where)
 {
-    Error *err = NULL;
-
     for (uint64_t off = start; off < end; off += COMPARE_CHUNK) {
         size_t n = MIN(end - off, COMPARE_CHUNK);
 
-        if (img_interrupted) {
-            img_error(NULL, "Interrupted");
-            return -1;
-        }
-        if (bdrv_pread(bs, off, s->buf_a, n, &err) < 0) {
-            img_error_free(name, err);
+        if (compare_read(bs, name, off, s->buf_a, n) < 0) {
             return -1;
         }
         if (!buffer_is_zero(s->buf_a, n)) {

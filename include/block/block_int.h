@@ -175,6 +175,13 @@ int bdrv_create_take_prealloc(GHashTable *opts, PreallocMode *prealloc,
 /* Creation options nobody understood: "Invalid parameter 'x'", as QEMU. */
 int bdrv_create_check_leftovers(GHashTable *opts, Error **errp);
 
+/*
+ * The whole option set of a plain file: "size" (default 0) and
+ * "preallocation", and nothing else.
+ */
+int bdrv_create_take_size_prealloc(GHashTable *opts, uint64_t *size,
+                                   PreallocMode *prealloc, Error **errp);
+
 /* Raw size of a node, unrounded (the driver's bdrv_getlength). */
 int64_t bdrv_getlength_exact(BlockDriverState *bs, Error **errp);
 

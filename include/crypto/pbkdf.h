@@ -27,4 +27,26 @@ uint64_t qcrypto_pbkdf2_count_iters(QCryptoHashAlgo hash,
                                     size_t nout,
                                     Error **errp);
 
+/*
+ * What LUKS1 and LUKS2 calibrate their key slots and digests with: PBKDF2
+ * iterations per second of this thread's CPU time for hash, deriving nout
+ * bytes. Measured once per process and hash, for one digest-sized block,
+ * and cached (thread-safe): the measurement counts thread CPU time, which
+ * other load does not change, and each further block of output costs as
+ * much again (RFC 8018 section 5.2, T_1 .. T_l). Returns 0 and sets errp
+ * on failure, which is not cached: the next call measures again.
+ */
+uint64_t qcrypto_pbkdf2_rate(QCryptoHashAlgo hash, size_t nout,
+                             Error **errp);
+
+/*
+ * *iters = the PBKDF2 iterations that take ms milliseconds of this CPU
+ * for hash deriving nout bytes (qcrypto_pbkdf2_rate, scaled); the caller
+ * applies its format's floor and ceiling. -1 with errp set on failure,
+ * or when the count does not fit in 64 bits.
+ */
+int qcrypto_pbkdf2_iters_for_time(QCryptoHashAlgo hash, size_t nout,
+                                  uint64_t ms, uint64_t *iters,
+                                  Error **errp);
+
 #endif

@@ -583,14 +583,17 @@ static void test_amend_add_remove(void)
     }
 
     o = test_amend_add(5, NULL, "again");
-    test_amend(block, img, &o, false, "Key slot 5 is active");
+    test_amend(block, img, &o, false, "Refusing to overwrite active "
+               "keyslot 5 - please erase it first");
     o = test_amend_add(8, NULL, "x");
-    test_amend(block, img, &o, false, "Invalid key slot 8");
+    test_amend(block, img, &o, false,
+               "Invalid keyslot 8 specified, must be between 0 and 7");
     o = test_amend_add(-1, "nope", "x");
     test_amend(block, img, &o, false,
                "Invalid password, cannot unlock any keyslot");
     o = test_amend_add(-1, NULL, NULL);
-    test_amend(block, img, &o, false, "needs new-secret");
+    test_amend(block, img, &o, false,
+               "'new-secret' is required to activate a keyslot");
     g_assert_false(slot_active(img, 2));
 
     /* Erase by index: disabled, key material overwritten. */
@@ -602,24 +605,43 @@ static void test_amend_add_remove(void)
     g_assert_true(memcmp(slot1, img->buf->data + slot1_off, 256000) != 0);
     test_opens(img, "pw1", false);
     o = test_amend_erase(1, NULL);
-    test_amend(block, img, &o, false, "Key slot 1 is already inactive");
+    test_amend(block, img, &o, false,
+               "Given keyslot 1 is already erased (inactive)");
 
     /* Erase by passphrase. */
     o = test_amend_erase(-1, "nope");
-    test_amend(block, img, &o, false, "No active key slot matches");
+    test_amend(block, img, &o, false,
+               "No keyslots match given (old) password for erase operation");
     o = test_amend_erase(-1, "pw5");
     test_amend(block, img, &o, false, NULL);
     g_assert_false(slot_active(img, 5));
     test_opens(img, "pw5", false);
 
     o = test_amend_erase(-1, NULL);
-    test_amend(block, img, &o, false, "needs keyslot or old-secret");
-    o = test_amend_erase(0, "pw0");
-    test_amend(block, img, &o, false, "not both");
-
-    /* The last slot only with force. */
+    test_amend(block, img, &o, false,
+               "either explicit keyslot index or the password");
     o = test_amend_erase(0, NULL);
-    test_amend(block, img, &o, false, "Refusing to erase the last active");
+    o.has_new_secret = true;
+    o.new_secret = test_secret("x");
+    test_amend(block, img, &o, false,
+               "'new-secret' must not be given when erasing keyslots");
+    /* keyslot and old-secret: the slot must hold that passphrase. */
+    o = test_amend_erase(0, "nope");
+    test_amend(block, img, &o, false, "Given keyslot 0 doesn't contain the "
+               "given old password for erase operation");
+
+    /* The last slot only with force, named by index or by passphrase. */
+    o = test_amend_erase(0, "pw0");
+    test_amend(block, img, &o, false,
+               "Attempt to erase the only active keyslot 0 which will erase "
+               "all the data in the image irreversibly - refusing operation");
+    o = test_amend_erase(-1, "pw0");
+    test_amend(block, img, &o, false,
+               "All the active keyslots match the (old) password that was "
+               "given and erasing them will erase all the data in the image "
+               "irreversibly - refusing operation");
+    o = test_amend_erase(0, NULL);
+    test_amend(block, img, &o, false, "Attempt to erase the only active");
     test_opens(img, "pw0", true);
     test_amend(block, img, &o, true, NULL);
     test_opens(img, "pw0", false);
@@ -643,7 +665,8 @@ static void test_amend_full(void)
         g_assert_true(slot_active(img, i));
     }
     o = test_amend_add(-1, NULL, "pw8");
-    test_amend(block, img, &o, false, "all 8 key slots are in use");
+    test_amend(block, img, &o, false,
+               "Can't add a keyslot - all keyslots are in use");
     test_opens(img, "pw7", true);
 }
 

@@ -331,7 +331,9 @@ static void test_amend(void)
                                                 &erase_last, false, &err),
                     ==, -1);
     g_assert_cmpstr(error_get_pretty(err), ==,
-                    "Attempted to erase the only active keyslot");
+                    "Attempt to erase the only active keyslot 1 which will "
+                    "erase all the data in the image irreversibly - "
+                    "refusing operation");
     close(fd);
 
     check_data(img.path, "second", &img);

@@ -44,18 +44,14 @@ static GBytes *image_unlock(Image *img, const char *pass, int *slot,
                             Error **errp)
 {
     QCryptoBlockSecret secret = { (const uint8_t *)pass, strlen(pass) };
-    uint8_t *key = NULL;
-    size_t nkey = 0;
-    GBytes *b;
+    g_autoptr(QCryptoSecureBuf) key = NULL;
 
     if (qcrypto_luks2_unlock(img->md, &secret, NULL, test_file_read,
-                             GINT_TO_POINTER(img->fd), &key, &nkey, slot,
+                             GINT_TO_POINTER(img->fd), &key, slot,
                              errp) < 0) {
         return NULL;
     }
-    b = g_bytes_new(key, nkey);
-    qcrypto_secure_free(key, nkey);
-    return b;
+    return g_bytes_new(key->data, key->len);
 }
 
 /* Unlock path with pass, and compare with what cryptsetup says. */

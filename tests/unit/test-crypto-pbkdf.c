@@ -196,6 +196,83 @@ static void test_pbkdf2_count_iters(void)
     }
 }
 
+#define RATE_THREADS 4
+
+static gpointer rate_thread(gpointer opaque)
+{
+    QCryptoHashAlgo hash = GPOINTER_TO_INT(opaque);
+
+    return GSIZE_TO_POINTER(qcrypto_pbkdf2_rate(hash, 64, &error_abort));
+}
+
+/*
+ * The cached rate: threads asking at once for a hash nothing measured yet
+ * all get the same figure (two measurements practically never agree to
+ * the iteration, so a second measurement would show), later calls get it
+ * again, and longer outputs cost proportionally more.
+ */
+static void test_pbkdf2_rate_cached(void)
+{
+    QCryptoHashAlgo hash = QCRYPTO_HASH_ALGO_SHA512;
+    GThread *threads[RATE_THREADS];
+    uint64_t rates[RATE_THREADS];
+    uint64_t per_block;
+
+    for (int i = 0; i < RATE_THREADS; i++) {
+        threads[i] = g_thread_new("rate", rate_thread, GINT_TO_POINTER(hash));
+    }
+    for (int i = 0; i < RATE_THREADS; i++) {
+        rates[i] = GPOINTER_TO_SIZE(g_thread_join(threads[i]));
+    }
+    for (int i = 0; i < RATE_THREADS; i++) {
+        g_assert_cmpuint(rates[i], ==, rates[0]);
+    }
+    g_assert_cmpuint(rates[0], >=, 1000);
+    g_assert_cmpuint(qcrypto_pbkdf2_rate(hash, 64, &error_abort), ==,
+                     rates[0]);
+    /* SHA-512 gives 64 bytes a block: 65 to 128 bytes take two blocks. */
+    per_block = qcrypto_pbkdf2_rate(hash, 1, &error_abort);
+    g_assert_cmpuint(per_block, ==, rates[0]);
+    g_assert_cmpuint(qcrypto_pbkdf2_rate(hash, 65, &error_abort), ==,
+                     per_block / 2);
+    g_assert_cmpuint(qcrypto_pbkdf2_rate(hash, 256, &error_abort), ==,
+                     per_block / 4);
+}
+
+/* The rate scaled to a time: per second as the rate, per 0 ms none. */
+static void test_pbkdf2_iters_for_time(void)
+{
+    QCryptoHashAlgo hash = QCRYPTO_HASH_ALGO_SHA1;
+    uint64_t rate = qcrypto_pbkdf2_rate(hash, 32, &error_abort);
+    uint64_t iters = 1;
+    Error *err = NULL;
+
+    g_assert_cmpint(qcrypto_pbkdf2_iters_for_time(hash, 32, 2000, &iters,
+                                                  &error_abort), ==, 0);
+    g_assert_cmpuint(iters, ==, rate * 2);
+    g_assert_cmpint(qcrypto_pbkdf2_iters_for_time(hash, 32, 1, &iters,
+                                                  &error_abort), ==, 0);
+    g_assert_cmpuint(iters, ==, rate / 1000);
+    g_assert_cmpint(qcrypto_pbkdf2_iters_for_time(hash, 32, 0, &iters,
+                                                  &error_abort), ==, 0);
+    g_assert_cmpuint(iters, ==, 0);
+    g_assert_cmpint(qcrypto_pbkdf2_iters_for_time(hash, 32, UINT64_MAX,
+                                                  &iters, &err), ==, -1);
+    error_free_or_abort(&err);
+}
+
+/* A failure is reported every time, never cached as a rate. */
+static void test_pbkdf2_rate_error(void)
+{
+    Error *err = NULL;
+
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpuint(qcrypto_pbkdf2_rate(QCRYPTO_HASH_ALGO__MAX, 32,
+                                             &err), ==, 0);
+        error_free_or_abort(&err);
+    }
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -210,5 +287,9 @@ int main(int argc, char **argv)
     g_test_add_func("/crypto/pbkdf2/every-hash", test_pbkdf2_every_hash);
     g_test_add_func("/crypto/pbkdf2/errors", test_pbkdf2_errors);
     g_test_add_func("/crypto/pbkdf2/count-iters", test_pbkdf2_count_iters);
+    g_test_add_func("/crypto/pbkdf2/rate-cached", test_pbkdf2_rate_cached);
+    g_test_add_func("/crypto/pbkdf2/rate-error", test_pbkdf2_rate_error);
+    g_test_add_func("/crypto/pbkdf2/iters-for-time",
+                    test_pbkdf2_iters_for_time);
     return g_test_run();
 }
