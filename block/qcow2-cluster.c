@@ -145,8 +145,8 @@ static int qcow2_walk_l2(BDRVQcow2State *s, const uint8_t *table,
     while (pos < end) {
         uint64_t idx = (pos >> g->cluster_bits) & (g->l2_entries - 1);
         const uint8_t *e = table + idx * g->l2_entry_size;
-        uint64_t entry = qcow2_ld_be64(e);
-        uint64_t bitmap = g->extended_l2 ? qcow2_ld_be64(e + 8) : 0;
+        uint64_t entry = ldq_be_p(e);
+        uint64_t bitmap = g->extended_l2 ? ldq_be_p(e + 8) : 0;
         unsigned sc = (pos >> g->subcluster_bits) &
                       (g->extended_l2 ? QCOW2_SUBCLUSTERS_PER_CLUSTER - 1 : 0);
         uint64_t in_cluster = pos & (g->cluster_size - 1);

@@ -50,7 +50,7 @@ int qcow2_get_refcount(BlockDriverState *bs, uint64_t offset,
                                   table_index * 8, raw, 8, errp) < 0) {
         return -1;
     }
-    block = qcow2_ld_be64(raw) & QCOW2_REFT_OFFSET_MASK;
+    block = ldq_be_p(raw) & QCOW2_REFT_OFFSET_MASK;
     if (!block) {
         return 0;
     }

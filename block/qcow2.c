@@ -36,8 +36,8 @@
 
 int qcow2_probe(const uint8_t *buf, int len, const char *filename)
 {
-    if (len >= 8 && qcow2_ld_be32(buf) == QCOW2_MAGIC) {
-        uint32_t version = qcow2_ld_be32(buf + 4);
+    if (len >= 8 && ldl_be_p(buf) == QCOW2_MAGIC) {
+        uint32_t version = ldl_be_p(buf + 4);
 
         /* Any version claims the file: 1 (qcow) and others are refused
          * by name at open, never read as raw. */
@@ -154,27 +154,27 @@ int qcow2_header_parse(const uint8_t *buf, size_t len, uint64_t file_size,
                        Qcow2Header *h, Error **errp)
 {
     memset(h, 0, sizeof(*h));
-    if (len < QCOW2_V2_HEADER_LEN || qcow2_ld_be32(buf) != QCOW2_MAGIC) {
+    if (len < QCOW2_V2_HEADER_LEN || ldl_be_p(buf) != QCOW2_MAGIC) {
         error_setg(errp, "Image is not in qcow2 format");
         return -1;
     }
-    h->version = qcow2_ld_be32(buf + 4);
+    h->version = ldl_be_p(buf + 4);
     if (h->version != 2 && h->version != 3) {
         error_setg(errp, "Unsupported qcow2 version %" PRIu32 " (qcow2 "
                    "versions 2 and 3 are read)", h->version);
         return -1;
     }
-    h->backing_file_offset = qcow2_ld_be64(buf + 8);
-    h->backing_file_size = qcow2_ld_be32(buf + 16);
-    h->cluster_bits = qcow2_ld_be32(buf + 20);
-    h->size = qcow2_ld_be64(buf + 24);
-    h->crypt_method = qcow2_ld_be32(buf + 32);
-    h->l1_size = qcow2_ld_be32(buf + 36);
-    h->l1_table_offset = qcow2_ld_be64(buf + 40);
-    h->refcount_table_offset = qcow2_ld_be64(buf + 48);
-    h->refcount_table_clusters = qcow2_ld_be32(buf + 56);
-    h->nb_snapshots = qcow2_ld_be32(buf + 60);
-    h->snapshots_offset = qcow2_ld_be64(buf + 64);
+    h->backing_file_offset = ldq_be_p(buf + 8);
+    h->backing_file_size = ldl_be_p(buf + 16);
+    h->cluster_bits = ldl_be_p(buf + 20);
+    h->size = ldq_be_p(buf + 24);
+    h->crypt_method = ldl_be_p(buf + 32);
+    h->l1_size = ldl_be_p(buf + 36);
+    h->l1_table_offset = ldq_be_p(buf + 40);
+    h->refcount_table_offset = ldq_be_p(buf + 48);
+    h->refcount_table_clusters = ldl_be_p(buf + 56);
+    h->nb_snapshots = ldl_be_p(buf + 60);
+    h->snapshots_offset = ldq_be_p(buf + 64);
 
     if (h->cluster_bits < QCOW2_MIN_CLUSTER_BITS ||
         h->cluster_bits > QCOW2_MAX_CLUSTER_BITS) {
@@ -192,11 +192,11 @@ int qcow2_header_parse(const uint8_t *buf, size_t len, uint64_t file_size,
             error_setg(errp, "qcow2 header too short");
             return -1;
         }
-        h->incompatible_features = qcow2_ld_be64(buf + 72);
-        h->compatible_features = qcow2_ld_be64(buf + 80);
-        h->autoclear_features = qcow2_ld_be64(buf + 88);
-        h->refcount_order = qcow2_ld_be32(buf + 96);
-        h->header_length = qcow2_ld_be32(buf + 100);
+        h->incompatible_features = ldq_be_p(buf + 72);
+        h->compatible_features = ldq_be_p(buf + 80);
+        h->autoclear_features = ldq_be_p(buf + 88);
+        h->refcount_order = ldl_be_p(buf + 96);
+        h->header_length = ldl_be_p(buf + 100);
         if (h->header_length < QCOW2_V3_HEADER_LEN) {
             error_setg(errp, "qcow2 header too short");
             return -1;
@@ -325,8 +325,8 @@ static int qcow2_ext_crypto_header(const Qcow2Header *h, const uint8_t *data,
         return -1;
     }
     ext->has_crypto_header = true;
-    ext->crypto_header_offset = qcow2_ld_be64(data);
-    ext->crypto_header_length = qcow2_ld_be64(data + 8);
+    ext->crypto_header_offset = ldq_be_p(data);
+    ext->crypto_header_length = ldq_be_p(data + 8);
     if (ext->crypto_header_length == 0) {
         error_setg(errp, "qcow2 header: the crypto header is empty");
         return -1;
@@ -350,8 +350,8 @@ static int qcow2_extensions_parse_inner(const Qcow2Header *h,
         end = MIN(end, h->backing_file_offset);
     }
     while (off + 8 <= end) {
-        uint32_t type = qcow2_ld_be32(buf + off);
-        uint32_t elen = qcow2_ld_be32(buf + off + 4);
+        uint32_t type = ldl_be_p(buf + off);
+        uint32_t elen = ldl_be_p(buf + off + 4);
         const uint8_t *data = buf + off + 8;
 
         if (type == QCOW2_EXT_END) {
@@ -647,7 +647,7 @@ static int qcow2_read_header(BlockDriverState *bs, Error **errp)
     if (bs->file->drv->bdrv_pread(bs->file, 0, first, n, errp) < 0) {
         return -1;
     }
-    cluster_bits = n >= 24 ? qcow2_ld_be32(first + 20) : 0;
+    cluster_bits = n >= 24 ? ldl_be_p(first + 20) : 0;
     if (cluster_bits < QCOW2_MIN_CLUSTER_BITS ||
         cluster_bits > QCOW2_MAX_CLUSTER_BITS) {
         /* Fails, saying what is wrong (magic, version, cluster size). */

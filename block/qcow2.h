@@ -13,23 +13,7 @@
 #include <string.h>
 
 #include "block/block_int.h"
-
-/* Big-endian loads from unaligned bytes (every qcow2 number is BE). */
-static inline uint64_t qcow2_ld_be64(const uint8_t *p)
-{
-    uint64_t v;
-
-    memcpy(&v, p, sizeof(v));
-    return GUINT64_FROM_BE(v);
-}
-
-static inline uint32_t qcow2_ld_be32(const uint8_t *p)
-{
-    uint32_t v;
-
-    memcpy(&v, p, sizeof(v));
-    return GUINT32_FROM_BE(v);
-}
+#include "qemu/bswap.h"
 
 /* Spec, "Header": "QFI\xfb" */
 #define QCOW2_MAGIC 0x514649fbu

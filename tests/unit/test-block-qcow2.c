@@ -38,20 +38,6 @@ typedef struct Img {
     GByteArray *buf;
 } Img;
 
-static void put_be64(uint8_t *p, uint64_t v)
-{
-    for (int i = 7; i >= 0; i--, v >>= 8) {
-        p[i] = v;
-    }
-}
-
-static void put_be32(uint8_t *p, uint32_t v)
-{
-    for (int i = 3; i >= 0; i--, v >>= 8) {
-        p[i] = v;
-    }
-}
-
 static uint64_t img_alloc(Img *img)
 {
     uint64_t off = img->buf->len;
@@ -87,19 +73,19 @@ static Img *img_new(unsigned cluster_bits, uint64_t size, bool extl2)
         img_alloc(img);
     }
     h = img->buf->data;
-    put_be32(h, QCOW2_MAGIC);
-    put_be32(h + 4, 3);
-    put_be32(h + 20, cluster_bits);
-    put_be64(h + 24, size);
-    put_be32(h + 36, img->l1_entries);
-    put_be64(h + 40, img->l1_offset);
-    put_be64(h + 48, img->cs);
-    put_be32(h + 56, 1);
-    put_be64(h + 72, extl2 ? QCOW2_INCOMPAT_EXTL2 : 0);
-    put_be32(h + 96, 4);
-    put_be32(h + 100, 112);
+    stl_be_p(h, QCOW2_MAGIC);
+    stl_be_p(h + 4, 3);
+    stl_be_p(h + 20, cluster_bits);
+    stq_be_p(h + 24, size);
+    stl_be_p(h + 36, img->l1_entries);
+    stq_be_p(h + 40, img->l1_offset);
+    stq_be_p(h + 48, img->cs);
+    stl_be_p(h + 56, 1);
+    stq_be_p(h + 72, extl2 ? QCOW2_INCOMPAT_EXTL2 : 0);
+    stl_be_p(h + 96, 4);
+    stl_be_p(h + 100, 112);
     /* refcount table entry 0 -> the block in cluster 2 */
-    put_be64(img->buf->data + img->cs, 2 * img->cs);
+    stq_be_p(img->buf->data + img->cs, 2 * img->cs);
     return img;
 }
 
@@ -117,11 +103,11 @@ static uint8_t *img_l2_entry(Img *img, uint64_t guest)
     uint64_t cluster = guest >> img->cluster_bits;
     uint64_t l1_index = cluster >> l2_bits;
     uint8_t *l1e = img->buf->data + img->l1_offset + l1_index * 8;
-    uint64_t l2 = qcow2_ld_be64(l1e) & QCOW2_OFFSET_MASK;
+    uint64_t l2 = ldq_be_p(l1e) & QCOW2_OFFSET_MASK;
 
     if (!l2) {
         l2 = img_alloc(img);
-        put_be64(img->buf->data + img->l1_offset + l1_index * 8,
+        stq_be_p(img->buf->data + img->l1_offset + l1_index * 8,
                  l2 | QCOW2_OFLAG_COPIED);
     }
     return img->buf->data + l2 +
@@ -133,9 +119,9 @@ static void img_set_l2(Img *img, uint64_t guest, uint64_t entry,
 {
     uint8_t *e = img_l2_entry(img, guest);
 
-    put_be64(e, entry);
+    stq_be_p(e, entry);
     if (img->extl2) {
-        put_be64(e + 8, bitmap);
+        stq_be_p(e + 8, bitmap);
     }
 }
 
@@ -149,9 +135,9 @@ static uint64_t img_write(Img *img, uint64_t guest, uint8_t fill)
     host = img_alloc(img);          /* move buf->data */
     e = img_l2_entry(img, guest);
     memset(img->buf->data + host, fill, img->cs);
-    put_be64(e, host | QCOW2_OFLAG_COPIED);
+    stq_be_p(e, host | QCOW2_OFLAG_COPIED);
     if (img->extl2) {
-        put_be64(e + 8, 0xffffffffull);     /* every subcluster allocated */
+        stq_be_p(e + 8, 0xffffffffull);     /* every subcluster allocated */
     }
     return host;
 }
@@ -263,12 +249,12 @@ static void test_header_hostile(void)
         Error *err = NULL;
 
         if (f->width == 8) {
-            put_be64(h + f->offset, f->value);
+            stq_be_p(h + f->offset, f->value);
         } else {
-            put_be32(h + f->offset, f->value);
+            stl_be_p(h + f->offset, f->value);
         }
         if (f->offset == 8) {
-            put_be32(h + 16, 1000);     /* backing_file_size */
+            stl_be_p(h + 16, 1000);     /* backing_file_size */
         }
         g_test_message("field at %u = 0x%" PRIx64, f->offset, f->value);
         g_assert_cmpint(qcow2_header_parse(h, img->cs, img->buf->len, &hdr,
@@ -300,23 +286,23 @@ static void test_header_features(void)
     Error *err = NULL;
 
     /* Compression type bit and field must agree. */
-    put_be64(h + 72, QCOW2_INCOMPAT_COMPRESSION);
+    stq_be_p(h + 72, QCOW2_INCOMPAT_COMPRESSION);
     g_assert_cmpint(qcow2_header_parse(h, img->cs, img->buf->len, &hdr,
                                        &err), ==, -1);
     test_error_expect(&err, "compression type bit is set");
-    put_be64(h + 72, 0);
+    stq_be_p(h + 72, 0);
     h[104] = 1;
     g_assert_cmpint(qcow2_header_parse(h, img->cs, img->buf->len, &hdr,
                                        &err), ==, -1);
     test_error_expect(&err, "bit is not set");
-    put_be64(h + 72, QCOW2_INCOMPAT_COMPRESSION);
+    stq_be_p(h + 72, QCOW2_INCOMPAT_COMPRESSION);
     h[104] = 2;
     g_assert_cmpint(qcow2_header_parse(h, img->cs, img->buf->len, &hdr,
                                        &err), ==, -1);
     test_error_expect(&err, "unknown compression type 2");
     h[104] = 0;
     /* Extended L2 needs 16 KiB clusters (this image has 4 KiB). */
-    put_be64(h + 72, QCOW2_INCOMPAT_EXTL2);
+    stq_be_p(h + 72, QCOW2_INCOMPAT_EXTL2);
     g_assert_cmpint(qcow2_header_parse(h, img->cs, img->buf->len, &hdr,
                                        &err), ==, -1);
     test_error_expect(&err, "Extended L2 entries need clusters");
@@ -329,9 +315,9 @@ static void test_header_v2(void)
     uint8_t *h = img->buf->data;
     Qcow2Header hdr;
 
-    put_be32(h + 4, 2);
-    put_be64(h + 72, ~0ull);    /* v3 fields: ignored in version 2 */
-    put_be32(h + 96, 99);
+    stl_be_p(h + 4, 2);
+    stq_be_p(h + 72, ~0ull);    /* v3 fields: ignored in version 2 */
+    stl_be_p(h + 96, 99);
     g_assert_cmpint(qcow2_header_parse(h, img->cs, img->buf->len, &hdr,
                                        &error_abort), ==, 0);
     g_assert_cmpuint(hdr.incompatible_features, ==, 0);
@@ -344,8 +330,8 @@ static void test_header_v2(void)
 static size_t put_ext(uint8_t *p, uint32_t type, const void *data,
                       uint32_t len)
 {
-    put_be32(p, type);
-    put_be32(p + 4, len);
+    stl_be_p(p, type);
+    stl_be_p(p + 4, len);
     memcpy(p + 8, data, len);
     return 8 + ROUND_UP(len, 8);
 }
@@ -401,8 +387,8 @@ static void test_extensions_hostile(void)
           "only expected with LUKS" },
     };
 
-    put_be64(crypto, 65536);
-    put_be64(crypto + 8, 4096);
+    stq_be_p(crypto, 65536);
+    stq_be_p(crypto + 8, 4096);
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autoptr(Img) img = img_new(16, 1ull << 30, false);
         uint8_t *p = img->buf->data + 112;
@@ -411,7 +397,7 @@ static void test_extensions_hostile(void)
 
         put_ext(p, cases[i].type, cases[i].data, cases[i].len);
         if (cases[i].fake_len) {
-            put_be32(p + 4, cases[i].fake_len);
+            stl_be_p(p + 4, cases[i].fake_len);
         }
         g_assert_cmpint(parse_exts(img, &ext, &err), ==, -1);
         test_error_expect(&err, cases[i].error);
@@ -426,30 +412,30 @@ static void test_extensions_crypto(void)
     Qcow2Extensions ext;
     Error *err = NULL;
 
-    put_be32(img->buf->data + 32, QCOW2_CRYPT_LUKS);
+    stl_be_p(img->buf->data + 32, QCOW2_CRYPT_LUKS);
     /* LUKS without the extension */
     g_assert_cmpint(parse_exts(img, &ext, &err), ==, -1);
     test_error_expect(&err, "without a crypto header extension");
     /* A header past the end of the file */
-    put_be64(crypto, 1ull << 40);
-    put_be64(crypto + 8, 4096);
+    stq_be_p(crypto, 1ull << 40);
+    stq_be_p(crypto + 8, 4096);
     put_ext(p, QCOW2_EXT_CRYPTO_HEADER, crypto, 16);
     g_assert_cmpint(parse_exts(img, &ext, &err), ==, -1);
     test_error_expect(&err, "beyond the end of the file");
     /* Unaligned, too long, wrong length, then a good one */
-    put_be64(crypto, 65536 + 512);
+    stq_be_p(crypto, 65536 + 512);
     put_ext(p, QCOW2_EXT_CRYPTO_HEADER, crypto, 16);
     g_assert_cmpint(parse_exts(img, &ext, &err), ==, -1);
     test_error_expect(&err, "not cluster-aligned");
-    put_be64(crypto, 65536);
-    put_be64(crypto + 8, 1ull << 40);
+    stq_be_p(crypto, 65536);
+    stq_be_p(crypto + 8, 1ull << 40);
     put_ext(p, QCOW2_EXT_CRYPTO_HEADER, crypto, 16);
     g_assert_cmpint(parse_exts(img, &ext, &err), ==, -1);
     test_error_expect(&err, "Crypto header too large");
     put_ext(p, QCOW2_EXT_CRYPTO_HEADER, crypto, 8);
     g_assert_cmpint(parse_exts(img, &ext, &err), ==, -1);
     test_error_expect(&err, "invalid crypto header extension");
-    put_be64(crypto + 8, 4096);
+    stq_be_p(crypto + 8, 4096);
     put_ext(p, QCOW2_EXT_CRYPTO_HEADER, crypto, 16);
     g_assert_cmpint(parse_exts(img, &ext, &error_abort), ==, 0);
     g_assert_true(ext.has_crypto_header);
@@ -777,7 +763,7 @@ static void test_read_mapping(Fixture *f, gconstpointer data)
     memset(expect + 5 * cs, 5, cs);
     /* 6: zero flag over data; 7: unallocated */
     img_write(img, 6 * cs, 6);
-    img_set_l2(img, 6 * cs, qcow2_ld_be64(img_l2_entry(img, 6 * cs)) |
+    img_set_l2(img, 6 * cs, ldq_be_p(img_l2_entry(img, 6 * cs)) |
                QCOW2_OFLAG_ZERO, 0);
     /* The last, partial cluster (the image ends 1 KiB into it) */
     img_write(img, 64 * cs, 0x64);
@@ -932,7 +918,7 @@ static void test_read_hostile(Fixture *f, gconstpointer data)
 
         img_write(img, 0, 1);
         if (cases[i].l1e) {
-            put_be64(img->buf->data + img->l1_offset, cases[i].l1e);
+            stq_be_p(img->buf->data + img->l1_offset, cases[i].l1e);
         } else {
             img_set_l2(img, 0, cases[i].l2e, 0);
         }
@@ -952,24 +938,24 @@ static void test_open_refused(Fixture *f, gconstpointer data)
 
     memcpy(feature + 2, "frobnication", 12);
     put_ext(img->buf->data + 112, QCOW2_EXT_FEATURE_TABLE, feature, 48);
-    put_be64(img->buf->data + 72, 1ull << 9);
+    stq_be_p(img->buf->data + 72, 1ull << 9);
     bs = img_open(img, f->path, &err);
     g_assert_null(bs);
     test_error_expect(&err, "Unsupported qcow2 feature(s): frobnication");
 
-    put_be64(img->buf->data + 72, 1ull << 10);
+    stq_be_p(img->buf->data + 72, 1ull << 10);
     bs = img_open(img, f->path, &err);
     g_assert_null(bs);
     test_error_expect(&err, "Unknown incompatible feature: 400");
 
-    put_be64(img->buf->data + 72, 0);
+    stq_be_p(img->buf->data + 72, 0);
     img_save(img, f->path);
     bs = bdrv_open(f->path, "qcow2", NULL, BDRV_O_RDWR, &err);
     g_assert_null(bs);
     test_error_expect(&err, "qcow2 images are read-only");
 
     /* An external data file is named by the image or the options. */
-    put_be64(img->buf->data + 72, QCOW2_INCOMPAT_DATA_FILE);
+    stq_be_p(img->buf->data + 72, QCOW2_INCOMPAT_DATA_FILE);
     bs = img_open(img, f->path, &err);
     g_assert_null(bs);
     test_error_expect(&err, "'data-file' is required");
