@@ -72,8 +72,8 @@ static void fuzz_l2_table(FuzzTables *t, uint64_t l2_offset)
     }
     for (uint64_t i = 0; i < g->l2_entries && t->budget; i++, t->budget--) {
         const uint8_t *e = t->data + l2_offset + i * g->l2_entry_size;
-        uint64_t entry = qcow2_ld_be64(e);
-        uint64_t bitmap = g->extended_l2 ? qcow2_ld_be64(e + 8) : 0;
+        uint64_t entry = ldq_be_p(e);
+        uint64_t bitmap = g->extended_l2 ? ldq_be_p(e + 8) : 0;
 
         for (unsigned sc = 0; sc < subclusters; sc++) {
             Qcow2SubclusterType type;
@@ -105,7 +105,7 @@ static void fuzz_l1_table(FuzzTables *t)
         return;
     }
     for (uint64_t i = 0; i < entries && t->budget; i++, t->budget--) {
-        uint64_t l1e = qcow2_ld_be64(t->data + t->h->l1_table_offset + i * 8);
+        uint64_t l1e = ldq_be_p(t->data + t->h->l1_table_offset + i * 8);
         uint64_t l2 = l1e & QCOW2_OFFSET_MASK;
 
         /* What qcow2-cluster.c refuses before reading a table. */
@@ -125,7 +125,7 @@ static void fuzz_refcount_table(FuzzTables *t)
         return;
     }
     for (uint64_t i = 0; i < entries && t->budget; i++, t->budget--) {
-        uint64_t block = qcow2_ld_be64(t->data + t->h->refcount_table_offset +
+        uint64_t block = ldq_be_p(t->data + t->h->refcount_table_offset +
                                        i * 8) & QCOW2_REFT_OFFSET_MASK;
 
         if (!block || (block & (cs - 1)) || !fuzz_in_input(t, block, cs)) {
