@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A thin wrapper around Meson: see docs/building.md.
 BUILD ?= build
 MESON_OPTS ?=

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The block layer core: driver lookup, opening nodes from options, and the
  * checks every request passes before it reaches a driver.

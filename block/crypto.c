@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The "luks" format driver: a LUKS image on a child node ("file"), its
  * header either at the start of that file or in a file of its own (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The block drivers of this build: the one list that names them. The core
  * (block.c) looks drivers up by name here and probes every format in this

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The "file" protocol driver: an image's bytes in a POSIX file (or a block
  * device), with pread/pwrite, and fallocate for preallocation.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The formats qemu-img knows and qemu-img-lite does not read: vmdk, vhdx,
  * vdi, vpc, qed, qcow (version 1), parallels, dmg, cloop and bochs.

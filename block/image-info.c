@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * What "qemu-img info" shows of an image (QEMU's block/qapi.c): the fields
  * every node has, from the core, and the format-specific part, which the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Options in QEMU's dotted form (see include/block/options.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A bounded cache of qcow2 L2 tables (QEMU's qcow2-cache.c idea, reads
  * only): a fixed number of table-sized slots, least recently used evicted

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qcow2 cluster mapping: guest offset -> L1 entry -> L2 table -> host
  * offset (spec, "Cluster mapping" and "Extended L2 Entries").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qcow2 compressed clusters (spec, "Compressed Clusters Descriptor" and
  * compression_type): zlib raw deflate (no zlib header, as QEMU writes

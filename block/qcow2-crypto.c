@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qcow2 encryption, read side (spec, "Full disk encryption header
  * pointer" and "Data encryption"):

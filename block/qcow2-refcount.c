@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qcow2 reference counts, read side (spec, "Host cluster management"):
  * refcount table -> refcount block -> an entry of 1 to 64 bits. Reads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The "qcow2" format driver (read-only): the header and its extensions,
  * open and close, options, the read path and "info". The cluster mapping

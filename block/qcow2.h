@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The qcow2 format driver's private header (block/qcow2*.c), read-only.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The "raw" format driver: the image is its file's bytes, one to one.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Which key slot an amend fills, and which it erases: one policy, with one
  * set of messages (QEMU's, from its crypto/block-luks.c), for every format

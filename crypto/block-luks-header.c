@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The LUKS1 header: decoding, encoding and validation of its 592 bytes,
  * the cipher spec strings, and the layout of a new image.

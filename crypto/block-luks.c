@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The LUKS1 format driver: unlocking key slots, creating images, adding
  * and erasing key slots (QEMU's crypto/block-luks.c does the same job).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * LUKS2 cipher specs: the "encryption" strings of segments and key-slot
  * areas (LUKS2 spec, "keyslots" and "segments" objects) use dm-crypt's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * LUKS2 binary headers (LUKS2 spec, "binary header"): two copies, each a
  * 4096-byte binary header followed by the JSON area, checksummed as a whole.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * LUKS2 JSON metadata: edits (a key slot added, replaced or removed). They
  * are made to the parsed JsonNode, so unknown fields and tokens survive a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * LUKS2 JSON metadata: typed field access (LUKS2 spec, "JSON area"). Each
  * reader takes one member of a JSON object, checks its JSON type and its

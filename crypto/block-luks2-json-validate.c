@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * LUKS2 JSON metadata (LUKS2 spec, "JSON area" and its objects), validated
  * as cryptsetup does (lib/luks2/luks2_json_metadata.c): every field's type

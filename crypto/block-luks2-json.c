@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * LUKS2 JSON metadata (LUKS2 spec, "JSON area"): the life of a
  * QCryptoLUKS2Metadata. The text is parsed with json-glib and validated

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * LUKS2 JSON metadata, private to the block-luks2-json*.c files (the rest
  * of crypto/ uses luks2priv.h):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * LUKS2 key slots of type "luks2" and digests of type "pbkdf2" (LUKS2
  * spec, "keyslots" and "digests" objects).

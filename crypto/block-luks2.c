@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The LUKS2 format driver: opens, creates and amends cryptsetup 2.x's
  * default format through the driver table of crypto/blockpriv.h. The

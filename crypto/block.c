@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Encrypted images, the generic part: dispatch to the format driver
  * (crypto/blockpriv.h) and payload encryption through a pool of ciphers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The encrypted-image format driver table (private to crypto/), in the
  * shape of QEMU's crypto/blockpriv.h.

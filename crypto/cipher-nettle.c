@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The nettle cipher backend: every algorithm and mode of the interface, on
  * nettle's block ciphers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The cipher interface: argument checks and backend choice. The work
  * itself is done by backends through the driver table in cipherpriv.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The cipher driver table: what a backend provides (private to crypto/).
  *

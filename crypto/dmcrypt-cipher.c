@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * dm-crypt cipher specs (see dmcryptpriv.h): the name table, the split of
  * a mode key, and the "mode-ivgen[:hash]" chain, both ways.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * dm-crypt's cipher spelling, private to crypto/: shared by LUKS1, whose
  * header keeps the cipher name ("aes") and the chain ("xts-plain64") in

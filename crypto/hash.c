@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Message digests: one table row per algorithm, each pointing at a
  * nettle-style implementation (see hashpriv.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Hash internals shared by hash.c, hmac.c and pbkdf.c (private to crypto/).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * HMAC (RFC 2104) over any QCryptoHashAlgo.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * HMAC internals, for PBKDF2's inner loop (private to crypto/).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * benbi: "big-endian narrow block count", the IV dm-crypt pairs with LRW
  * (cryptsetup's "lrw-benbi"). The IV is the 64-bit big-endian number of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ESSIV, "encrypted salt-sector IV" (Clemens Fruhwirth, used by dm-crypt
  * and LUKS1 as "cbc-essiv:sha256"): IV = E_salt(plain64 sector), with

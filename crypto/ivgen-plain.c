@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The IV generators that lay the sector number out as it is: plain,
  * plain64, plain64be, and null (no IV at all). Layouts as in Linux

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * IV generators: names and argument checks. The generators themselves
  * sit in ivgen-*.c behind the table in ivgenpriv.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * LRW mode as dm-crypt's lrw(aes) runs it (see lrwpriv.h).
  *

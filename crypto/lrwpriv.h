@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * LRW mode (Liskov, Rivest, Wagner; IEEE P1619 draft, "LRW-AES") as
  * dm-crypt's lrw(aes) runs it, private to crypto/.

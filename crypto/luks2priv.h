@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * LUKS2 (private to crypto/): the binary headers, the JSON metadata and the
  * key slots of cryptsetup's LUKS2 format, as described in "LUKS2 On-Disk

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * LUKS1 on-disk format, private to crypto/: the header as the LUKS
  * On-Disk Format Specification version 1.2.3 defines it ("the spec"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * PBKDF2 (RFC 8018 section 5.2) with HMAC over any QCryptoHashAlgo, and the
  * iteration-count calibration LUKS uses to turn "iter-time" into a count.

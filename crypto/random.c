@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Random bytes from the kernel's CSPRNG through getrandom(2), which blocks
  * only until the pool is first initialised and never runs dry afterwards.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Sector ciphers (include/crypto/sector.h): the one place where a cipher
  * meets an IV generator.

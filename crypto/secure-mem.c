@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Secure buffers for key material (see include/crypto/secure-mem.h).
  */

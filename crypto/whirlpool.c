@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Whirlpool, written from the specification: P. Barreto and V. Rijmen,
  * "The WHIRLPOOL Hashing Function" (revised 2003, the version adopted in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Whirlpool (ISO/IEC 10118-3:2004, the final version with the Whirlpool
  * S-box of NESSIE's final round), in nettle's calling shape (private to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Helpers shared by the tweaked-block modes (xts.c, lrw.c), private to
  * crypto/. Both compute the tweaks of a whole chunk into a buffer and XOR

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qemu-img-lite amend: add or remove the passphrases (key slots) of a LUKS
  * image, without copying data.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qemu-img-lite compare: whether two images hold the same data. As
  * qemu-img: exit 0 identical, 1 different, 2 error; mismatches are

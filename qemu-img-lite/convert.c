@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qemu-img-lite convert: copy an image into a new (or, with -n, an
  * existing) one, in another format: raw -> luks, luks -> raw, luks -> luks

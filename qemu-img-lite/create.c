@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qemu-img-lite create: make a new image. Also the creation options (-o)
  * that create and measure share: their table, "-o help" and the

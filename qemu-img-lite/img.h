@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qemu-img-lite: what the commands share (main.c, prompt.c, progress.c,
  * signals.c, and create.c for the creation options).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qemu-img-lite info: what qemu-img 7.2 prints, with the same fields and
  * JSON keys, in the same order (its order comes from a QDict walk: we

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qemu-img-lite: a disk image tool whose command lines are qemu-img's
  * (create, convert, info, amend, compare, measure, resize), for raw and

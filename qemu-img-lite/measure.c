@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qemu-img-lite measure: the file size a new image needs, to hold a given
  * size or the contents of an existing image.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qemu-img-lite resize: change the virtual size of an image (grow it, or
  * shrink it with --shrink).

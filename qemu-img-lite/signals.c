@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qemu-img-lite: SIGINT and SIGTERM set a flag that long-running loops
  * (and the passphrase prompt) check, so that they stop cleanly.

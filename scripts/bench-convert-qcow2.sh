@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Time converting qcow2 images made by qemu-img, with qemu-img-lite and with
 # qemu-img, against `dd bs=256K` of the raw data:
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Time converting a raw file in the page cache to LUKS (aes-256-xts-plain64)
 # and back, with qemu-img-lite and with qemu-img, against `dd bs=256K` of
 # the same file, on the disk and on tmpfs; then a 2 TiB sparse raw file.

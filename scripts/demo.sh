@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # make demo: the project's main job on a sample image. A raw disk image
 # holding a FAT file system with a few files is converted to LUKS and back
 # with qemu-img-lite, and the round trip is checked with compare.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Install whatever of the build and test dependencies is missing (Debian 12).
 # Idempotent, and quiet when everything is already there.
 # --fuzz: also clang and its libFuzzer runtime (make fuzz).

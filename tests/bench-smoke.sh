@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Smoke test of the cipher benchmark (make check): it runs, --json gives one
 # object per configuration and direction with the documented keys, and bad
 # options exit with status 2. Timing is not judged here: see make bench.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * benchmark-crypto-cipher: cipher throughput through the block layer's
  * entry point, with numbers meant to repeat. See docs/benchmarking.md.

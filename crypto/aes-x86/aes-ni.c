@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * AES-NI on xmm registers: key expansion, CBC encryption (the one serial
  * mode, shared by every path) and the "aesni" path, which is the mode

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * VAES paths: the mode template of aes-x86-template.c.inc instantiated
  * twice, with 32-byte vectors (ymm, "vaes-256": VAES + VPCLMULQDQ + AVX2, e.g.

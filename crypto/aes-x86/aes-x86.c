@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Built-in AES for x86-64: CPU detection and the three backends
  * ("vaes-512", "vaes-256", "aesni") that crypto/cipher.c lists best first.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Built-in AES for x86-64: what the three paths (aesni, vaes-256, vaes-512)
  * share. Private to crypto/aes-x86/.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A small block layer (QEMU's block/ shape): a graph of nodes, each a
  * BlockDriverState run by a BlockDriver. A format node ("raw", "luks")

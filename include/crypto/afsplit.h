@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The LUKS anti-forensic splitter (LUKS1 spec, section 2.4 "AF-Splitter"):
  * a key of blocklen bytes is spread over blocklen * stripes bytes, so that

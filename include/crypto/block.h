@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Encrypted image formats (QEMU's crypto/block.h shape): the header and key
  * slots of a LUKS image, and the encryption of its payload sectors. The

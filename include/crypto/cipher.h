@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Block ciphers: one interface (QEMU's qcrypto_cipher_* shape), several
  * backends behind a driver table (crypto/cipherpriv.h). Callers never know

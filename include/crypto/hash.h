@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Message digests: nettle's, plus Whirlpool of our own (crypto/whirlpool.c),
  * which nettle lacks but old cryptsetup images use.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * IV generators: the IV of each disk sector, as dm-crypt computes it.
  *

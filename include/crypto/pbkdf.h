@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* PBKDF2 (RFC 8018 section 5.2) with HMAC over any QCryptoHashAlgo. */
 #ifndef QCRYPTO_PBKDF_H
 #define QCRYPTO_PBKDF_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Cryptographically strong random bytes (getrandom(2)). */
 #ifndef QCRYPTO_RANDOM_H
 #define QCRYPTO_RANDOM_H

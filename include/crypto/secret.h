@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Secrets (QEMU's "--object secret,id=ID,data=STR" / "file=PATH"): named
  * passphrases the tool registers once and drivers look up by id

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Sector ciphers: a cipher, an IV generator and the layout of the sectors
  * in one object that encrypts runs of whole sectors, as dm-crypt's crypt

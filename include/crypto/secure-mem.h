@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Buffers for key material: passphrases, PBKDF2 outputs, slot keys, AF
  * split material and master keys.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * XTS mode (IEEE 1619-2007) over any 128-bit block cipher.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Loads and stores of big-endian integers at any address, for on-disk
  * formats (LUKS1's and LUKS2's headers, qcow2's). Little-endian ones

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Error reporting in QEMU's style: every failure a user can cause travels up
  * as an Error object through an "Error **errp" argument. Functions return

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Interop with cryptsetup 2.x (LUKS1): its images read and written by
 qemu-img-lite, ours accepted by it, and key slots added on either side
 accepted by the other. cryptsetup here has kernel ciphers for AES only."""

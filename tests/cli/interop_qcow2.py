@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """qcow2 images made by the real qemu-img 7.2 and qemu-io, read by
 qemu-img-lite: every feature of the read-only qcow2 driver (block/qcow2*.c)
 against qemu-img's own reading of the same image.

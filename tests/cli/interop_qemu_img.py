@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Interop with the real qemu-img 7.2, over a matrix of ciphers, modes, IV
 generators and hashes: images qemu-img makes read right by qemu-img-lite,
 images qemu-img-lite makes read right by qemu-img (and, for AES, accepted by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """cryptsetup's own LUKS1 test images (QIL_TESTDATA/cryptsetup): every one
 opens, and its data area holds the vfat file system with UUID DEAD-BABE;
 the compatibility images open; hostile headers are refused cleanly."""

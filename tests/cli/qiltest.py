@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Shared helpers of the command-line tests (tests/cli/*.py).
 
 Each test script is a unittest module run by meson; the tool comes from the

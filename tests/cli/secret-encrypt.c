@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * secret-encrypt KEYFILE IV_HEX < PLAINTEXT > CIPHERTEXT
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """qemu-img-lite amend: add and remove LUKS key slots as qemu-img does."""
 from qiltest import ITER_TIME, SECRET, TestCase, file_bytes, luks_opts, \
     main, qil

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """qemu-img-lite compare: exit 0 same / 1 differ / 2 error, and qemu-img's
 messages."""
 from qiltest import SECRET, TestCase, luks_opts, main, qemu_img, qil, \

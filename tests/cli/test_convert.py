@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """qemu-img-lite convert: raw <-> luks, luks -> luks, -n, --image-opts,
 progress, sparse targets, and never a half-written target."""
 import os

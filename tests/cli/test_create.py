@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """qemu-img-lite create: raw and LUKS images, sizes, options, refusals."""
 import os
 

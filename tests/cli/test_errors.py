@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Errors: "qemu-img-lite: <file>: <message>" on stderr, exit 1, and no
 half-written image left behind (a full disk, simulated with a small tmpfs)."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Images of the formats qemu-img knows and qemu-img-lite does not read
 (vmdk, vhdx, vdi, vpc, qed, qcow, parallels, dmg, cloop, bochs): every
 command refuses them naming the format, exit 1, never reads them as raw,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """qemu-img-lite info: the fields and JSON keys of qemu-img info, read
 without the passphrase; checked against qemu-img on the same images."""
 import json

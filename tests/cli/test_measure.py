@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """qemu-img-lite measure: qemu-img's numbers and output forms."""
 import json
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """qemu-img-lite resize: absolute and relative sizes, --shrink, LUKS."""
 import os
 

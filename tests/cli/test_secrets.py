@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """--object secret,...: data, base64, file (any bytes), file=/dev/stdin,
 prompt=on, encrypted secrets (keyid, iv), refusals (invalid base64, an
 empty passphrase for a new key slot), passphrases, file names and option

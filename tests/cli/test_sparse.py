@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Sparse images and block status.
 
 convert and compare walk a raw image one extent at a time, so a 2 TiB

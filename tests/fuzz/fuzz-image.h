@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The fuzz input as an in-memory image behind QCryptoBlockReadFunc.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Fuzz target: the LUKS1 header, parsed and validated (qcrypto_block_open
  * with QCRYPTO_BLOCK_OPEN_NO_IO: no secret, no key slot read).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Fuzz target: a full LUKS1 open with the passphrase "fuzz", so the key
  * slot code (PBKDF2, key material decryption, the AF merge, the master

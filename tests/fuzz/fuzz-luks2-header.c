@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Fuzz target: the LUKS2 headers, both binary copies and the JSON
  * metadata, parsed and validated (qcrypto_block_open with

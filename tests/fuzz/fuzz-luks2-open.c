@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Fuzz target: a full LUKS2 open with the passphrase "fuzz": the KDF
  * (PBKDF2, argon2i, argon2id), the key slot area decryption, the AF merge

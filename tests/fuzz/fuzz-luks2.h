@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * What the LUKS2 fuzz targets share: checksums put right, and key slot
  * costs bounded, before the input is opened.

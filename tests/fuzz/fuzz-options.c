@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Fuzz target: the option strings of the command line, parsed as
  * qemu-img-lite parses them (block/options.c):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Fuzz target: the qcow2 header, its extensions and the tables it points
  * at, parsed from a buffer (the parsing functions of block/qcow2.h take

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Fuzz target: a whole qcow2 open through the block layer, then "info",
  * block status and reads across the virtual disk (standard, zero,

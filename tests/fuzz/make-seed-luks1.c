@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Make a small LUKS1 image for the fuzz corpora (make-seeds.sh runs it):
  * created by our own format code, then rewritten with a handful of PBKDF2

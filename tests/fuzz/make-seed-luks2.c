@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Make a small LUKS2 image for the fuzz corpora (make-seeds.sh runs it):
  * created by our own format code with the cheapest key slots it makes

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Make the seed corpora of the qcow2 fuzz targets
 # (tests/fuzz/corpus/fuzz-qcow2-open/ and fuzz-qcow2-header/) with the
 # real qemu-img and qemu-io (7.2): small images of each layout and feature

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Make the seed corpora of the fuzz targets (tests/fuzz/corpus/<target>/)
 # with our own format code: small images with a few PBKDF2 iterations,
 # truncated after their key material (make-seed-luks1.c says how), and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Replay a corpus without libFuzzer: the main() the fuzz targets are
  * linked with in the ordinary build. Each argument is a file or a

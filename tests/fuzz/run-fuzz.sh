@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # make fuzz: build the libFuzzer targets and run each for a while.
 #
 #   tests/fuzz/run-fuzz.sh BUILD-DIR SECONDS [TARGET...]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * What the seed makers (make-seed-luks1.c, make-seed-luks2.c) share: an
  * in-memory image that the LUKS create code writes through callbacks and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Hex strings for known-answer tests: spaces are ignored, so vectors can
  * be laid out as in the standards that publish them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The test vectors of IEEE Std 1619-2007, Annex B (XTS-AES-128,
  * XTS-AES-256, and ciphertext stealing with data units of 17 to 20

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Helpers shared by the LUKS tests: an image held in memory behind the
  * QCryptoBlock read / write / init callbacks, and access to cryptsetup's

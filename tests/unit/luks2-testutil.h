@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Helpers shared by the LUKS2 tests: image files as the header's
  * read/write callbacks, cryptsetup's test images unpacked into a scratch

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Block status of the file protocol (block/file-posix.c): each answer
  * covers a whole extent of the file, and a walk over the file makes one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The luks block driver (block/crypto.c) over the file protocol: requests
  * of any alignment read back what was written (read-modify-write of

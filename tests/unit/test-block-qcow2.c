@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The qcow2 driver (block/qcow2*.c), read-only, on images built here byte
  * by byte from the spec (QEMU's docs/interop/qcow2.txt), so every field

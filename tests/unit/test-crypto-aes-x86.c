@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The built-in AES paths (crypto/aes-x86/): every path this CPU can run
  * ("vaes-512", "vaes-256", "aesni") must agree with nettle on random

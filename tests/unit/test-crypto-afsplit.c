@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The LUKS anti-forensic splitter (LUKS1 On-Disk Format Specification
  * 1.2.3, "AF-Splitter"):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * LUKS1 images made by other tools open and decrypt right: cryptsetup's
  * compatibility images (tests/ of cryptsetup 2.6.1, in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Hostile LUKS1 headers are refused with a clear error, before any
  * allocation or PBKDF2 run they could size, without a crash and without a

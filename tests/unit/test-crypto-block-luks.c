@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * LUKS1 images made by our own create: they open again and encrypt and
  * decrypt right for every cipher spec, lay their header out as QEMU 7.2

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * LUKS2 through the public interface (crypto/block.h), checked against
  * cryptsetup: images we create pass `cryptsetup luksDump` and

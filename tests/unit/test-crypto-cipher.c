@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The cipher interface: known answers from the standards for every
  * algorithm, chaining across calls, the error cases a user can hit, and

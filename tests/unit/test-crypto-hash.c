@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Message digests against the standards' own examples:
  *   MD5:        RFC 1321 appendix A.5 (the test suite)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * HMAC against the RFCs' test cases:
  *   RFC 4231 section 4 (HMAC-SHA-224/256/384/512, cases 1-7; case 5's MAC

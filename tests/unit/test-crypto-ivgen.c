@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * IV generators: a known-answer table for each, at 512-byte sectors
  * (shift 0) and at 4096-byte sectors counted in 512-byte units (shift 3,

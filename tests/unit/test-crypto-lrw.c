@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * LRW (crypto/lrw.c) through the cipher interface, as dm-crypt's
  * lrw(aes) runs it: the LRW-32-AES test vectors of the IEEE P1619 LRW

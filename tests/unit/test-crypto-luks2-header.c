@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * LUKS2 binary headers (LUKS2 spec, binary header): both copies read and
  * checked, the newer valid one chosen, a damaged primary recovered from the

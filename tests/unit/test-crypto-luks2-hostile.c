@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Hostile LUKS2 images, made from cryptsetup's luks2_valid_hdr (the base
  * its own validation tests use): one change to the JSON, written into both

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * LUKS2 JSON metadata: what crypto/block-luks2-json.c accepts and what it
  * refuses, and that edits keep what it does not understand.

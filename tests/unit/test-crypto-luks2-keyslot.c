@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * LUKS2 key slots against cryptsetup: images it made (its test images,
  * and new ones from `cryptsetup luksFormat --type luks2` with argon2id,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * PBKDF2 against the RFCs' test vectors:
  *   RFC 6070 section 2 (PBKDF2-HMAC-SHA1; the 16777216-iteration case runs

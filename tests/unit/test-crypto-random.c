@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Random bytes: large requests are filled completely (getrandom(2) returns
  * at most 32 MiB - 1 per call, and may return less when interrupted), and

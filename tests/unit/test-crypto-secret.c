@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The secret registry (crypto/secret.c): values as given, from files (any
  * bytes), base64 decoded strictly (RFC 4648), and encrypted secrets as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Sector ciphers (crypto/sector.c): known answers, the backends' bulk path
  * against the per-sector path, and the errors a caller can cause.

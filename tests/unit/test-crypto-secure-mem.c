@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Secure buffers (crypto/secure-mem.c): zeroed, page-aligned, each on
  * pages of its own, locked while alive where RLIMIT_MEMLOCK allows, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * XTS (crypto/xts.c) through the cipher interface: every test vector of
  * IEEE Std 1619-2007, Annex B (vectors 1-18: XTS-AES-128, XTS-AES-256,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Checking errors in the tests. An error that must not happen needs no
  * helper: pass &error_abort, and the test aborts with the message and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * util/error.c: what each kind of errp does with an error, in particular
  * &error_abort (abort with the message and where it was set) and
