@@ -20,7 +20,7 @@ if [ "$lines" -lt 2 ] || [ $((lines % 2)) -ne 0 ]; then
     say "$out"; fail=1
 fi
 for key in backend impl alg mode chunk sector_size dir mib_s min max cv \
-           runs bytes; do
+           runs bytes limit_pct; do
     n=$(printf '%s\n' "$out" | grep -c "\"$key\":")
     if [ "$n" -ne "$lines" ]; then
         say "FAIL: key \"$key\" missing from some --json line"; fail=1
@@ -39,6 +39,18 @@ cpu=$(taskset -pc $$ 2>/dev/null | sed 's/.*: *//; s/[-,].*//')
 "$bench" --alg aes-256 --mode cbc --chunk 4096 --sector-size 512 \
     --seconds 0.01 --runs 2 --warmup 0 --dir dec ${cpu:+--pin $cpu} \
     >/dev/null || { say "FAIL: --sector-size/--seconds run exited $?"; fail=1; }
+
+# --limit alone: the AES units' limit table and nothing else; every width
+# it lists has a positive rate (none on a CPU without AES-NI).
+out=$("$bench" --limit --runs 2) || { say "FAIL: --limit exited $?"; fail=1; }
+printf '%s\n' "$out" | grep -q '^instruction  *path  *rounds/s' ||
+    { say "FAIL: --limit printed no table:"; say "$out"; fail=1; }
+if printf '%s\n' "$out" | grep -q 'xts\|MiB/s of thread CPU'; then
+    say "FAIL: --limit alone measured ciphers too"; fail=1
+fi
+if printf '%s\n' "$out" | awk '/AESENC/ && !($3 > 0) { bad = 1 } END { exit !bad }'; then
+    say "FAIL: --limit: a width without a positive rate:"; say "$out"; fail=1
+fi
 
 # Each bad option: status 2 and a message.
 bad() {

@@ -63,6 +63,7 @@ static struct {
     gdouble seconds;            /* 0: fixed work */
     gboolean json;
     gint pin;                   /* -1: none */
+    gboolean limit;
 } opts = {
     .runs = 7,
     .warmup = 1,
@@ -199,6 +200,9 @@ static const GOptionEntry option_entries[] = {
       NULL },
     { "pin", 'p', 0, G_OPTION_ARG_INT, &opts.pin,
       "Run on this CPU only (sched_setaffinity)", "CPU" },
+    { "limit", 'l', 0, G_OPTION_ARG_NONE, &opts.limit,
+      "Print the AES units' limit per vector width first (alone, without "
+      "--alg or --mode: only that)", NULL },
     { NULL }
 };
 
@@ -544,6 +548,229 @@ static void bench_stats(const RunTime *t, guint n, BenchResult *r)
 }
 
 /* ------------------------------------------------------------------ */
+/* The AES units' limit (--limit)                                     */
+
+/*
+ * What this CPU's AES units can give, per vector width: independent
+ * chains of AES rounds (VAESENC on zmm and ymm, AESENC on xmm), enough of
+ * them that latency never shows, so the count per second is the issue
+ * rate of the AES units alone. An AES-N block needs Nr such rounds
+ * (Nr - 1 AESENC and one AESENCLAST; the first XOR is not an AES unit
+ * operation), so rounds/s x blocks per vector / Nr x 16 bytes is the
+ * fastest any mode can run on that width with that key size. Each AES
+ * result is then printed as a percentage of the limit of the width its
+ * path uses (XTS also spends rounds on its tweaks, 1 block per sector,
+ * which this ignores).
+ */
+#define LIMIT_CHAINS 12         /* > latency x issue rate on current cores */
+#define LIMIT_UNROLL 4          /* rounds per chain per loop iteration */
+#define LIMIT_RUN_SECONDS 0.05
+
+typedef enum {
+    LIMIT_XMM,
+    LIMIT_YMM,
+    LIMIT_ZMM,
+    LIMIT__MAX,
+} LimitWidth;
+
+static const struct {
+    const char *insn;
+    const char *path;           /* the aes-x86 path of this width */
+    unsigned blocks;            /* AES blocks per instruction */
+} limit_widths[LIMIT__MAX] = {
+    [LIMIT_XMM] = { "AESENC xmm", "aesni", 1 },
+    [LIMIT_YMM] = { "VAESENC ymm", "vaes-256", 2 },
+    [LIMIT_ZMM] = { "VAESENC zmm", "vaes-512", 4 },
+};
+
+/* Median AES instructions per second of CPU time; 0: not measured. */
+static double limit_rate[LIMIT__MAX];
+
+#ifdef HAVE_TSC
+/* A sink the compiler cannot prove unused. */
+static volatile uint64_t limit_sink;
+
+/*
+ * iters x LIMIT_CHAINS x LIMIT_UNROLL rounds; the chains start apart and
+ * the key is not a constant, so nothing folds away.
+ */
+#define LIMIT_KERNEL(name, tgt, VEC, set1, aesenc, lane0)             \
+    static __attribute__((target(tgt), noinline))                       \
+    void name(uint64_t iters, uint32_t seed)                            \
+    {                                                                   \
+        VEC x[LIMIT_CHAINS];                                            \
+        VEC k = set1(seed);                                             \
+        uint64_t acc = 0;                                               \
+                                                                        \
+        for (int c = 0; c < LIMIT_CHAINS; c++) {                        \
+            x[c] = set1(seed + c);                                      \
+        }                                                               \
+        for (uint64_t i = 0; i < iters; i++) {                          \
+            _Pragma("GCC unroll 4")                                     \
+            for (int u = 0; u < LIMIT_UNROLL; u++) {                    \
+                _Pragma("GCC unroll 12")                                \
+                for (int c = 0; c < LIMIT_CHAINS; c++) {                \
+                    x[c] = aesenc(x[c], k);                             \
+                }                                                       \
+            }                                                           \
+        }                                                               \
+        for (int c = 0; c < LIMIT_CHAINS; c++) {                        \
+            acc += (uint64_t)_mm_cvtsi128_si64(lane0(x[c]));            \
+        }                                                               \
+        limit_sink = acc;                                               \
+    }
+
+LIMIT_KERNEL(limit_xmm, "aes,sse2", __m128i, _mm_set1_epi32,
+             _mm_aesenc_si128, (__m128i))
+LIMIT_KERNEL(limit_ymm, "aes,avx2,vaes", __m256i, _mm256_set1_epi32,
+             _mm256_aesenc_epi128, _mm256_castsi256_si128)
+LIMIT_KERNEL(limit_zmm, "aes,avx2,vaes,avx512f", __m512i, _mm512_set1_epi32,
+             _mm512_aesenc_epi128, _mm512_castsi512_si128)
+
+static void (*const limit_kernels[LIMIT__MAX])(uint64_t, uint32_t) = {
+    [LIMIT_XMM] = limit_xmm,
+    [LIMIT_YMM] = limit_ymm,
+    [LIMIT_ZMM] = limit_zmm,
+};
+
+/* Whether the cipher layer lists path (it checks CPUID and XCR0). */
+static bool limit_path_usable(const char *path)
+{
+    const char *const *list = qcrypto_cipher_backend_list();
+
+    for (size_t i = 0; list[i]; i++) {
+        if (g_str_equal(list[i], path)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Median of --runs timings of about LIMIT_RUN_SECONDS each. */
+static double limit_measure(LimitWidth w)
+{
+    g_autofree double *rate = g_new(double, opts.runs);
+    uint64_t iters = 1000;
+    double t0, t;
+
+    /* Calibrate: grow the loop until it takes a tenth of a run. */
+    for (;;) {
+        t0 = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+        limit_kernels[w](iters, 1);
+        t = clock_seconds(CLOCK_THREAD_CPUTIME_ID) - t0;
+        if (t >= LIMIT_RUN_SECONDS / 10) {
+            break;
+        }
+        iters *= 4;
+    }
+    iters = MAX(1, iters * (LIMIT_RUN_SECONDS / t));
+    for (int i = 0; i < opts.runs; i++) {
+        t0 = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+        limit_kernels[w](iters, i + 2);
+        t = clock_seconds(CLOCK_THREAD_CPUTIME_ID) - t0;
+        rate[i] = (double)iters * LIMIT_CHAINS * LIMIT_UNROLL / t;
+    }
+    return median(rate, opts.runs);
+}
+#endif
+
+/* Measure every width this CPU runs, once. */
+static void limit_init(void)
+{
+#ifdef HAVE_TSC
+    for (int w = 0; w < LIMIT__MAX; w++) {
+        if (limit_path_usable(limit_widths[w].path)) {
+            limit_rate[w] = limit_measure(w);
+        }
+    }
+#endif
+}
+
+static unsigned aes_rounds(QCryptoCipherAlgo alg)
+{
+    switch (alg) {
+    case QCRYPTO_CIPHER_ALGO_AES_128:
+        return 10;
+    case QCRYPTO_CIPHER_ALGO_AES_192:
+        return 12;
+    case QCRYPTO_CIPHER_ALGO_AES_256:
+        return 14;
+    default:
+        return 0;
+    }
+}
+
+/* MiB/s of AES-alg at the limit of width w; 0: no such figure. */
+static double limit_mib_s(LimitWidth w, QCryptoCipherAlgo alg)
+{
+    unsigned nr = aes_rounds(alg);
+
+    if (!nr || !limit_rate[w]) {
+        return 0;
+    }
+    return limit_rate[w] * limit_widths[w].blocks * 16 / nr / MiB;
+}
+
+/*
+ * The result as a percentage of its width's limit; < 0 when there is none
+ * (not AES, or a path of unknown width: nettle's is its own business).
+ */
+static double limit_percent(const BenchResult *r)
+{
+    for (int w = 0; w < LIMIT__MAX; w++) {
+        if (g_str_equal(r->impl, limit_widths[w].path)) {
+            double lim = limit_mib_s(w, r->cfg.alg);
+
+            return lim > 0 ? 100 * r->median / lim : -1;
+        }
+    }
+    return -1;
+}
+
+static void print_limit(void)
+{
+    static const QCryptoCipherAlgo algs[] = {
+        QCRYPTO_CIPHER_ALGO_AES_128, QCRYPTO_CIPHER_ALGO_AES_192,
+        QCRYPTO_CIPHER_ALGO_AES_256,
+    };
+
+    if (!opts.json) {
+        printf("# AES units' limit: independent rounds per second of CPU "
+               "time (median of %d runs),\n# and the MiB/s they allow per "
+               "key size\n", opts.runs);
+        printf("%-12s %-9s %12s %10s %10s %10s\n", "instruction", "path",
+               "rounds/s", "aes-128", "aes-192", "aes-256");
+    }
+    for (int w = 0; w < LIMIT__MAX; w++) {
+        if (!limit_rate[w]) {
+            continue;
+        }
+        if (opts.json) {
+            printf("{\"kind\":\"aes-limit\",\"instruction\":\"%s\","
+                   "\"path\":\"%s\",\"rounds_per_s\":%.4g",
+                   limit_widths[w].insn, limit_widths[w].path,
+                   limit_rate[w]);
+            for (size_t a = 0; a < G_N_ELEMENTS(algs); a++) {
+                printf(",\"aes_%u_mib_s\":%.1f", 128 + 64 * (unsigned)a,
+                       limit_mib_s(w, algs[a]));
+            }
+            printf("}\n");
+        } else {
+            printf("%-12s %-9s %12.4g", limit_widths[w].insn,
+                   limit_widths[w].path, limit_rate[w]);
+            for (size_t a = 0; a < G_N_ELEMENTS(algs); a++) {
+                printf(" %10.1f", limit_mib_s(w, algs[a]));
+            }
+            printf("\n");
+        }
+    }
+    if (!opts.json) {
+        printf("\n");
+    }
+    fflush(stdout);
+}
+
+/* ------------------------------------------------------------------ */
 /* One configuration                                                  */
 
 static void fill_pattern(uint8_t *buf, size_t len, uint8_t seed)
@@ -695,9 +922,11 @@ static void print_header(guint nconfigs)
                total < 120 ? ceil(total) : ceil(total / 60),
                total < 120 ? "seconds" : "minutes");
     }
-    printf("%-9s %-9s %-12s %-4s %6s %6s %-3s %9s %9s %9s %6s %9s %6s\n",
+    printf("# lim%% = MiB/s as a percentage of the AES units' limit on "
+           "the path's vector width (--limit)\n");
+    printf("%-9s %-9s %-12s %-4s %6s %6s %-3s %9s %9s %9s %6s %9s %6s %5s\n",
            "backend", "impl", "algorithm", "mode", "chunk", "sector", "dir",
-           "MiB/s", "min", "max", "cv%", "wall", "cyc/B");
+           "MiB/s", "min", "max", "cv%", "wall", "cyc/B", "lim%");
     fflush(stdout);
 }
 
@@ -705,6 +934,7 @@ static void print_result(const BenchResult *r)
 {
     const BenchConfig *c = &r->cfg;
     bool noisy = r->cv > NOISY_CV;
+    double lim = limit_percent(r);
 
     if (opts.json) {
         printf("{\"kind\":\"cipher\",\"backend\":\"%s\",\"impl\":\"%s\","
@@ -721,6 +951,11 @@ static void print_result(const BenchResult *r)
         } else {
             printf("\"cycles_per_byte\":null,");
         }
+        if (lim >= 0) {
+            printf("\"limit_pct\":%.1f,", lim);
+        } else {
+            printf("\"limit_pct\":null,");
+        }
         printf("\"noisy\":%s}\n", noisy ? "true" : "false");
     } else {
         printf("%-9s %-9s %-12s %-4s %6zu %6zu %-3s %9.1f %9.1f %9.1f %6.2f "
@@ -733,6 +968,11 @@ static void print_result(const BenchResult *r)
             printf("%6.2f", r->cycles_per_byte);
         } else {
             printf("%6s", "-");
+        }
+        if (lim >= 0) {
+            printf(" %5.1f", lim);
+        } else {
+            printf(" %5s", "-");
         }
         printf("%s\n", noisy ? "  noisy" : "");
     }
@@ -811,6 +1051,16 @@ static void print_summary(const GArray *results)
             printf("%15s | %4zub | %15s | %15s | %s\n", name,
                    qcrypto_cipher_get_mode_key_len(alg, mode) * 8, enc, dec,
                    path);
+        }
+    }
+    /* The yardstick every AES figure above is measured against. */
+    for (int w = LIMIT__MAX - 1; w >= 0; w--) {
+        if (limit_rate[w]) {
+            printf("# AES units' limit, %s: %.1f MiB/s AES-128, %.1f MiB/s "
+                   "AES-256 (%s)\n", limit_widths[w].path,
+                   limit_mib_s(w, QCRYPTO_CIPHER_ALGO_AES_128),
+                   limit_mib_s(w, QCRYPTO_CIPHER_ALGO_AES_256),
+                   limit_widths[w].insn);
         }
     }
 }
@@ -936,7 +1186,22 @@ int main(int argc, char **argv)
     everything = !opts.algs && !opts.modes;
 
     tsc_init();
+    if (opts.limit && !opts.algs && !opts.modes) {
+        limit_init();
+        print_limit();
+        return 0;
+    }
     configs = plan(algs, modes, backends);
+    for (guint i = 0; i < configs->len; i++) {
+        /* Any AES configuration gets its percentage of the limit. */
+        if (aes_rounds(g_array_index(configs, BenchConfig, i).alg)) {
+            limit_init();
+            break;
+        }
+    }
+    if (opts.limit) {
+        print_limit();
+    }
     if (configs->len == 0) {
         bad_option("nothing to measure: no backend asked for runs the "
                    "algorithms and modes asked for");
