@@ -20,6 +20,8 @@
 #   BENCH_DIR   where the images go (default /var/tmp); needs about
 #               5 x SIZE free, and as much RAM for the page cache
 set -euo pipefail
+# best OUT CMD... and row NAME TIME DD [QEMU_IMG_TIME]
+source "$(dirname "$0")/bench-lib.sh"
 
 BUILD=${1:-build}
 SIZE_MIB=${2:-1024}
@@ -34,40 +36,6 @@ LUKS_OPEN="driver=luks,key-secret=s0,file.filename="
 DIR=$(mktemp -d "${BENCH_DIR:-/var/tmp}/qil-bench-qcow2.XXXXXX")
 trap 'rm -rf "$DIR"' EXIT
 cd "$DIR"
-
-# best OUT CMD...: run CMD RUNS times (successful runs only: qemu-img's
-# PBKDF2 calibration fails now and then under load), removing OUT and
-# syncing before each; print the fastest time in seconds.
-best() {
-    local out=$1; shift
-    local t start end min='' ok=0 tries=0
-    while [ "$ok" -lt "$RUNS" ] && [ "$tries" -lt $((RUNS * 4)) ]; do
-        tries=$((tries + 1))
-        rm -f "$out"
-        sync
-        start=$(date +%s%N)
-        if ! "$@" >/dev/null 2>&1; then
-            continue
-        fi
-        end=$(date +%s%N)
-        t=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
-        ok=$((ok + 1))
-        if [ -z "$min" ] || awk "BEGIN{exit !($t < $min)}"; then
-            min=$t
-        fi
-    done
-    echo "${min:-failed}"
-}
-
-# row NAME TIME DD [QEMU_IMG_TIME]: one line of the table, with ratios.
-row() {
-    awk -v n="$1" -v t="$2" -v d="$3" -v q="${4:-}" 'BEGIN {
-        line = sprintf("%-24s %7.3f s  %5.2fx dd", n, t, t / d)
-        if (q != "" && q != "failed")
-            line = line sprintf("   qemu-img %7.3f s (%.1fx ours)", q, q / t)
-        print line
-    }'
-}
 
 # luks_matches IMAGE: the LUKS image decrypts to src.raw (qemu-img reads it).
 luks_matches() {
