@@ -26,13 +26,6 @@ typedef struct BlockCrypto {
     uint64_t sector_size;
 } BlockCrypto;
 
-/*
- * Unaligned requests, and writes whose buffer must be kept, go through a
- * bounce buffer of at most this many bytes at a time (memory stays bounded
- * whatever the request size).
- */
-#define BLOCK_CRYPTO_BOUNCE_SIZE (1024 * 1024)
-
 /* Header I/O callbacks: opaque is the node holding the header. */
 
 static int block_crypto_header_read(QCryptoBlock *block, uint64_t offset,
@@ -246,55 +239,18 @@ static bool block_crypto_is_aligned(BlockCrypto *s, uint64_t offset,
     return offset % s->sector_size == 0 && bytes % s->sector_size == 0;
 }
 
-/*
- * An unaligned request goes through the bounce buffer piece by piece: the
- * next piece covers n bytes of the request, starting skip bytes into the
- * span bytes of whole sectors that begin at start.
- */
-typedef struct BlockCryptoPiece {
-    uint64_t start;
-    size_t skip, n, span;
-} BlockCryptoPiece;
-
-static BlockCryptoPiece block_crypto_piece(BlockCrypto *s, uint64_t offset,
-                                           size_t bytes)
-{
-    BlockCryptoPiece p;
-
-    p.start = ROUND_DOWN(offset, s->sector_size);
-    p.skip = offset - p.start;
-    p.n = MIN(bytes, BLOCK_CRYPTO_BOUNCE_SIZE - p.skip);
-    p.span = ROUND_UP(p.skip + p.n, s->sector_size);
-    return p;
-}
-
 static int block_crypto_pread(BlockDriverState *bs, uint64_t offset, void *buf,
                               size_t bytes, Error **errp)
 {
     BlockCrypto *s = bs->opaque;
-    g_autofree uint8_t *bounce = NULL;
-    uint8_t *out = buf;
 
     /* The common case: decrypt in the caller's buffer, in one piece. */
     if (block_crypto_is_aligned(s, offset, bytes)) {
         return block_crypto_read_sectors(bs, offset, buf, bytes, errp);
     }
 
-    bounce = g_malloc(BLOCK_CRYPTO_BOUNCE_SIZE);
-    while (bytes) {
-        BlockCryptoPiece piece = block_crypto_piece(s, offset, bytes);
-        uint64_t start = piece.start;
-        size_t skip = piece.skip, n = piece.n, span = piece.span;
-
-        if (block_crypto_read_sectors(bs, start, bounce, span, errp) < 0) {
-            return -1;
-        }
-        memcpy(out, bounce + skip, n);
-        out += n;
-        offset += n;
-        bytes -= n;
-    }
-    return 0;
+    return bdrv_pread_aligned_pieces(bs, offset, buf, bytes, s->sector_size,
+                                     block_crypto_read_sectors, errp);
 }
 
 static int block_crypto_pwrite(BlockDriverState *bs, uint64_t offset,
@@ -315,9 +271,9 @@ static int block_crypto_pwrite(BlockDriverState *bs, uint64_t offset,
                                           errp);
     }
 
-    bounce = g_malloc(BLOCK_CRYPTO_BOUNCE_SIZE);
+    bounce = g_malloc(BDRV_BOUNCE_SIZE);
     while (bytes) {
-        BlockCryptoPiece piece = block_crypto_piece(s, offset, bytes);
+        BdrvPiece piece = bdrv_piece(offset, bytes, s->sector_size);
         uint64_t start = piece.start;
         size_t skip = piece.skip, n = piece.n, span = piece.span;
 

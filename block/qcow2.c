@@ -32,8 +32,6 @@
 #define QCOW2_MAX_CRYPTO_HEADER (16 * 1024 * 1024)
 /* Extents one block status answer joins at most (see there). */
 #define QCOW2_STATUS_MAX_EXTENTS 1024
-/* Encrypted reads that are not sector-aligned bounce in pieces this big. */
-#define QCOW2_BOUNCE_SIZE (1024 * 1024)
 
 int qcow2_probe(const uint8_t *buf, int len, const char *filename)
 {
@@ -912,30 +910,15 @@ static int qcow2_pread(BlockDriverState *bs, uint64_t offset, void *buf,
                        size_t bytes, Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
-    g_autofree uint8_t *bounce = NULL;
-    uint8_t *out = buf;
 
     /* Encrypted data is decrypted in whole 512-byte sectors. */
     if (!s->crypto || (offset % BDRV_SECTOR_SIZE == 0 &&
                        bytes % BDRV_SECTOR_SIZE == 0)) {
         return qcow2_read_mapped(bs, offset, buf, bytes, errp);
     }
-    bounce = g_malloc(QCOW2_BOUNCE_SIZE);
-    while (bytes) {
-        uint64_t start = ROUND_DOWN(offset, BDRV_SECTOR_SIZE);
-        size_t skip = offset - start;
-        size_t n = MIN(bytes, QCOW2_BOUNCE_SIZE - skip);
-        size_t span = ROUND_UP(skip + n, BDRV_SECTOR_SIZE);
-
-        if (qcow2_read_mapped(bs, start, bounce, span, errp) < 0) {
-            return -1;
-        }
-        memcpy(out, bounce + skip, n);
-        out += n;
-        offset += n;
-        bytes -= n;
-    }
-    return 0;
+    return bdrv_pread_aligned_pieces(bs, offset, buf, bytes,
+                                     BDRV_SECTOR_SIZE, qcow2_read_mapped,
+                                     errp);
 }
 
 /* Whether the first extent at offset may hold data; *pnum its length. */

@@ -186,4 +186,36 @@ int bdrv_create_take_size_prealloc(GHashTable *opts, uint64_t *size,
 /* Raw size of a node, unrounded (the driver's bdrv_getlength). */
 int64_t bdrv_getlength_exact(BlockDriverState *bs, Error **errp);
 
+/*
+ * Byte ranges through a driver that reads and writes whole sectors of
+ * @align bytes: each piece of at most BDRV_BOUNCE_SIZE bytes is @span
+ * aligned bytes from @start, of which @n bytes from @skip are wanted.
+ */
+#define BDRV_BOUNCE_SIZE (1024 * 1024)
+
+typedef struct BdrvPiece {
+    uint64_t start;
+    size_t skip, n, span;
+} BdrvPiece;
+
+static inline BdrvPiece bdrv_piece(uint64_t offset, size_t bytes,
+                                   size_t align)
+{
+    BdrvPiece p;
+
+    p.start = ROUND_DOWN(offset, align);
+    p.skip = offset - p.start;
+    p.n = MIN(bytes, BDRV_BOUNCE_SIZE - p.skip);
+    p.span = ROUND_UP(p.skip + p.n, align);
+    return p;
+}
+
+typedef int (*BdrvAlignedRead)(BlockDriverState *bs, uint64_t offset,
+                               uint8_t *buf, size_t bytes, Error **errp);
+
+/* Read any byte range with @read, which takes only @align-ed ranges. */
+int bdrv_pread_aligned_pieces(BlockDriverState *bs, uint64_t offset,
+                              void *buf, size_t bytes, size_t align,
+                              BdrvAlignedRead read, Error **errp);
+
 #endif

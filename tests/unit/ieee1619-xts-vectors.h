@@ -16,6 +16,7 @@
 #define IEEE1619_XTS_VECTORS_H
 
 #include "crypto/cipher.h"
+#include "crypto-test-hex.h"
 
 /* IEEE 1619-2007 Annex B ciphertexts of 512-byte data units. */
 static const char ieee1619_ct4[] =
@@ -355,5 +356,27 @@ static const XTSVector xts_vectors[] = {
         "9d84c813f719aa2c7be3f66171c7c5c2edbf9dac",
     },
 };
+
+/* The plaintext of vector @v, in a new buffer of *@len bytes. */
+static inline guint8 *xts_vector_plaintext(const XTSVector *v, size_t *len)
+{
+    guint8 *pt;
+
+    switch (v->pt_source) {
+    case PT_HEX:
+        return test_unhex(v->plaintext, len);
+    case PT_PATTERN:
+        *len = 512;
+        pt = g_malloc(*len);
+        for (size_t i = 0; i < *len; i++) {
+            pt[i] = i & 0xff;
+        }
+        return pt;
+    case PT_PREVIOUS_CT:
+        g_assert(v > xts_vectors && v[-1].number == v->number - 1);
+        return test_unhex(v[-1].ciphertext, len);
+    }
+    g_assert_not_reached();
+}
 
 #endif

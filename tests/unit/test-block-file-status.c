@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "block/block.h"
+#include "test-tmpdir.h"
 
 #define MiB (1024 * 1024)
 #define FILE_SIZE (64 * MiB)
@@ -59,24 +60,16 @@ static const Extent sparse_layout[] = {
     { 60 * MiB, 1 * MiB },
 };
 
-typedef struct Fixture {
-    char *dir;
-    char *path;
-} Fixture;
+typedef TestTmpFile Fixture;
 
 static void fixture_setup(Fixture *f, gconstpointer data)
 {
-    f->dir = g_dir_make_tmp("test-block-file-status-XXXXXX", NULL);
-    g_assert_nonnull(f->dir);
-    f->path = g_build_filename(f->dir, "img.raw", NULL);
+    test_tmpfile_init(f, "test-block-file-status", "img.raw");
 }
 
 static void fixture_teardown(Fixture *f, gconstpointer data)
 {
-    unlink(f->path);
-    rmdir(f->dir);
-    g_free(f->dir);
-    g_free(f->path);
+    test_tmpfile_clear(f);
 }
 
 static void write_range(int fd, uint64_t start, uint64_t len)

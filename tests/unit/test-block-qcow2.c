@@ -26,6 +26,7 @@
 
 #include "block/qcow2.h"
 #include "test-error.h"
+#include "test-tmpdir.h"
 
 /* ---- An image under construction, in memory */
 
@@ -160,24 +161,16 @@ static void img_save(Img *img, const char *path)
                                       img->buf->len, &gerr));
 }
 
-typedef struct Fixture {
-    char *dir;
-    char *path;
-} Fixture;
+typedef TestTmpFile Fixture;
 
 static void fixture_setup(Fixture *f, gconstpointer data)
 {
-    f->dir = g_dir_make_tmp("test-block-qcow2-XXXXXX", NULL);
-    g_assert_nonnull(f->dir);
-    f->path = g_build_filename(f->dir, "img.qcow2", NULL);
+    test_tmpfile_init(f, "test-block-qcow2", "img.qcow2");
 }
 
 static void fixture_teardown(Fixture *f, gconstpointer data)
 {
-    unlink(f->path);
-    g_rmdir(f->dir);
-    g_free(f->path);
-    g_free(f->dir);
+    test_tmpfile_clear(f);
 }
 
 static BlockDriverState *img_open(Img *img, const char *path, Error **errp)
@@ -264,6 +257,17 @@ static void test_header_hostile(void)
     }
 }
 
+/* The header of @img is refused with an error containing @msg. */
+static void header_refused(Img *img, const char *msg)
+{
+    Qcow2Header hdr;
+    Error *err = NULL;
+
+    g_assert_cmpint(qcow2_header_parse(img->buf->data, img->cs,
+                                       img->buf->len, &hdr, &err), ==, -1);
+    test_error_expect(&err, msg);
+}
+
 static void test_header_short(void)
 {
     g_autoptr(Img) img = img_new(16, 1ull << 20, false);
@@ -283,30 +287,20 @@ static void test_header_features(void)
 {
     g_autoptr(Img) img = img_new(12, 1ull << 20, false);
     uint8_t *h = img->buf->data;
-    Qcow2Header hdr;
-    Error *err = NULL;
 
     /* Compression type bit and field must agree. */
     stq_be_p(h + 72, QCOW2_INCOMPAT_COMPRESSION);
-    g_assert_cmpint(qcow2_header_parse(h, img->cs, img->buf->len, &hdr,
-                                       &err), ==, -1);
-    test_error_expect(&err, "compression type bit is set");
+    header_refused(img, "compression type bit is set");
     stq_be_p(h + 72, 0);
     h[104] = 1;
-    g_assert_cmpint(qcow2_header_parse(h, img->cs, img->buf->len, &hdr,
-                                       &err), ==, -1);
-    test_error_expect(&err, "bit is not set");
+    header_refused(img, "bit is not set");
     stq_be_p(h + 72, QCOW2_INCOMPAT_COMPRESSION);
     h[104] = 2;
-    g_assert_cmpint(qcow2_header_parse(h, img->cs, img->buf->len, &hdr,
-                                       &err), ==, -1);
-    test_error_expect(&err, "unknown compression type 2");
+    header_refused(img, "unknown compression type 2");
     h[104] = 0;
     /* Extended L2 needs 16 KiB clusters (this image has 4 KiB). */
     stq_be_p(h + 72, QCOW2_INCOMPAT_EXTL2);
-    g_assert_cmpint(qcow2_header_parse(h, img->cs, img->buf->len, &hdr,
-                                       &err), ==, -1);
-    test_error_expect(&err, "Extended L2 entries need clusters");
+    header_refused(img, "Extended L2 entries need clusters");
 }
 
 /* Version 2: no v3 fields, refcount order 4, the 72-byte header. */
@@ -578,27 +572,27 @@ static void test_refcount_widths(void)
         0xb4, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd,
         0xef, 0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x32,
     };
+    static const struct {
+        uint64_t index;
+        int order;          /* refcount_order: width is 1 << order bits */
+        uint64_t expect;
+    } cases[] = {
+        /* 1 bit: 0xb4 = 10110100, entry 0 in the least significant bit */
+        { 0, 0, 0 }, { 2, 0, 1 }, { 7, 0, 1 }, { 8, 0, 1 },
+        /* 2 bits: 0xb4 = 10 11 01 00 */
+        { 0, 1, 0 }, { 1, 1, 1 }, { 2, 1, 3 }, { 3, 1, 2 },
+        /* 4 bits */
+        { 0, 2, 0x4 }, { 1, 2, 0xb },
+        /* 8 to 64 bits: big-endian */
+        { 1, 3, 0x01 }, { 1, 4, 0x2345 }, { 1, 5, 0x6789abcd },
+        { 1, 6, 0xeffedcba98765432ull },
+    };
 
-    /* 1 bit: 0xb4 = 10110100, entry 0 in the least significant bit */
-    g_assert_cmpuint(qcow2_refcount_block_entry(block, 0, 0), ==, 0);
-    g_assert_cmpuint(qcow2_refcount_block_entry(block, 2, 0), ==, 1);
-    g_assert_cmpuint(qcow2_refcount_block_entry(block, 7, 0), ==, 1);
-    g_assert_cmpuint(qcow2_refcount_block_entry(block, 8, 0), ==, 1);
-    /* 2 bits: 0xb4 = 10 11 01 00 */
-    g_assert_cmpuint(qcow2_refcount_block_entry(block, 0, 1), ==, 0);
-    g_assert_cmpuint(qcow2_refcount_block_entry(block, 1, 1), ==, 1);
-    g_assert_cmpuint(qcow2_refcount_block_entry(block, 2, 1), ==, 3);
-    g_assert_cmpuint(qcow2_refcount_block_entry(block, 3, 1), ==, 2);
-    /* 4 bits */
-    g_assert_cmpuint(qcow2_refcount_block_entry(block, 0, 2), ==, 0x4);
-    g_assert_cmpuint(qcow2_refcount_block_entry(block, 1, 2), ==, 0xb);
-    /* 8 to 64 bits: big-endian */
-    g_assert_cmpuint(qcow2_refcount_block_entry(block, 1, 3), ==, 0x01);
-    g_assert_cmpuint(qcow2_refcount_block_entry(block, 1, 4), ==, 0x2345);
-    g_assert_cmpuint(qcow2_refcount_block_entry(block, 1, 5), ==,
-                     0x6789abcd);
-    g_assert_cmpuint(qcow2_refcount_block_entry(block, 1, 6), ==,
-                     0xeffedcba98765432ull);
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_assert_cmpuint(qcow2_refcount_block_entry(block, cases[i].index,
+                                                    cases[i].order),
+                         ==, cases[i].expect);
+    }
 }
 
 static void test_refcount_read(Fixture *f, gconstpointer data)

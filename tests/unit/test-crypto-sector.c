@@ -53,27 +53,6 @@ static QCryptoSectorCipher *sector_new(const char *backend,
 
 /* ---- known answers: IEEE 1619-2007 Annex B as plain64 sectors ---- */
 
-static uint8_t *xts_vector_plaintext(const XTSVector *v, size_t *len)
-{
-    uint8_t *pt;
-
-    switch (v->pt_source) {
-    case PT_HEX:
-        return test_unhex(v->plaintext, len);
-    case PT_PATTERN:
-        *len = 512;
-        pt = g_malloc(*len);
-        for (size_t i = 0; i < *len; i++) {
-            pt[i] = i & 0xff;
-        }
-        return pt;
-    case PT_PREVIOUS_CT:
-        g_assert(v > xts_vectors && v[-1].number == v->number - 1);
-        return test_unhex(v[-1].ciphertext, len);
-    }
-    g_assert_not_reached();
-}
-
 /* The vector's data unit sequence number (its IV, little-endian). */
 static uint64_t xts_vector_sector(const XTSVector *v)
 {

@@ -16,27 +16,6 @@
 
 #include "ieee1619-xts-vectors.h"
 
-static guint8 *xts_vector_plaintext(const XTSVector *v, size_t *len)
-{
-    guint8 *pt;
-
-    switch (v->pt_source) {
-    case PT_HEX:
-        return test_unhex(v->plaintext, len);
-    case PT_PATTERN:
-        *len = 512;
-        pt = g_malloc(*len);
-        for (size_t i = 0; i < *len; i++) {
-            pt[i] = i & 0xff;
-        }
-        return pt;
-    case PT_PREVIOUS_CT:
-        g_assert(v > xts_vectors && v[-1].number == v->number - 1);
-        return test_unhex(v[-1].ciphertext, len);
-    }
-    g_assert_not_reached();
-}
-
 typedef enum {
     RUN_WHOLE,          /* one call */
     RUN_SPLIT,          /* two calls, split at a block boundary */
