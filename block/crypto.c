@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "block/block_int.h"
+#include "block/crypto.h"
 #include "crypto/secret.h"
 
 typedef struct BlockCrypto {
@@ -67,9 +68,9 @@ static int block_crypto_probe(const uint8_t *buf, int buf_size,
 }
 
 /* The secret named by option key ("key-secret", ...). */
-static int block_crypto_take_secret(GHashTable *opts, const char *key,
-                                    bool required, bool *has,
-                                    QCryptoBlockSecret *secret, Error **errp)
+int block_crypto_take_secret(GHashTable *opts, const char *key,
+                             bool required, bool *has,
+                             QCryptoBlockSecret *secret, Error **errp)
 {
     g_autofree char *id = qemu_opt_take(opts, key);
     uint8_t *data;

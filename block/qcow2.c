@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "block/crypto.h"
 #include "block/qcow2.h"
 #include "crypto/secret.h"
 
@@ -666,29 +667,6 @@ static int qcow2_read_header(BlockDriverState *bs, Error **errp)
     return qcow2_check_features(&s->header, &s->ext, errp);
 }
 
-static int qcow2_take_secret(GHashTable *opts, bool required,
-                             QCryptoBlockSecret *secret, Error **errp)
-{
-    g_autofree char *id = qemu_opt_take(opts, "encrypt.key-secret");
-    uint8_t *data;
-    size_t len;
-
-    if (!id) {
-        if (required) {
-            error_setg(errp, "Parameter 'encrypt.key-secret' is required "
-                       "for cipher");
-            return -1;
-        }
-        return 0;
-    }
-    if (qcrypto_secret_lookup(id, &data, &len, errp) < 0) {
-        return -1;
-    }
-    secret->data = data;
-    secret->len = len;
-    return 0;
-}
-
 static int qcow2_open_crypto(BlockDriverState *bs, GHashTable *opts,
                              int flags, Error **errp)
 {
@@ -713,7 +691,8 @@ static int qcow2_open_crypto(BlockDriverState *bs, GHashTable *opts,
                    names[s->header.crypt_method], format);
         return -1;
     }
-    if (qcow2_take_secret(opts, !no_io, &secret, errp) < 0) {
+    if (block_crypto_take_secret(opts, "encrypt.key-secret", !no_io, NULL,
+                                 &secret, errp) < 0) {
         return -1;
     }
     s->crypto = qcow2_crypto_open(bs, &s->header, &s->ext, &secret, no_io,

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * What the formats with LUKS inside share with the luks driver: taking
+ * the secret named by an option (key-secret, encrypt.key-secret, ...).
+ */
+#ifndef BLOCK_CRYPTO_H
+#define BLOCK_CRYPTO_H
+
+#include <stdbool.h>
+#include <glib.h>
+
+#include "crypto/block.h"
+#include "qemu/error.h"
+
+/*
+ * Take option @key from @opts and look up the secret it names into
+ * @secret (free it with qcrypto_secret_value_free). No option: an error
+ * if @required, else 0 with @secret untouched. *@has (if given) says
+ * whether a secret was found.
+ */
+int block_crypto_take_secret(GHashTable *opts, const char *key,
+                             bool required, bool *has,
+                             QCryptoBlockSecret *secret, Error **errp);
+
+#endif
