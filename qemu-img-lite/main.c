@@ -249,21 +249,18 @@ GHashTable *img_parse_create_opts(char **opt_strs)
 }
 
 /*
- * Test-only: with QIL_TEST_HOLD_OPEN=PATH in the environment, the first
- * image a command opens is held open (and locked) until PATH, which this creates,
+ * Test-only: with QIL_TEST_HOLD_OPEN=PATH in the environment, each image
+ * just opened (by name or option string) is held open, and locked, until PATH, which this creates,
  * is removed (at most a minute). tests/cli/test_locking.py runs qemu-img
  * against an image qemu-img-lite has open this way.
  */
 static void img_test_hold_open(void)
 {
-    static bool held;
     const char *path = g_getenv("QIL_TEST_HOLD_OPEN");
 
-    /* Only the first image: a test releases one command once. */
-    if (held || !path || !g_file_set_contents(path, "", 0, NULL)) {
+    if (!path || !g_file_set_contents(path, "", 0, NULL)) {
         return;
     }
-    held = true;
     for (int i = 0; i < 6000 && g_file_test(path, G_FILE_TEST_EXISTS); i++) {
         g_usleep(10000);
     }

@@ -74,7 +74,8 @@ class Holder:
 
 
 class HeldQil:
-    """qemu-img-lite ARGS, stopped right after opening its first image."""
+    """qemu-img-lite ARGS, stopped right after opening each image (by
+    name or option string), until the test lets it go on."""
 
     def __init__(self, test, *args):
         self.marker = test.path("held")
@@ -82,21 +83,33 @@ class HeldQil:
         self.proc = subprocess.Popen([TOOL, *args], env=env, text=True,
                                      stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
+        self.args = args
+        self.wait_held()
+
+    def wait_held(self):
         for _ in range(3000):
             if os.path.exists(self.marker) or self.proc.poll() is not None:
                 break
             time.sleep(0.01)
         if not os.path.exists(self.marker):
             out, err = self.proc.communicate()
-            raise AssertionError(f"{args} did not get to hold: {out} {err}")
+            raise AssertionError(f"{self.args} did not get to hold: {out} "
+                                 f"{err}")
+
+    def next_image(self):
+        """Let it go on to hold the next image it opens."""
+        os.unlink(self.marker)
+        self.wait_held()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        if os.path.exists(self.marker):
-            os.unlink(self.marker)
-        self.stdout, self.stderr = self.proc.communicate(timeout=120)
+        while self.proc.poll() is None:
+            if os.path.exists(self.marker):
+                os.unlink(self.marker)
+            time.sleep(0.01)
+        self.stdout, self.stderr = self.proc.communicate()
         self.returncode = self.proc.returncode
 
 
@@ -144,7 +157,10 @@ class Locking(LockTestCase):
             qil("convert", "-U", "-O", "raw", self.img, self.path("copy"))
             self.assertEqual(file_bytes(self.path("copy")),
                              file_bytes(self.img))
-            # QEMU's file.locking=off does the same for --image-opts.
+            # QEMU's force-share=on and file.locking=off do the same for
+            # --image-opts.
+            qil("info", "--image-opts",
+                f"driver=raw,file.filename={self.img},force-share=on")
             qil("info", "--image-opts",
                 f"driver=raw,file.filename={self.img},file.locking=off")
 
@@ -182,6 +198,32 @@ class Locking(LockTestCase):
                     self.assertEqual(locked, expected)
                 self.assertEqual(held.returncode, 0, held.stderr)
 
+    def test_amend_and_resize_refused_while_convert_writes(self):
+        # The issue's case: amend and resize of an image convert -n writes.
+        self.need_luks()
+        luks, raw = self.make_luks("t.luks", "1M")
+        src = self.path("src.raw")
+        random_file(src, 1 << 20, seed=5)
+        with HeldQil(self, "convert", "-n", "--object", SECRET, "-f", "raw",
+                     "--target-image-opts", src, luks_opts(luks)) as held:
+            held.next_image()           # past the source: the target
+            before = file_bytes(luks)
+            self.assertLockError(qil("resize", "-f", "raw", luks, "2M",
+                                     check=False), LOCK_WRITE, luks)
+            self.assertLockError(qil("amend", "--object", SECRET,
+                                     "--object", "secret,id=n,data=x",
+                                     "--image-opts", luks_opts(luks), "-o",
+                                     "state=active,new-secret=n,"
+                                     f"iter-time={ITER_TIME}", check=False),
+                                 LOCK_WRITE, luks)
+            self.assertLockError(qil("info", luks, check=False),
+                                 LOCK_SHARED_WRITE, luks)
+            self.assertEqual(file_bytes(luks), before)
+            qil("info", "-U", luks)
+        self.assertEqual(held.returncode, 0, held.stderr)
+        qil("compare", "--object", SECRET, "--image-opts",
+            f"driver=raw,file.filename={src}", luks_opts(luks))
+
     def test_force_share_refused_on_write_commands(self):
         before = file_bytes(self.img)
         for args in (["resize", "-U", "-f", "raw", self.img, "2M"],
@@ -191,6 +233,11 @@ class Locking(LockTestCase):
             with self.subTest(cmd=args[0]):
                 proc = self.assertFails(args)
                 self.assertIn("-U", proc.stderr)
+        self.assertFails(["resize", "--image-opts",
+                          f"driver=raw,file.filename={self.img},"
+                          "force-share=on", "2M"],
+                         "force-share=on can only be used with read-only "
+                         "images")
         self.assertEqual(file_bytes(self.img), before)
         self.assertFalse(os.path.exists(self.path("new")))
 
