@@ -250,9 +250,9 @@ GHashTable *img_parse_create_opts(char **opt_strs)
 
 /*
  * Test-only: with QIL_TEST_HOLD_OPEN=PATH in the environment, each image
- * just opened (by name or option string) is held open, and locked, until PATH, which this creates,
- * is removed (at most a minute). tests/cli/test_locking.py runs qemu-img
- * against an image qemu-img-lite has open this way.
+ * img_open() opens is held open, and locked, until PATH (which this
+ * creates) is removed, for at most a minute. tests/cli/test_locking.py
+ * runs qemu-img against an image qemu-img-lite has open this way.
  */
 static void img_test_hold_open(void)
 {
