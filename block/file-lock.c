@@ -70,6 +70,11 @@ static int file_lock_fcntl(int fd, int ofd_cmd, int posix_cmd,
     return fcntl(fd, posix_cmd, fl);
 }
 
+void file_lock_use_posix_locks(void)
+{
+    g_atomic_int_set(&file_lock_ofd_state, -1);
+}
+
 static int file_lock_byte(int fd, int offset, Error **errp)
 {
     struct flock fl = {

@@ -45,6 +45,12 @@ enum {
 int file_lock_acquire(int fd, const char *filename, uint64_t perm,
                       uint64_t shared, Error **errp);
 
+/*
+ * For tests: use process-wide POSIX locks (F_SETLK) from now on, as on a
+ * kernel without OFD locks.
+ */
+void file_lock_use_posix_locks(void);
+
 /* One file held open by this process (see file_lock_claim). */
 typedef struct FileLockClaim FileLockClaim;
 

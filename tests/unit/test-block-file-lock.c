@@ -9,11 +9,14 @@
  *   does not share ('Failed to get shared "write" lock') or refuses one it
  *   needs ('Failed to get "write" lock');
  * - closing the file drops its locks;
+ * - without OFD locks (Linux before 3.15), POSIX locks exclude other
+ *   processes the same way;
  * - inside a process, a file (by device and inode) is never written while
  *   it is also open, whatever name reaches it.
  */
 #include <fcntl.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "block/block_int.h"
@@ -216,6 +219,63 @@ static void test_bdrv_open(Fixture *f, gconstpointer data)
     bdrv_close(bs);
 }
 
+/*
+ * The POSIX fallback, in a child process (it stays on for the process):
+ * a writer in a grandchild excludes a reader in the child, and is gone
+ * with it.
+ */
+static void test_posix_fallback(Fixture *f, gconstpointer data)
+{
+    if (g_test_subprocess()) {
+        int ready[2], done[2];
+        int fd = open_file(f->path), wfd2;
+        Error *err = NULL;
+        pid_t pid;
+        char c;
+
+        file_lock_use_posix_locks();
+        g_assert_cmpint(pipe(ready), ==, 0);
+        g_assert_cmpint(pipe(done), ==, 0);
+        pid = fork();
+        if (pid == 0) {
+            int wfd = open_file(f->path);
+
+            if (file_lock_acquire(wfd, f->path, WRITER_PERM, SHARED,
+                                  NULL) < 0) {
+                _exit(1);
+            }
+            (void)!write(ready[1], "x", 1);
+            (void)!read(done[0], &c, 1);
+            _exit(0);
+        }
+        g_assert_cmpint(read(ready[0], &c, 1), ==, 1);
+        g_assert_cmpint(file_lock_acquire(fd, f->path, READER_PERM, SHARED,
+                                          &err), <, 0);
+        g_assert_nonnull(strstr(error_get_pretty(err),
+                                "Failed to get shared \"write\" lock"));
+        error_free(err);
+        g_assert_cmpint(write(done[1], "x", 1), ==, 1);
+        g_assert_cmpint(waitpid(pid, NULL, 0), ==, pid);
+        g_assert_cmpint(file_lock_acquire(fd, f->path, READER_PERM, SHARED,
+                                          &error_abort), ==, 0);
+        /* OFD and POSIX locks conflict: QEMU's OFD queries see these. */
+        g_assert_true(byte_locked(f->path, 100));
+        /*
+         * POSIX locks belong to the process: a second open in it does not
+         * see them (file_lock_claim covers that case), where OFD locks
+         * would refuse it.
+         */
+        wfd2 = open_file(f->path);
+        g_assert_cmpint(file_lock_acquire(wfd2, f->path, WRITER_PERM, SHARED,
+                                          &error_abort), ==, 0);
+        close(wfd2);
+        close(fd);
+        return;
+    }
+    g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+    g_test_trap_assert_passed();
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -229,5 +289,7 @@ int main(int argc, char **argv)
                test_claims, fixture_teardown);
     g_test_add("/block/file-lock/bdrv-open", Fixture, NULL, fixture_setup,
                test_bdrv_open, fixture_teardown);
+    g_test_add("/block/file-lock/posix-fallback", Fixture, NULL,
+               fixture_setup, test_posix_fallback, fixture_teardown);
     return g_test_run();
 }
