@@ -224,6 +224,28 @@ class Locking(LockTestCase):
         qil("compare", "--object", SECRET, "--image-opts",
             f"driver=raw,file.filename={src}", luks_opts(luks))
 
+    def test_detached_header_locked(self):
+        self.need_luks()
+        hdr, data = self.path("hdr"), self.path("data")
+        qil("create", "-q", "-f", "luks", "--object", SECRET, "-o",
+            f"key-secret=sec0,iter-time={ITER_TIME},detached-header=true",
+            hdr)
+        qil("create", "-q", "-f", "raw", data, "1M")
+        opts = (f"driver=luks,key-secret=sec0,file.filename={data},"
+                f"header.filename={hdr}")
+        with HeldQil(self, "convert", "-n", "--object", SECRET, "-f", "raw",
+                     "--target-image-opts", self.img, opts) as held:
+            held.next_image()           # the target: data and header
+            for path in (hdr, data):
+                with self.subTest(path=path):
+                    self.assertTrue(byte_is_locked(path, PERM_BASE + WRITE))
+                    self.assertTrue(byte_is_locked(path,
+                                                   SHARED_BASE + WRITE))
+            proc = qil("info", "--object", SECRET, "--image-opts", opts,
+                       check=False)
+            self.assertLockError(proc, LOCK_SHARED_WRITE, data)
+        self.assertEqual(held.returncode, 0, held.stderr)
+
     def test_force_share_refused_on_write_commands(self):
         before = file_bytes(self.img)
         for args in (["resize", "-U", "-f", "raw", self.img, "2M"],
