@@ -125,7 +125,21 @@ static BlockDriverState *bdrv_open_opts(GHashTable *opts, int flags,
     g_autoptr(BlockDriverState) file = NULL;
     const BlockDriver *drv = NULL;
     BlockDriverState *bs;
+    bool force_share;
 
+    /* QEMU's generic option, inherited by the children (qemu-img -U). */
+    if (qemu_opt_take_bool(opts, "force-share", false, &force_share,
+                           errp) < 0) {
+        return NULL;
+    }
+    if (force_share && (flags & BDRV_O_RDWR)) {
+        error_setg(errp, "force-share=on can only be used with read-only "
+                   "images");
+        return NULL;
+    }
+    if (force_share) {
+        flags |= BDRV_O_FORCE_SHARE;
+    }
     if (driver) {
         drv = bdrv_find_driver(driver);
         if (!drv) {

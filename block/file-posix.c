@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "block/block_int.h"
+#include "file-lock.h"
 
 /*
  * The last extent that SEEK_DATA / SEEK_HOLE found: [start, end) is all
@@ -39,10 +40,72 @@ typedef struct BDRVFileState {
      */
     GMutex extent_lock;
     FileExtentCache extent;
+    /* This process's record of the open file (see file-lock.h). */
+    FileLockClaim *claim;
 } BDRVFileState;
 
 /* Zero-filled chunk used by full preallocation. */
 #define FILE_PREALLOC_CHUNK (1024 * 1024)
+
+/*
+ * The "locking" option, as QEMU's file driver: "off" takes no locks (nor
+ * does -U, BDRV_O_FORCE_SHARE); "on" and "auto" (the default) do.
+ */
+static int file_take_locking_opt(GHashTable *opts, bool *use_lock,
+                                 Error **errp)
+{
+    g_autofree char *locking = qemu_opt_take(opts, "locking");
+
+    if (!locking || g_str_equal(locking, "auto") ||
+        g_str_equal(locking, "on")) {
+        *use_lock = true;
+    } else if (g_str_equal(locking, "off")) {
+        *use_lock = false;
+    } else {
+        error_setg(errp, "Parameter 'locking' does not accept value '%s'",
+                   locking);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * Lock the open file as qemu-img does for the same command. A reader
+ * (info, compare, a convert source, a backing file) needs consistent
+ * reads (info, with BDRV_O_NO_IO, not even those) and lets nobody else
+ * write or resize the image under it; a writer (amend, resize, a convert
+ * or create target) needs write and resize too, and lets others only
+ * read. A writer therefore excludes every other writer and reader, and
+ * -U readers are the only ones that see an image while it is written.
+ */
+static int file_open_lock(BlockDriverState *bs, const struct stat *st,
+                          int flags, bool use_lock, Error **errp)
+{
+    BDRVFileState *s = bs->opaque;
+    bool write = flags & BDRV_O_RDWR;
+    uint64_t perm = 0, shared;
+
+    s->claim = file_lock_claim(st, bs->filename, write, errp);
+    if (!s->claim) {
+        return -1;
+    }
+    if (!use_lock || (flags & BDRV_O_FORCE_SHARE)) {
+        return 0;
+    }
+    if (write || !(flags & BDRV_O_NO_IO)) {
+        perm |= FILE_PERM_CONSISTENT_READ;
+    }
+    if (write) {
+        perm |= FILE_PERM_WRITE | FILE_PERM_RESIZE;
+    }
+    shared = FILE_PERM_CONSISTENT_READ | FILE_PERM_WRITE_UNCHANGED;
+    if (file_lock_acquire(s->fd, bs->filename, perm, shared, errp) < 0) {
+        error_prepend(errp, "Could not open '%s': ", bs->filename);
+        g_clear_pointer(&s->claim, file_lock_unclaim);
+        return -1;
+    }
+    return 0;
+}
 
 static int file_open(BlockDriverState *bs, GHashTable *opts, int flags,
                      Error **errp)
@@ -50,12 +113,16 @@ static int file_open(BlockDriverState *bs, GHashTable *opts, int flags,
     BDRVFileState *s = bs->opaque;
     g_autofree char *filename = qemu_opt_take(opts, "filename");
     struct stat st;
+    bool use_lock;
 
     s->fd = -1;
     g_mutex_init(&s->write_lock);
     g_mutex_init(&s->extent_lock);
     if (!filename) {
         error_setg(errp, "Parameter 'filename' is required");
+        return -1;
+    }
+    if (file_take_locking_opt(opts, &use_lock, errp) < 0) {
         return -1;
     }
     /* Read-only opens are O_RDONLY: a source image is never writable. */
@@ -75,6 +142,11 @@ static int file_open(BlockDriverState *bs, GHashTable *opts, int flags,
         return -1;
     }
     bs->filename = g_steal_pointer(&filename);
+    if (file_open_lock(bs, &st, flags, use_lock, errp) < 0) {
+        close(s->fd);
+        s->fd = -1;
+        return -1;
+    }
     return 0;
 }
 
@@ -83,8 +155,9 @@ static void file_close(BlockDriverState *bs)
     BDRVFileState *s = bs->opaque;
 
     if (s->fd >= 0) {
-        close(s->fd);
+        close(s->fd);   /* drops the locks too */
     }
+    file_lock_unclaim(s->claim);
     g_mutex_clear(&s->write_lock);
     g_mutex_clear(&s->extent_lock);
 }

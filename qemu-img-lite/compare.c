@@ -181,7 +181,8 @@ int img_compare(int argc, char **argv)
         { "progress", 'p', 0, G_OPTION_ARG_NONE, &progress,
           "show progress", NULL },
         { "force-share", 'U', 0, G_OPTION_ARG_NONE, &force_share,
-          "accepted for qemu-img compatibility", NULL },
+          "take no image locks, and read the images even while another "
+          "process writes them (what is read may be inconsistent)", NULL },
         { NULL }
     };
     const char *name1, *name2;
@@ -217,11 +218,13 @@ int img_compare(int argc, char **argv)
         img_error(NULL, "--image-opts and -f/-F are mutually exclusive");
         goto out;
     }
-    bs1 = img_open(name1, fmt1, image_opts, 0);
+    bs1 = img_open(name1, fmt1, image_opts,
+                   force_share ? BDRV_O_FORCE_SHARE : 0);
     if (!bs1) {
         goto out;
     }
-    bs2 = img_open(name2, fmt2, image_opts, 0);
+    bs2 = img_open(name2, fmt2, image_opts,
+                   force_share ? BDRV_O_FORCE_SHARE : 0);
     if (!bs2) {
         goto out;
     }

@@ -392,8 +392,8 @@ int img_convert(int argc, char **argv)
           "accepted for qemu-img compatibility (writes are always out of "
           "order)", NULL },
         { "force-share", 'U', 0, G_OPTION_ARG_NONE, &force_share,
-          "accepted for qemu-img compatibility (images are never locked)",
-          NULL },
+          "take no lock on the source, and read it even while another "
+          "process writes it (the copy may be inconsistent)", NULL },
         { NULL }
     };
     ConvertState s = { 0 };
@@ -457,7 +457,8 @@ int img_convert(int argc, char **argv)
     }
 
     /* The source is opened read-only: it is never written. */
-    src = img_open(src_name, fmt, image_opts, 0);
+    src = img_open(src_name, fmt, image_opts,
+                   force_share ? BDRV_O_FORCE_SHARE : 0);
     if (!src) {
         goto out;
     }

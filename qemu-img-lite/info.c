@@ -483,8 +483,8 @@ int img_info(int argc, char **argv)
         { "backing-chain", 0, 0, G_OPTION_ARG_NONE, &backing_chain,
           "show every image of the backing chain", NULL },
         { "force-share", 'U', 0, G_OPTION_ARG_NONE, &force_share,
-          "accepted for qemu-img compatibility (images are never locked)",
-          NULL },
+          "take no image lock, and read the image even while another "
+          "process writes it (what is read may be inconsistent)", NULL },
         { NULL }
     };
     Error *err = NULL;
@@ -510,7 +510,8 @@ int img_info(int argc, char **argv)
     }
     /* The header is all info needs: no key, never unlocked. */
     bs = img_open(argv[1], fmt, image_opts, BDRV_O_NO_IO |
-                  (backing_chain ? 0 : BDRV_O_NO_BACKING));
+                  (backing_chain ? 0 : BDRV_O_NO_BACKING) |
+                  (force_share ? BDRV_O_FORCE_SHARE : 0));
     if (!bs) {
         goto out;
     }

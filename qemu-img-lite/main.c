@@ -248,6 +248,24 @@ GHashTable *img_parse_create_opts(char **opt_strs)
     return g_steal_pointer(&opts);
 }
 
+/*
+ * Test-only: with QIL_TEST_HOLD_OPEN=PATH in the environment, each image
+ * img_open() opens is held open, and locked, until PATH (which this
+ * creates) is removed, for at most a minute. tests/cli/test_locking.py
+ * runs qemu-img against an image qemu-img-lite has open this way.
+ */
+static void img_test_hold_open(void)
+{
+    const char *path = g_getenv("QIL_TEST_HOLD_OPEN");
+
+    if (!path || !g_file_set_contents(path, "", 0, NULL)) {
+        return;
+    }
+    for (int i = 0; i < 6000 && g_file_test(path, G_FILE_TEST_EXISTS); i++) {
+        g_usleep(10000);
+    }
+}
+
 BlockDriverState *img_open(const char *name, const char *fmt,
                            bool image_opts, int flags)
 {
@@ -274,9 +292,12 @@ BlockDriverState *img_open(const char *name, const char *fmt,
     }
     if (!bs) {
         img_error_free(name, err);
-    } else if (bdrv_get_warning(bs)) {
+        return NULL;
+    }
+    if (bdrv_get_warning(bs)) {
         img_error(name, "warning: %s", bdrv_get_warning(bs));
     }
+    img_test_hold_open();
     return bs;
 }
 
@@ -337,19 +358,19 @@ static const ImgCommand img_commands[] = {
       "FILENAME" },
     { "compare", img_compare,
       "compare [--object OBJ] [--image-opts] [-f FMT] [-F FMT] [-p] [-q] "
-      "[-s] FILE1 FILE2" },
+      "[-s] [-U] FILE1 FILE2" },
     { "convert", img_convert,
       "convert [--object OBJ] [--image-opts] [--target-image-opts] [-f FMT] "
-      "[-O FMT] [-o OPTIONS] [-n] [-p] [-q] [-S SIZE] [-t CACHE] "
+      "[-O FMT] [-o OPTIONS] [-n] [-p] [-q] [-S SIZE] [-t CACHE] [-U] "
       "SRC DST" },
     { "create", img_create,
       "create [--object OBJ] [-f FMT] [-o OPTIONS] [-q] FILENAME [SIZE]" },
     { "info", img_info,
       "info [--object OBJ] [--image-opts] [-f FMT] [--output=human|json] "
-      "FILENAME" },
+      "[-U] FILENAME" },
     { "measure", img_measure,
       "measure [--object OBJ] [--output=human|json] [-O FMT] [-o OPTIONS] "
-      "[--size N | [--image-opts] [-f FMT] FILENAME]" },
+      "[--size N | [--image-opts] [-f FMT] [-U] FILENAME]" },
     { "resize", img_resize,
       "resize [--object OBJ] [--image-opts] [-f FMT] [--preallocation=MODE] "
       "[-q] [--shrink] FILENAME [+|-]SIZE" },
@@ -365,6 +386,8 @@ static void img_help(void)
         printf("  %s\n", img_commands[i].synopsis);
     }
     printf("\n'qemu-img-lite COMMAND --help' describes a command's options.\n"
+           "Images are locked as qemu-img locks them; -U (--force-share) "
+           "reads one\nwithout locking it.\n"
            "Formats: raw, luks. Sizes take the suffixes k, M, G, T, P, E "
            "(powers of 1024).\n");
 }

@@ -14,7 +14,7 @@ int img_measure(int argc, char **argv)
     g_auto(GStrv) opt_strs = NULL;
     g_autoptr(GHashTable) opts = NULL;
     g_autoptr(BlockDriverState) bs = NULL;
-    gboolean image_opts = FALSE;
+    gboolean image_opts = FALSE, force_share = FALSE;
     ImgCommonOpts common = { 0 };
     const GOptionEntry entries[] = {
         { "format", 'f', 0, G_OPTION_ARG_STRING, &fmt,
@@ -30,6 +30,9 @@ int img_measure(int argc, char **argv)
           NULL },
         { "output", 0, 0, G_OPTION_ARG_STRING, &output,
           "output format: human (default) or json", "FMT" },
+        { "force-share", 'U', 0, G_OPTION_ARG_NONE, &force_share,
+          "take no lock on FILENAME, and read it even while another "
+          "process writes it", NULL },
         { NULL }
     };
     uint64_t size, required, full;
@@ -72,7 +75,8 @@ int img_measure(int argc, char **argv)
     } else {
         int64_t len;
 
-        bs = img_open(argv[1], fmt, image_opts, 0);
+        bs = img_open(argv[1], fmt, image_opts,
+                      force_share ? BDRV_O_FORCE_SHARE : 0);
         if (!bs) {
             goto out;
         }

@@ -43,6 +43,11 @@ typedef struct BlockDriverState BlockDriverState;
 #define BDRV_O_NO_FLUSH (1 << 2)
 /* Leave backing files closed (info without --backing-chain, as qemu-img). */
 #define BDRV_O_NO_BACKING (1 << 3)
+/*
+ * qemu-img -U (force share), for read-only opens: take no image locks and
+ * ignore other processes' (block/file-lock.c).
+ */
+#define BDRV_O_FORCE_SHARE (1 << 4)
 
 /* Write flags */
 /*
