@@ -56,8 +56,11 @@ static void new_image(NewImage *img, uint32_t sector_size,
     opts.sector_size = sector_size;
     opts.has_kdf = true;
     opts.kdf = kdf;
-    opts.kdf_memory = 64;
-    opts.kdf_parallel = 1;
+    /* argon2 costs only: with pbkdf2 they are an error, as cryptsetup */
+    if (kdf != QCRYPTO_BLOCK_KDF_PBKDF2) {
+        opts.kdf_memory = 64;
+        opts.kdf_parallel = 1;
+    }
     opts.has_iter_time = true;
     opts.iter_time = 20;
     opts.label = "qil-test";
