@@ -108,9 +108,9 @@ class QemuImgInterop(TestCase):
         qil("convert", "--object", SECRET, "-f", "raw", "-O", "luks", "-o",
             create_opts(("aes-256", "ecb", "plain64", None, "sha256")),
             self.raw, luks)
+        raw = f"driver=raw,file.filename={self.raw}"
         proc = qemu_img("compare", "--object", SECRET, "--image-opts",
-                        luks_opts(luks), f"driver=raw,file.filename={self.raw}",
-                        check=False)
+                        luks_opts(luks), raw, check=False)
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
         if CRYPTSETUP:
             dump = run([CRYPTSETUP, "luksDump", luks]).stdout

@@ -224,6 +224,24 @@ class OptionErrors(TestCase):
                           "state=active,new-secret=sec1,kdf=argon2id"],
                          "'kdf=argon2id' needs luks-version=2")
 
+    def test_amend_erase_with_new_slot_options(self):
+        """Erasing takes no cost options: qemu-img 7.2's message."""
+        luks, _ = self.make_luks("a.luks", "1M")
+        for opt, name in [(f"iter-time={ITER_TIME}", "iter-time"),
+                          ("kdf=pbkdf2", "kdf")]:
+            with self.subTest(opt=opt):
+                self.assertFails(["amend", "--object", SECRET,
+                                  "--image-opts", luks_opts(luks), "-o",
+                                  f"state=inactive,keyslot=0,{opt}"],
+                                 f"'{name}' must not be given when erasing "
+                                 "keyslots")
+        if QEMU_IMG:
+            opts = f"state=inactive,keyslot=0,iter-time={ITER_TIME}"
+            theirs = qemu_img("amend", "--object", SECRET, "--image-opts",
+                              luks_opts(luks), "-o", opts, check=False)
+            self.assertIn("'iter-time' must not be given when erasing "
+                          "keyslots", theirs.stderr)
+
     def test_kdf_costs(self):
         for opt, message in [
                 ("kdf-memory=99999999", "Option 'kdf-memory' 99999999 is too "
