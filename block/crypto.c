@@ -148,6 +148,12 @@ static int block_crypto_open(BlockDriverState *bs, GHashTable *opts, int flags,
                                  NULL, &open_opts.secret, errp) < 0) {
         return -1;
     }
+    /* Raises (or lowers) the PBKDF2 cost we agree to compute: docs/luks.md */
+    if (qemu_opt_take_uint(opts, "max-pbkdf2-iterations", 0,
+                           &open_opts.max_pbkdf2_iterations, errp) < 0) {
+        block_crypto_secret_free(&open_opts.secret);
+        return -1;
+    }
     if (flags & BDRV_O_NO_IO) {
         qflags |= QCRYPTO_BLOCK_OPEN_NO_IO;
     }
@@ -320,6 +326,12 @@ static int block_crypto_truncate(BlockDriverState *bs, uint64_t size,
 {
     BlockCrypto *s = bs->opaque;
 
+    /*
+     * Whole encryption sectors only (docs/luks.md, "Size rounding"): a
+     * partial last sector could not be read or written, and cryptsetup
+     * refuses such a device. Up, as QEMU reports a partial one.
+     */
+    size = qcrypto_block_round_to_sectors(size, s->sector_size);
     return bdrv_truncate(bs->file, s->payload_offset + size, prealloc, errp);
 }
 
@@ -530,6 +542,7 @@ static int block_crypto_take_create_opts(GHashTable *opts,
 typedef struct LUKSCreateState {
     BlockDriverState *file;
     uint64_t size;
+    uint64_t payload;       /* size in whole sectors: see docs/luks.md */
     PreallocMode prealloc;
     bool detached;
 } LUKSCreateState;
@@ -539,19 +552,10 @@ static int block_crypto_create_init(QCryptoBlock *block, uint64_t headerlen,
                                     void *opaque, Error **errp)
 {
     LUKSCreateState *cs = opaque;
-    uint64_t sector_size = qcrypto_block_get_sector_size(block);
-    uint64_t payload = cs->size;
     uint64_t size;
 
-    /*
-     * LUKS2 with 4096-byte sectors: whole sectors only, as cryptsetup
-     * wants. (LUKS1 keeps the size as given, as QEMU does.)
-     */
-    if (sector_size > BDRV_SECTOR_SIZE) {
-        payload = ROUND_UP(payload, sector_size);
-    }
     /* A detached header file holds the header only: no payload. */
-    size = cs->detached ? headerlen : headerlen + payload;
+    size = cs->detached ? headerlen : headerlen + cs->payload;
 
     return bdrv_truncate(cs->file, size, cs->prealloc, errp);
 }
@@ -564,6 +568,30 @@ static int block_crypto_create_write(QCryptoBlock *block, uint64_t offset,
 
     return block_crypto_header_write(block, offset, buf, buflen, cs->file,
                                      errp);
+}
+
+/*
+ * A size that is not whole sectors was padded: the padding must read as
+ * zeroes (so that compare with the source passes), not as the decryption
+ * of whatever the file held. It lies in the last sector, which a new image
+ * has no data in yet: write it as encrypted zeroes.
+ */
+static int block_crypto_create_zero_padding(QCryptoBlock *block,
+                                            LUKSCreateState *cs, Error **errp)
+{
+    uint64_t sector_size = qcrypto_block_get_sector_size(block);
+    uint64_t last = cs->payload - sector_size;
+    g_autofree uint8_t *buf = NULL;
+
+    if (cs->detached || cs->payload == cs->size) {
+        return 0;
+    }
+    buf = g_malloc0(sector_size);
+    if (qcrypto_block_encrypt(block, last, buf, sector_size, errp) < 0) {
+        return -1;
+    }
+    return bdrv_pwrite(cs->file, qcrypto_block_get_payload_offset(block) +
+                       last, buf, sector_size, 0, errp);
 }
 
 static int block_crypto_create(const char *filename, GHashTable *opts,
@@ -582,6 +610,8 @@ static int block_crypto_create(const char *filename, GHashTable *opts,
         return -1;
     }
     cs.detached = copts.detached_header;
+    copts.size = cs.size;
+    cs.payload = qcrypto_block_create_payload_size(&copts);
     if (cs.detached && pbs) {
         error_setg(errp, "A detached header cannot be written here: create "
                    "it with 'create', then write the data with 'convert -n' "
@@ -599,7 +629,8 @@ static int block_crypto_create(const char *filename, GHashTable *opts,
     }
     block = qcrypto_block_create(&copts, block_crypto_create_init,
                                  block_crypto_create_write, &cs, errp);
-    if (!block || bdrv_flush(cs.file, errp) < 0) {
+    if (!block || block_crypto_create_zero_padding(block, &cs, errp) < 0 ||
+        bdrv_flush(cs.file, errp) < 0) {
         bdrv_close(cs.file);
         unlink(filename);
         goto out;
@@ -639,8 +670,10 @@ static int block_crypto_measure(GHashTable *opts, uint64_t size,
         qcrypto_block_calculate_payload_offset(&copts, &header, errp) < 0) {
         goto out;
     }
-    /* As qemu-img: the header plus the size as given (not rounded). */
-    *required = *fully_allocated = header + size;
+    /* The header plus the payload as create makes it (whole sectors). */
+    copts.size = size;
+    *required = *fully_allocated =
+        header + qcrypto_block_create_payload_size(&copts);
     ret = 0;
 
 out:

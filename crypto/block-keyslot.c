@@ -134,6 +134,15 @@ int qcrypto_block_keyslot_select_erase(QCryptoBlock *block,
                    "keyslots");
         return -1;
     }
+    /* The costs of a new key slot do not apply either (as qemu-img). */
+    if (options->has_iter_time || options->has_kdf || options->kdf_memory ||
+        options->kdf_parallel) {
+        error_setg(errp, "'%s' must not be given when erasing keyslots",
+                   options->has_iter_time ? "iter-time" :
+                   options->has_kdf ? "kdf" :
+                   options->kdf_memory ? "kdf-memory" : "kdf-parallel");
+        return -1;
+    }
     if (options->has_keyslot) {
         if (keyslot_select_by_index(block, slots, readfunc, opaque, options,
                                     erase, errp) < 0) {

@@ -301,15 +301,12 @@ static int qcrypto_block_luks_validate_iterations(uint32_t iterations,
     /*
      * LUKS 1.0-era images have as few as 10 master key digest iterations:
      * anything from 1 is accepted on open; 1000 is a minimum for create.
+     * No upper bound here: a costly slot is legal (cryptsetup makes them
+     * on request) and must not hide the header; unlocking skips the slots
+     * above the open option max-pbkdf2-iterations (crypto/block-luks.c).
      */
     if (iterations == 0) {
         error_setg(errp, "LUKS %s has 0 PBKDF2 iterations", what);
-        return -1;
-    }
-    if (iterations > QCRYPTO_LUKS_MAX_ITERS) {
-        error_setg(errp, "LUKS %s has %" PRIu32 " PBKDF2 iterations, more "
-                   "than the limit of %u", what, iterations,
-                   QCRYPTO_LUKS_MAX_ITERS);
         return -1;
     }
     return 0;
@@ -502,8 +499,20 @@ int qcrypto_luks_cipher_spec_format(const QCryptoLUKSCipherSpec *spec,
     if (qcrypto_block_luks_validate_ivgen(spec, keylen, errp) < 0) {
         return -1;
     }
-    modestr = qcrypto_dmcrypt_chain_format(spec->cipher_mode, spec->ivgen_alg,
-                                           spec->ivgen_hash_alg);
+    /*
+     * ECB takes no IV, but QEMU (crypto/block-luks.c, header parsing)
+     * refuses a cipher mode without "-<ivgen>": write the form QEMU itself
+     * writes, "ecb-plain64", whose IV generator QEMU, dm-crypt and we all
+     * ignore for a cipher without IVs. (LUKS2 keeps cryptsetup's "ecb".)
+     */
+    if (spec->cipher_mode == QCRYPTO_CIPHER_MODE_ECB) {
+        modestr = g_strdup_printf("%s-%s", mode, qcrypto_ivgen_algo_name(
+                                      QCRYPTO_IVGEN_ALGO_PLAIN64));
+    } else {
+        modestr = qcrypto_dmcrypt_chain_format(spec->cipher_mode,
+                                               spec->ivgen_alg,
+                                               spec->ivgen_hash_alg);
+    }
     /* Longest case: "xts-essiv:ripemd160" fits easily in 31 chars. */
     g_assert(strlen(modestr) < QCRYPTO_LUKS_CIPHER_MODE_LEN);
 

@@ -87,6 +87,15 @@ static int qcrypto_block_luks_keyslot_unlock(QCryptoBlock *block,
         qcrypto_luks_key_material_len(nkey, slot->stripes));
     uint8_t digest[QCRYPTO_LUKS_DIGEST_LEN];
 
+    /* Above the limit: never computed (the caller says so if none opens) */
+    if (!qcrypto_block_pbkdf2_within_limit(block, slot->iterations)) {
+        return 0;
+    }
+    if (!qcrypto_block_pbkdf2_within_limit(block, hdr->mk_digest_iter)) {
+        qcrypto_block_digest_limit_error(block, "LUKS master key digest",
+                                         hdr->mk_digest_iter, errp);
+        return -1;
+    }
     if (qcrypto_pbkdf2(hash, qcrypto_block_luks_secret_data(secret),
                        secret->len, slot->salt, QCRYPTO_LUKS_SALT_LEN,
                        slot->iterations, slotkey->data, nkey, errp) < 0) {
@@ -122,10 +131,17 @@ static int qcrypto_block_luks_unlock(QCryptoBlock *block,
                                      QCryptoBlockReadFunc readfunc,
                                      void *opaque, uint8_t *mk, Error **errp)
 {
+    uint32_t skipped = 0;
+
     for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
+        const QCryptoLUKSKeySlot *slot = &luks->header.slots[i];
         int ret;
 
-        if (luks->header.slots[i].active != QCRYPTO_LUKS_KEY_SLOT_ACTIVE) {
+        if (slot->active != QCRYPTO_LUKS_KEY_SLOT_ACTIVE) {
+            continue;
+        }
+        if (!qcrypto_block_pbkdf2_within_limit(block, slot->iterations)) {
+            skipped |= 1u << i;
             continue;
         }
         ret = qcrypto_block_luks_keyslot_unlock(block, luks, i, secret,
@@ -134,7 +150,7 @@ static int qcrypto_block_luks_unlock(QCryptoBlock *block,
             return ret < 0 ? -1 : i;
         }
     }
-    error_setg(errp, "Invalid password, cannot unlock any keyslot");
+    qcrypto_block_unlock_error(block, skipped, errp);
     return -1;
 }
 
@@ -310,6 +326,51 @@ static void qcrypto_block_luks_create_spec(
 }
 
 /* Everything of a new header but its secrets; header_len for initfunc. */
+/*
+ * The LUKS2-only options are errors on LUKS1, as cryptsetup makes them
+ * ("Requested PBKDF type is not supported for LUKS1"): silently making a
+ * PBKDF2 image with 512-byte sectors and no label would not be what was
+ * asked for. Each message names the option.
+ */
+static int qcrypto_block_luks_check_kdf_options(bool has_kdf,
+                                                QCryptoBlockKDF kdf,
+                                                uint32_t memory,
+                                                uint32_t parallel,
+                                                Error **errp)
+{
+    if (has_kdf && kdf != QCRYPTO_BLOCK_KDF_PBKDF2) {
+        error_setg(errp, "Option 'kdf=%s' needs luks-version=2: LUKS1 key "
+                   "slots use PBKDF2 only", qcrypto_block_kdf_name(kdf));
+        return -1;
+    }
+    if (memory || parallel) {
+        error_setg(errp, "Option '%s' needs luks-version=2: it is an argon2 "
+                   "cost, and LUKS1 key slots use PBKDF2 only",
+                   memory ? "kdf-memory" : "kdf-parallel");
+        return -1;
+    }
+    return 0;
+}
+
+static int qcrypto_block_luks_check_create_options(
+    const QCryptoBlockCreateOptions *options, Error **errp)
+{
+    if (options->sector_size) {
+        error_setg(errp, "Option 'sector-size' needs luks-version=2: LUKS1 "
+                   "sectors are 512 bytes");
+        return -1;
+    }
+    if (options->label) {
+        error_setg(errp, "Option 'label' needs luks-version=2: a LUKS1 "
+                   "header has no label");
+        return -1;
+    }
+    return qcrypto_block_luks_check_kdf_options(options->has_kdf,
+                                                options->kdf,
+                                                options->kdf_memory,
+                                                options->kdf_parallel, errp);
+}
+
 static int qcrypto_block_luks_create_layout(
     const QCryptoBlockCreateOptions *options, QCryptoLUKSHeader *hdr,
     QCryptoLUKSCipherSpec *spec, uint64_t *header_len, Error **errp)
@@ -321,6 +382,9 @@ static int qcrypto_block_luks_create_layout(
         (options->has_ivgen_hash_alg &&
          options->ivgen_hash_alg >= QCRYPTO_HASH_ALGO__MAX)) {
         error_setg(errp, "Invalid LUKS create options: unknown algorithm");
+        return -1;
+    }
+    if (qcrypto_block_luks_check_create_options(options, errp) < 0) {
         return -1;
     }
     memset(hdr, 0, sizeof(*hdr));
@@ -571,6 +635,12 @@ static int qcrypto_block_luks_amend(QCryptoBlock *block,
 {
     QCryptoBlockLUKS *luks = block->opaque;
 
+    if (qcrypto_block_luks_check_kdf_options(options->has_kdf, options->kdf,
+                                             options->kdf_memory,
+                                             options->kdf_parallel,
+                                             errp) < 0) {
+        return -1;
+    }
     switch (options->state) {
     case QCRYPTO_BLOCK_AMEND_STATE_ACTIVE:
         return qcrypto_block_luks_amend_add_key(

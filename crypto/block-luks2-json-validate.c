@@ -168,8 +168,8 @@ static int qcrypto_luks2_json_validate_kdf(QCryptoLUKS2KDF *kdf,
     }
     if (kdf->type == QCRYPTO_BLOCK_KDF_PBKDF2) {
         if (luks2_json_get_hash(obj, what, "hash", &kdf->hash, errp) < 0 ||
-            luks2_json_get_uint(obj, what, "iterations", 1,
-                                QCRYPTO_LUKS2_PBKDF2_ITERS_MAX,
+            /* Any cost is valid: unlocking applies the limit. */
+            luks2_json_get_uint(obj, what, "iterations", 1, UINT32_MAX,
                                 &kdf->iterations, errp) < 0) {
             return -1;
         }
@@ -533,9 +533,8 @@ static int qcrypto_luks2_json_validate_digest(QCryptoLUKS2Metadata *md,
                                 (void *const *)md->segments, &d->segments,
                                 errp) < 0 ||
         luks2_json_get_hash(obj, what, "hash", &d->hash, errp) < 0 ||
-        luks2_json_get_uint(obj, what, "iterations", 1,
-                            QCRYPTO_LUKS2_PBKDF2_ITERS_MAX, &d->iterations,
-                            errp) < 0 ||
+        luks2_json_get_uint(obj, what, "iterations", 1, UINT32_MAX,
+                            &d->iterations, errp) < 0 ||
         luks2_json_get_base64(obj, what, "salt", d->salt, sizeof(d->salt),
                               &d->nsalt, errp) < 0 ||
         luks2_json_get_base64(obj, what, "digest", d->digest, sizeof(d->digest),

@@ -144,6 +144,14 @@ static int qcrypto_luks2_area_crypt(const QCryptoLUKS2Keyslot *ks,
         qcrypto_sector_cipher_decrypt(sc, 0, buf, len, errp);
 }
 
+/* Whether a key slot's KDF cost is one we agree to compute. */
+static bool qcrypto_luks2_keyslot_within_limit(const QCryptoBlock *block,
+                                               const QCryptoLUKS2Keyslot *ks)
+{
+    return ks->kdf.type != QCRYPTO_BLOCK_KDF_PBKDF2 ||
+        qcrypto_block_pbkdf2_within_limit(block, ks->kdf.iterations);
+}
+
 int qcrypto_luks2_keyslot_open(const QCryptoLUKS2Metadata *md,
                                const QCryptoLUKS2Keyslot *ks,
                                const QCryptoBlockSecret *secret,
@@ -155,10 +163,23 @@ int qcrypto_luks2_keyslot_open(const QCryptoLUKS2Metadata *md,
     g_autoptr(QCryptoSecureBuf) areakey =
         qcrypto_secure_buf_new(ks->area_key_size);
     g_autoptr(QCryptoSecureBuf) material = qcrypto_secure_buf_new(afbytes);
+    const QCryptoLUKS2Digest *d;
     int ret = -1;
 
     if (ks->digest < 0 || !md->digests[ks->digest]) {
         error_setg(errp, "LUKS2 key slot %d is bound to no digest", ks->id);
+        goto out;
+    }
+    d = md->digests[ks->digest];
+    /* Above the PBKDF2 limit: never computed (see crypto/blockpriv.h). */
+    if (!qcrypto_luks2_keyslot_within_limit(block, ks)) {
+        ret = 0;
+        goto out;
+    }
+    if (!qcrypto_block_pbkdf2_within_limit(block, d->iterations)) {
+        g_autofree char *what = g_strdup_printf("LUKS2 digest %d", d->id);
+
+        qcrypto_block_digest_limit_error(block, what, d->iterations, errp);
         goto out;
     }
     if (readfunc(block, ks->area_offset, material->data, afbytes, opaque,
@@ -175,8 +196,7 @@ int qcrypto_luks2_keyslot_open(const QCryptoLUKS2Metadata *md,
         error_prepend(errp, "LUKS2 key slot %d: ", ks->id);
         goto out;
     }
-    ret = qcrypto_luks2_digest_verify(md->digests[ks->digest], key,
-                                      ks->key_size, errp);
+    ret = qcrypto_luks2_digest_verify(d, key, ks->key_size, errp);
 
 out:
     if (ret != 1) {
@@ -193,6 +213,7 @@ int qcrypto_luks2_unlock(const QCryptoLUKS2Metadata *md,
 {
     int digest = qcrypto_luks2_segment_digest(md, 0);
     const QCryptoLUKS2Digest *d;
+    uint32_t skipped = 0;
 
     if (digest < 0) {
         error_setg(errp, "LUKS2 image has no digest for segment 0: no key "
@@ -215,6 +236,10 @@ int qcrypto_luks2_unlock(const QCryptoLUKS2Metadata *md,
             if (!ks || ks->priority != prio || !(d->keyslots & (1u << i))) {
                 continue;
             }
+            if (!qcrypto_luks2_keyslot_within_limit(block, ks)) {
+                skipped |= 1u << i;
+                continue;
+            }
             candidate = qcrypto_secure_buf_new(ks->key_size);
             r = qcrypto_luks2_keyslot_open(md, ks, secret, block, readfunc,
                                            opaque, candidate->data, errp);
@@ -228,7 +253,7 @@ int qcrypto_luks2_unlock(const QCryptoLUKS2Metadata *md,
             }
         }
     }
-    error_setg(errp, "Invalid password, cannot unlock any keyslot");
+    qcrypto_block_unlock_error(block, skipped, errp);
     return -1;
 }
 

@@ -21,7 +21,6 @@
 
 /* cryptsetup 2.6's default layout (lib/luks2/luks2.h, lib/setup.c). */
 #define LUKS2_DEFAULT_PAYLOAD_OFFSET (16 * 1024 * 1024)
-#define LUKS2_DEFAULT_SECTOR_SIZE 4096
 /* LUKS2 spec, "keyslots" object, af: cryptsetup writes 4000 stripes */
 #define LUKS2_DEFAULT_STRIPES 4000
 #define LUKS2_DEFAULT_ITER_TIME_MS 2000
@@ -192,13 +191,74 @@ static int qcrypto_luks2_layout(const QCryptoBlockCreateOptions *options,
     return 0;
 }
 
+/*
+ * The KDF options of a new key slot, checked as cryptsetup checks them
+ * (lib/utils_pbkdf.c): memory and lanes are argon2 costs, an error with
+ * pbkdf2; too much memory is an error that says the maximum, not a value
+ * quietly lowered. (Memory above half the RAM is still lowered at
+ * calibration, as cryptsetup does.)
+ */
+static int qcrypto_luks2_check_kdf_options(bool has_kdf, QCryptoBlockKDF kdf,
+                                           uint32_t memory, uint32_t parallel,
+                                           Error **errp)
+{
+    if (has_kdf && kdf == QCRYPTO_BLOCK_KDF_PBKDF2 && (memory || parallel)) {
+        error_setg(errp, "Option '%s' is an argon2 cost: it cannot be used "
+                   "with kdf=pbkdf2", memory ? "kdf-memory" : "kdf-parallel");
+        return -1;
+    }
+    if (memory > QCRYPTO_LUKS2_ARGON2_MEMORY_MAX_KIB) {
+        error_setg(errp, "Option 'kdf-memory' %" PRIu32 " is too high "
+                   "(maximum is %u KiB)", memory,
+                   QCRYPTO_LUKS2_ARGON2_MEMORY_MAX_KIB);
+        return -1;
+    }
+    if (memory && memory < QCRYPTO_LUKS2_ARGON2_MEMORY_MIN_KIB) {
+        error_setg(errp, "Option 'kdf-memory' %" PRIu32 " is too low "
+                   "(minimum is %u KiB)", memory,
+                   QCRYPTO_LUKS2_ARGON2_MEMORY_MIN_KIB);
+        return -1;
+    }
+    if (parallel > QCRYPTO_LUKS2_ARGON2_PARALLEL_MAX) {
+        error_setg(errp, "Option 'kdf-parallel' %" PRIu32 " is too high "
+                   "(maximum is %u)", parallel,
+                   QCRYPTO_LUKS2_ARGON2_PARALLEL_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+/* The options of a new image that the layout does not check. */
+static int qcrypto_luks2_check_create_options(
+    const QCryptoBlockCreateOptions *options, Error **errp)
+{
+    uint32_t sector_size = options->sector_size;
+
+    if (sector_size && (sector_size < 512 || sector_size > 4096 ||
+                        (sector_size & (sector_size - 1)))) {
+        error_setg(errp, "Option 'sector-size' %" PRIu32 " is not 512, "
+                   "1024, 2048 or 4096", sector_size);
+        return -1;
+    }
+    if (options->label &&
+        strlen(options->label) >= QCRYPTO_LUKS2_LABEL_LEN) {
+        error_setg(errp, "Option 'label' '%s' is longer than %d bytes",
+                   options->label, QCRYPTO_LUKS2_LABEL_LEN - 1);
+        return -1;
+    }
+    return qcrypto_luks2_check_kdf_options(options->has_kdf, options->kdf,
+                                           options->kdf_memory,
+                                           options->kdf_parallel, errp);
+}
+
 static int qcrypto_luks2_calculate_payload_offset(
     const QCryptoBlockCreateOptions *options, uint64_t *payload_offset,
     Error **errp)
 {
     LUKS2Layout l;
 
-    if (qcrypto_luks2_layout(options, &l, errp) < 0) {
+    if (qcrypto_luks2_check_create_options(options, errp) < 0 ||
+        qcrypto_luks2_layout(options, &l, errp) < 0) {
         return -1;
     }
     *payload_offset = l.payload_offset;
@@ -352,8 +412,7 @@ static int qcrypto_luks2_create(QCryptoBlock *block,
         .ivgen_hash = options->has_ivgen_hash_alg ?
             options->ivgen_hash_alg : QCRYPTO_HASH_ALGO_SHA256,
     };
-    uint32_t sector_size = options->sector_size ?
-        options->sector_size : LUKS2_DEFAULT_SECTOR_SIZE;
+    uint32_t sector_size = qcrypto_block_create_sector_size(options);
     size_t nkey = qcrypto_luks2_cipher_key_len(&c);
     g_autoptr(QCryptoSecureBuf) key = qcrypto_secure_buf_new(nkey);
     g_autofree char *cipher = NULL, *json = NULL;
@@ -361,13 +420,8 @@ static int qcrypto_luks2_create(QCryptoBlock *block,
     LUKS2Layout l;
 
     block->opaque = luks;
-    if (sector_size < 512 || sector_size > 4096 ||
-        (sector_size & (sector_size - 1))) {
-        error_setg(errp, "LUKS2 sector size %" PRIu32 " is not 512, 1024, "
-                   "2048 or 4096", sector_size);
-        return -1;
-    }
-    if (qcrypto_luks2_layout(options, &l, errp) < 0 ||
+    if (qcrypto_luks2_check_create_options(options, errp) < 0 ||
+        qcrypto_luks2_layout(options, &l, errp) < 0 ||
         qcrypto_random_bytes(key->data, nkey, errp) < 0) {
         return -1;
     }
@@ -508,6 +562,11 @@ static int qcrypto_luks2_amend_add(QCryptoBlock *block,
     QCryptoBlockKeyslots slots;
     int id;
 
+    if (qcrypto_luks2_check_kdf_options(options->has_kdf, options->kdf,
+                                        options->kdf_memory,
+                                        options->kdf_parallel, errp) < 0) {
+        return -1;
+    }
     qcrypto_luks2_keyslots(luks, &slots);
     id = qcrypto_block_keyslot_select_free(&slots, options, errp);
     if (id < 0) {

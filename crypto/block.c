@@ -3,6 +3,7 @@
  * Encrypted images, the generic part: dispatch to the format driver
  * (crypto/blockpriv.h) and payload encryption through a pool of ciphers.
  */
+#include <inttypes.h>
 #include <string.h>
 
 #include "blockpriv.h"
@@ -101,6 +102,7 @@ static QCryptoBlock *block_new(QCryptoBlockFormat format,
 
     block->format = format;
     block->driver = driver;
+    block->max_pbkdf2_iters = QCRYPTO_BLOCK_PBKDF2_ITERS_MAX_DEFAULT;
     g_mutex_init(&block->lock);
     g_cond_init(&block->cond);
     return block;
@@ -144,6 +146,9 @@ QCryptoBlock *qcrypto_block_open(const QCryptoBlockOpenOptions *options,
         return NULL;
     }
     block = block_new(options->format, driver);
+    if (options->max_pbkdf2_iterations) {
+        block->max_pbkdf2_iters = options->max_pbkdf2_iterations;
+    }
     driver = block->driver = block_open_driver(block, driver, readfunc,
                                                opaque);
     if (driver->open(block, options, readfunc, opaque, flags, errp) < 0) {
@@ -151,6 +156,50 @@ QCryptoBlock *qcrypto_block_open(const QCryptoBlockOpenOptions *options,
         return NULL;
     }
     return block;
+}
+
+/* block may be NULL (the format layer used alone): the default limit. */
+static uint64_t qcrypto_block_pbkdf2_limit(const QCryptoBlock *block)
+{
+    return block ? block->max_pbkdf2_iters :
+        QCRYPTO_BLOCK_PBKDF2_ITERS_MAX_DEFAULT;
+}
+
+bool qcrypto_block_pbkdf2_within_limit(const QCryptoBlock *block,
+                                       uint64_t iterations)
+{
+    return iterations <= qcrypto_block_pbkdf2_limit(block);
+}
+
+void qcrypto_block_unlock_error(const QCryptoBlock *block, uint32_t skipped,
+                                Error **errp)
+{
+    g_autoptr(GString) slots = g_string_new(NULL);
+
+    if (!skipped) {
+        error_setg(errp, "Invalid password, cannot unlock any keyslot");
+        return;
+    }
+    for (int i = 0; i < 32; i++) {
+        if (skipped & (1u << i)) {
+            g_string_append_printf(slots, "%s%d", slots->len ? ", " : "", i);
+        }
+    }
+    error_setg(errp, "Invalid password, cannot unlock any keyslot within "
+               "the PBKDF2 limit; key slot %s (more than "
+               "max-pbkdf2-iterations=%" PRIu64 ") was not tried: raise "
+               "that open option to try it", slots->str,
+               qcrypto_block_pbkdf2_limit(block));
+}
+
+void qcrypto_block_digest_limit_error(const QCryptoBlock *block,
+                                      const char *what, uint64_t iterations,
+                                      Error **errp)
+{
+    error_setg(errp, "The %s needs %" PRIu64 " PBKDF2 iterations, more than "
+               "max-pbkdf2-iterations=%" PRIu64 ": raise that open option "
+               "to unlock this image", what, iterations,
+               qcrypto_block_pbkdf2_limit(block));
 }
 
 QCryptoBlock *qcrypto_block_create(const QCryptoBlockCreateOptions *options,

@@ -36,6 +36,11 @@ struct QCryptoBlock {
     uint64_t iv_sector_offset;
     /* What opening found and the user should know (g_malloc'ed) or NULL */
     char *warning;
+    /*
+     * The most PBKDF2 iterations a key slot or digest may ask of us
+     * (QCryptoBlockOpenOptions.max_pbkdf2_iterations, or the default).
+     */
+    uint64_t max_pbkdf2_iters;
 
     /* Payload encryption: set by qcrypto_block_init_cipher(). */
     bool has_master_key;
@@ -68,6 +73,22 @@ struct QCryptoBlock {
  *   create: the driver whose version the options ask for (luks_version),
  *           the format's first driver when they ask for none (0).
  */
+/*
+ * The PBKDF2 iteration limit (docs/luks.md): a slot or digest above it is
+ * never computed. The header stays readable (info shows it); unlocking
+ * tries the slots within the limit, and when none opens,
+ * qcrypto_block_unlock_error() names the ones skipped (bit i: slot i) and
+ * the open option that raises the limit.
+ */
+bool qcrypto_block_pbkdf2_within_limit(const QCryptoBlock *block,
+                                       uint64_t iterations);
+void qcrypto_block_unlock_error(const QCryptoBlock *block, uint32_t skipped,
+                                Error **errp);
+/* The error for a digest above the limit ("master key digest"). */
+void qcrypto_block_digest_limit_error(const QCryptoBlock *block,
+                                      const char *what, uint64_t iterations,
+                                      Error **errp);
+
 struct QCryptoBlockDriver {
     QCryptoBlockFormat format;
     int version;                /* of the header this driver reads/writes */

@@ -84,7 +84,11 @@
 #define QCRYPTO_LUKS2_ARGON2_PARALLEL_MAX 16
 /* time x memory: 64 GiB of memory passes, about a minute of hashing. */
 #define QCRYPTO_LUKS2_ARGON2_WORK_MAX_KIB (64ull * 1024 * 1024)
-#define QCRYPTO_LUKS2_PBKDF2_ITERS_MAX (1u << 27)  /* about a minute */
+/*
+ * The most PBKDF2 iterations we calibrate to on create; reading accepts
+ * any count, and unlocking skips slots above max-pbkdf2-iterations.
+ */
+#define QCRYPTO_LUKS2_PBKDF2_ITERS_MAX QCRYPTO_BLOCK_PBKDF2_ITERS_MAX_DEFAULT
 /* cryptsetup writes 4000 stripes */
 #define QCRYPTO_LUKS2_AF_STRIPES_MAX 65536
 

@@ -503,6 +503,7 @@ int img_convert(int argc, char **argv)
             img_error_free(dst_name, err);
             goto out;
         }
+        img_warn_if_padded(dst_name, dst, len);
         created = true;
     }
 

@@ -86,6 +86,32 @@ bool img_handle_opts_help(GHashTable *opts, const char *fmt)
     return false;
 }
 
+void img_warn_if_padded(const char *filename, BlockDriverState *bs,
+                        uint64_t size)
+{
+    int64_t len = bdrv_getlength(bs, NULL);
+
+    /* Whole 512-byte sectors are what every qemu-img format keeps. */
+    if (len > 0 && (uint64_t)len > ROUND_UP(size, BDRV_SECTOR_SIZE)) {
+        img_error(filename, "warning: sector-size pads the image from %"
+                  G_GUINT64_FORMAT " to %" G_GINT64_FORMAT " bytes (whole "
+                  "encryption sectors); the padding reads as zeroes", size,
+                  len);
+    }
+}
+
+/* After create: the padding warning, which needs the image's layout. */
+static void img_create_check_padding(const char *filename, const char *fmt,
+                                     uint64_t size)
+{
+    g_autoptr(BlockDriverState) bs = bdrv_open(filename, fmt, NULL,
+                                               BDRV_O_NO_IO, NULL);
+
+    if (bs) {
+        img_warn_if_padded(filename, bs, size);
+    }
+}
+
 int img_create(int argc, char **argv)
 {
     g_autofree char *fmt = NULL;
@@ -102,6 +128,8 @@ int img_create(int argc, char **argv)
     };
     const char *filename;
     Error *err = NULL;
+    bool padding_possible;
+    uint64_t size = 0;
     int ret = 1;
 
     if (img_parse_args(&argc, &argv, "FILENAME [SIZE]",
@@ -134,9 +162,12 @@ int img_create(int argc, char **argv)
     if (img_add_objects(common.objects) < 0) {
         goto out;
     }
+    /* As qemu-img: a size in -o and one on the command line conflict. */
+    if (argc == 3 && g_hash_table_contains(opts, "size")) {
+        img_error(filename, "The image size must be specified only once");
+        goto out;
+    }
     if (argc == 3) {
-        uint64_t size;
-
         if (img_parse_size(argv[2], &size) < 0) {
             goto out;
         }
@@ -150,6 +181,13 @@ int img_create(int argc, char **argv)
     if (!common.quiet) {
         img_print_formatting(filename, fmt, opts);
     }
+    /* Only a requested sector size pads more than 512-byte rounding. */
+    padding_possible = g_hash_table_contains(opts, "sector-size") &&
+        !g_hash_table_contains(opts, "detached-header");
+    if (padding_possible && argc != 3 &&
+        qemu_strtosz(g_hash_table_lookup(opts, "size"), &size, NULL) < 0) {
+        padding_possible = false;   /* bdrv_create reports the bad size */
+    }
     if (bdrv_create(fmt, filename, opts, &err) < 0) {
         img_error_free(filename, err);
         goto out;
@@ -158,6 +196,9 @@ int img_create(int argc, char **argv)
         unlink(filename);
         img_error(filename, "Interrupted: the new image was removed");
         goto out;
+    }
+    if (padding_possible) {
+        img_create_check_padding(filename, fmt, size);
     }
     ret = 0;
 

@@ -61,6 +61,13 @@ GHashTable *img_parse_create_opts(char **opt_strs);
 bool img_handle_opts_help(GHashTable *opts, const char *fmt);
 
 /*
+ * Warn (create.c) when the new image bs holds more than the size asked
+ * for: a requested sector-size padded it (docs/luks.md, "Size rounding").
+ */
+void img_warn_if_padded(const char *filename, BlockDriverState *bs,
+                        uint64_t size);
+
+/*
  * Open an image: name is a file name, or with image_opts a QEMU option
  * string ("driver=luks,key-secret=s0,file.filename=x"). Prints errors.
  */

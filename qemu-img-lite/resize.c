@@ -29,7 +29,7 @@ int img_resize(int argc, char **argv)
         { NULL }
     };
     int prealloc = PREALLOC_MODE_OFF;
-    int64_t old_size;
+    int64_t old_size, new_size;
     uint64_t size;
     Error *err = NULL;
     const char *filename;
@@ -106,6 +106,17 @@ int img_resize(int argc, char **argv)
     if (bdrv_truncate(bs, size, prealloc, &err) < 0) {
         img_error_free(filename, err);
         goto out;
+    }
+    /*
+     * The driver keeps whole encryption sectors (docs/luks.md, "Size
+     * rounding"); past the 512-byte rounding every format does, say so.
+     */
+    new_size = bdrv_getlength(bs, NULL);
+    if (new_size > 0 &&
+        (uint64_t)new_size > ROUND_UP(size, BDRV_SECTOR_SIZE)) {
+        img_error(filename, "warning: the size was rounded up to %"
+                  G_GINT64_FORMAT " bytes (whole encryption sectors)",
+                  new_size);
     }
     if (!common.quiet) {
         printf("Image resized.\n");

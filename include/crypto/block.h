@@ -52,7 +52,18 @@ typedef struct QCryptoBlockOpenOptions {
      * its file is refused at open instead of failing on a later read.
      */
     uint64_t size;
+    /*
+     * Key slots (and digests) whose PBKDF2 iteration count is above this
+     * are never computed: a hostile header cannot keep us hashing for
+     * hours. Such slots stay visible (info) and the others still unlock.
+     * 0: QCRYPTO_BLOCK_PBKDF2_ITERS_MAX_DEFAULT. The "luks" driver's open
+     * option max-pbkdf2-iterations sets it.
+     */
+    uint64_t max_pbkdf2_iterations;
 } QCryptoBlockOpenOptions;
+
+/* 2^27 PBKDF2-SHA256 iterations: about a minute on a 2020s core. */
+#define QCRYPTO_BLOCK_PBKDF2_ITERS_MAX_DEFAULT (1u << 27)
 
 /*
  * Key derivation of a LUKS2 key slot (LUKS2 spec, "keyslots" object, kdf).
@@ -96,12 +107,17 @@ typedef struct QCryptoBlockCreateOptions {
      */
     int luks_version;
     /* LUKS2 only, each 0 for its default: */
-    uint32_t sector_size;   /* 512..4096; default 4096, as cryptsetup 2.6 */
+    uint32_t sector_size;   /* 512..4096; 0: see the size rule below */
     bool has_kdf;
     QCryptoBlockKDF kdf;    /* default argon2id */
     uint32_t kdf_memory;    /* argon2 KiB; default 1 GiB, at most half RAM */
     uint32_t kdf_parallel;  /* argon2 lanes; default min(4, CPUs) */
     const char *label;      /* NULL: none; at most 47 bytes */
+    /*
+     * Bytes of data the new image is to hold: the LUKS2 default sector
+     * size depends on it (see qcrypto_block_create_sector_size()).
+     */
+    uint64_t size;
 } QCryptoBlockCreateOptions;
 
 /* Fill opts with the defaults above (everything not set by the caller). */
@@ -221,6 +237,28 @@ QCryptoBlock *qcrypto_block_create(const QCryptoBlockCreateOptions *options,
 int qcrypto_block_calculate_payload_offset(
     const QCryptoBlockCreateOptions *options, uint64_t *payload_offset,
     Error **errp);
+
+/*
+ * Size rounding (docs/luks.md, "Size rounding"): the one rule that create,
+ * convert, measure and resize follow.
+ *
+ * The encryption sector size of a new image: options->sector_size if the
+ * user asked for one; else for LUKS2 4096 when options->size is a whole
+ * number of 4096-byte sectors and 512 when it is not (as cryptsetup 2.6
+ * falls back to 512 when the device size is not aligned); LUKS1 is 512.
+ */
+uint32_t qcrypto_block_create_sector_size(
+    const QCryptoBlockCreateOptions *options);
+/* size rounded up to whole sectors of sector_size (a power of two). */
+uint64_t qcrypto_block_round_to_sectors(uint64_t size, uint64_t sector_size);
+/*
+ * The payload bytes a new image holds: options->size rounded up to whole
+ * sectors of qcrypto_block_create_sector_size(). More than options->size
+ * only when a requested sector size forces padding (or size is not a
+ * multiple of 512).
+ */
+uint64_t qcrypto_block_create_payload_size(
+    const QCryptoBlockCreateOptions *options);
 
 int qcrypto_block_amend_options(QCryptoBlock *block,
                                 QCryptoBlockReadFunc readfunc,

@@ -38,7 +38,7 @@ class Measure(TestCase):
                 ("", "1G", "human"),
                 (",cipher-alg=aes-128,cipher-mode=cbc,ivgen-alg=essiv", "1G",
                  "json"),
-                (",cipher-alg=serpent-192", "1000", "human")]:
+                (",cipher-alg=serpent-192", "1536", "human")]:
             args = ["measure", "--object", SECRET, "-O", "luks", "-o",
                     f"key-secret=sec0,iter-time={ITER_TIME}{opts}", "--size",
                     size, f"--output={output}"]

@@ -10,6 +10,7 @@
  */
 #include "crypto/luks2priv.h"
 #include "luks2-testutil.h"
+#include "test-error.h"
 
 static const char pass[] = "a LUKS2 passphrase";
 
@@ -56,8 +57,11 @@ static void new_image(NewImage *img, uint32_t sector_size,
     opts.sector_size = sector_size;
     opts.has_kdf = true;
     opts.kdf = kdf;
-    opts.kdf_memory = 64;
-    opts.kdf_parallel = 1;
+    /* argon2 costs only: with pbkdf2 they are an error, as cryptsetup */
+    if (kdf != QCRYPTO_BLOCK_KDF_PBKDF2) {
+        opts.kdf_memory = 64;
+        opts.kdf_parallel = 1;
+    }
     opts.has_iter_time = true;
     opts.iter_time = 20;
     opts.label = "qil-test";
@@ -591,6 +595,107 @@ static void test_cryptsetup_image_data(gconstpointer data)
     new_image_free(&img);
 }
 
+/*
+ * The size rule (docs/luks.md, "Size rounding"): LUKS2 gets 4096-byte
+ * sectors only where the size is whole 4096-byte sectors, as cryptsetup
+ * 2.6 falls back to 512; a requested size is kept; LUKS1 is 512.
+ */
+static void test_size_rule(void)
+{
+    static const struct {
+        int version;
+        uint32_t requested;
+        uint64_t size;
+        uint32_t sector;
+        uint64_t payload;
+    } cases[] = {
+        { 2, 0, 0, 4096, 0 },
+        { 2, 0, 1 << 20, 4096, 1 << 20 },
+        { 2, 0, 1000448, 512, 1000448 },
+        { 2, 0, 1000001, 512, 1000448 },
+        { 2, 4096, 1000448, 4096, 1003520 },
+        { 2, 2048, 1000001, 2048, 1001472 },
+        { 2, 1024, 1 << 20, 1024, 1 << 20 },
+        { 1, 0, 1 << 20, 512, 1 << 20 },
+        { 1, 0, 1000001, 512, 1000448 },
+        { 0, 0, 4096, 512, 4096 },          /* 0: LUKS1 */
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        QCryptoBlockCreateOptions opts = { 0 };
+
+        qcrypto_block_create_options_init(&opts);
+        opts.luks_version = cases[i].version;
+        opts.sector_size = cases[i].requested;
+        opts.size = cases[i].size;
+        g_assert_cmpuint(qcrypto_block_create_sector_size(&opts), ==,
+                         cases[i].sector);
+        g_assert_cmpuint(qcrypto_block_create_payload_size(&opts), ==,
+                         cases[i].payload);
+    }
+    g_assert_cmpuint(qcrypto_block_round_to_sectors(0, 4096), ==, 0);
+    g_assert_cmpuint(qcrypto_block_round_to_sectors(1, 512), ==, 512);
+    g_assert_cmpuint(qcrypto_block_round_to_sectors(4096, 4096), ==, 4096);
+    g_assert_cmpuint(qcrypto_block_round_to_sectors(4097, 4096), ==, 8192);
+}
+
+/* Options that do not apply are errors naming the option (no I/O here). */
+static void test_option_errors(void)
+{
+    static const struct {
+        int version;
+        const char *name;
+        bool has_kdf;
+        QCryptoBlockKDF kdf;
+        uint32_t memory, parallel, sector;
+        const char *label;
+        const char *error;
+    } cases[] = {
+        { 1, "argon2id", true, QCRYPTO_BLOCK_KDF_ARGON2ID, 0, 0, 0, NULL,
+          "Option 'kdf=argon2id' needs luks-version=2" },
+        { 1, "memory", false, 0, 65536, 0, 0, NULL,
+          "Option 'kdf-memory' needs luks-version=2" },
+        { 1, "parallel", false, 0, 0, 2, 0, NULL,
+          "Option 'kdf-parallel' needs luks-version=2" },
+        { 1, "sector", false, 0, 0, 0, 4096, NULL,
+          "Option 'sector-size' needs luks-version=2" },
+        { 1, "label", false, 0, 0, 0, 0, "x",
+          "Option 'label' needs luks-version=2" },
+        { 2, "memory-max", false, 0, 4u * 1024 * 1024 + 1, 0, 0, NULL,
+          "Option 'kdf-memory' 4194305 is too high (maximum is 4194304 KiB)" },
+        { 2, "memory-min", false, 0, 31, 0, 0, NULL,
+          "(minimum is 32 KiB)" },
+        { 2, "parallel-max", false, 0, 0, 17, 0, NULL,
+          "Option 'kdf-parallel' 17 is too high (maximum is 16)" },
+        { 2, "pbkdf2-memory", true, QCRYPTO_BLOCK_KDF_PBKDF2, 1024, 0, 0,
+          NULL, "Option 'kdf-memory' is an argon2 cost" },
+        { 2, "sector-8192", false, 0, 0, 0, 8192, NULL,
+          "Option 'sector-size' 8192 is not 512" },
+        { 2, "label-48", false, 0, 0, 0, 0,
+          "0123456789012345678901234567890123456789012345678",
+          "Option 'label'" },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        QCryptoBlockCreateOptions opts = { 0 };
+        g_autoptr(Error) err = NULL;
+        uint64_t offset;
+
+        g_test_message("case %s", cases[i].name);
+        qcrypto_block_create_options_init(&opts);
+        opts.luks_version = cases[i].version;
+        opts.has_kdf = cases[i].has_kdf;
+        opts.kdf = cases[i].kdf;
+        opts.kdf_memory = cases[i].memory;
+        opts.kdf_parallel = cases[i].parallel;
+        opts.sector_size = cases[i].sector;
+        opts.label = cases[i].label;
+        g_assert_cmpint(qcrypto_block_calculate_payload_offset(&opts, &offset,
+                                                               &err), ==, -1);
+        test_error_expect(&err, cases[i].error);
+    }
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -604,6 +709,8 @@ int main(int argc, char **argv)
     g_test_add_data_func("/crypto/block-luks2/cryptsetup-image-data/4096",
                          "4096", test_cryptsetup_image_data);
     g_test_add_func("/crypto/block-luks2/info", test_info);
+    g_test_add_func("/crypto/block-luks2/size-rule", test_size_rule);
+    g_test_add_func("/crypto/block-luks2/option-errors", test_option_errors);
     g_test_add_func("/crypto/block-luks2/amend", test_amend);
     g_test_add_data_func("/crypto/block-luks2/recover-primary/damaged",
                          GINT_TO_POINTER(false), test_recover_primary);

@@ -165,8 +165,8 @@ static const HostileCase hostile_cases[] = {
       "below 8 KiB per lane" },
     { "kdf-salt", "keyslots.0.kdf.salt", "\"not base64!\"", "not base64" },
     { "kdf-salt-short", "keyslots.0.kdf.salt", "\"AAAA\"", "shorter" },
-    { "pbkdf2-iterations", "keyslots.0.kdf",
-      "{\"type\":\"pbkdf2\",\"hash\":\"sha256\",\"iterations\":4294967295,"
+    { "pbkdf2-iterations-0", "keyslots.0.kdf",
+      "{\"type\":\"pbkdf2\",\"hash\":\"sha256\",\"iterations\":0,"
       "\"salt\":\"4Km2Ut65PzhrdmQqq2i6jDGpwFDvxYq1bLCT+yORTfE=\"}",
       "outside" },
 
@@ -297,6 +297,28 @@ static void test_argon2_memory_cap(void)
     g_assert_nonnull(strstr(error_get_pretty(err), "half of this machine"));
 }
 
+/*
+ * Any PBKDF2 cost up to 2^32 - 1 is valid metadata (cryptsetup makes
+ * costly slots on request): the limit applies when unlocking, so that
+ * info still shows such a header.
+ */
+static void test_pbkdf2_iterations_any(void)
+{
+    g_autofree char *json = test_json_mutate(base_json, "keyslots.0.kdf",
+        "{\"type\":\"pbkdf2\",\"hash\":\"sha256\",\"iterations\":4294967295,"
+        "\"salt\":\"4Km2Ut65PzhrdmQqq2i6jDGpwFDvxYq1bLCT+yORTfE=\"}");
+    g_autofree char *digest = test_json_mutate(base_json,
+                                               "digests.0.iterations",
+                                               "4294967295");
+    g_autoptr(QCryptoLUKS2Metadata) md =
+        qcrypto_luks2_metadata_parse(json, HDR_SIZE, &error_abort);
+    g_autoptr(QCryptoLUKS2Metadata) md2 =
+        qcrypto_luks2_metadata_parse(digest, HDR_SIZE, &error_abort);
+
+    g_assert_cmpuint(md->keyslots[0]->kdf.iterations, ==, UINT32_MAX);
+    g_assert_cmpuint(md2->digests[0]->iterations, ==, UINT32_MAX);
+}
+
 /* Unknown members and tokens survive a key slot edit. */
 static void test_edit_preserves_unknown(void)
 {
@@ -423,6 +445,8 @@ int main(int argc, char **argv)
 
         g_test_add_data_func(path, &hostile_cases[i], test_hostile);
     }
+    g_test_add_func("/crypto/luks2/json/pbkdf2-iterations-any",
+                    test_pbkdf2_iterations_any);
     g_test_add_func("/crypto/luks2/json/argon2-memory-cap",
                     test_argon2_memory_cap);
     g_test_add_func("/crypto/luks2/json/edit-preserves-unknown",
