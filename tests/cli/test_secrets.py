@@ -13,9 +13,9 @@ import signal
 import subprocess
 import time
 
-from qiltest import (CRYPTSETUP, ITER_TIME, PASSPHRASE, QEMU_IMG, SECRET,
-                     TOOL, TestCase, file_bytes, main, qemu_img, qil,
-                     random_file, run)
+from qiltest import (CRYPTSETUP, ITER_TIME, PASSPHRASE, QEMU_IMG,
+                     QEMU_IMG_TRIES, SECRET, TOOL, TestCase, file_bytes, main,
+                     qemu_img, qil, random_file, run)
 
 OPENSSL = shutil.which("openssl")
 SECRET_ENCRYPT = os.environ.get("QIL_SECRET_ENCRYPT")
@@ -500,7 +500,7 @@ class AnyBytes(TestCase):
         phrase = "caf\u00e9 \u20ac".encode()
         img = self.bpath(b"q-\xc3\xa9\xff.luks")
         proc = None
-        for _ in range(10):     # qemu-img's calibration, see qemu_img()
+        for _ in range(QEMU_IMG_TRIES):  # calibration, see qemu_img()
             if os.path.exists(img):
                 os.unlink(img)
             proc = run_bytes([QEMU_IMG, "convert", "-O", "luks", "--object",
