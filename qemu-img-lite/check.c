@@ -210,6 +210,44 @@ static int check_run(BlockDriverState *bs, BdrvCheckMode fix, bool human,
     return ret;
 }
 
+/*
+ * As img_open(), with qemu-img check's message for an image that does not
+ * open: "Could not open 'NAME': ...".
+ */
+static BlockDriverState *check_open(const char *name, const char *fmt,
+                                    bool image_opts, int flags)
+{
+    g_autoptr(GHashTable) opts = NULL;
+    BlockDriverState *bs;
+    Error *err = NULL;
+
+    if (image_opts) {
+        if (fmt) {
+            img_error(NULL, "--image-opts and --format are mutually "
+                      "exclusive");
+            return NULL;
+        }
+        opts = qemu_opts_parse(name, "file.filename", &err);
+        if (!opts) {
+            img_error_free(name, err);
+            return NULL;
+        }
+        bs = bdrv_open(NULL, NULL, opts, flags, &err);
+    } else {
+        bs = bdrv_open(name, fmt, NULL, flags, &err);
+    }
+    if (!bs) {
+        img_error(NULL, "Could not open '%s': %s", name,
+                  error_get_pretty(err));
+        error_free(err);
+        return NULL;
+    }
+    if (bdrv_get_warning(bs)) {
+        img_error(name, "warning: %s", bdrv_get_warning(bs));
+    }
+    return bs;
+}
+
 int img_check(int argc, char **argv)
 {
     g_autofree char *fmt = NULL, *output = NULL, *repair = NULL;
@@ -269,7 +307,7 @@ int img_check(int argc, char **argv)
     if (force_share) {
         flags |= BDRV_O_FORCE_SHARE;
     }
-    bs = img_open(argv[1], fmt, image_opts, flags);
+    bs = check_open(argv[1], fmt, image_opts, flags);
     if (!bs) {
         ret = 1;
         goto out;
