@@ -1051,6 +1051,228 @@ static int load_tables(Qcow2Check *c)
 
 /* ---- The check */
 
+/* ---- Rebuilding the refcount structures */
+
+/*
+ * count free clusters in a row in the IMRT, from *first_free on (which is
+ * moved to the first free cluster seen), marked used; past the end of the
+ * IMRT, at the end of the image (QEMU's alloc_clusters_imrt).
+ */
+static int64_t imrt_alloc(Qcow2Check *c, uint64_t count, uint64_t *first_free)
+{
+    uint64_t cluster = *first_free, run = 0;
+    bool first_gap = true;
+    int ret;
+
+    for (; cluster < c->nb_clusters && run < count; cluster++) {
+        if (imrt_get(c, cluster)) {
+            run = 0;
+            continue;
+        }
+        run++;
+        if (first_gap) {
+            *first_free = cluster;
+            first_gap = false;
+        }
+    }
+    if (run < count) {
+        ret = imrt_grow(c, cluster + count - run);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    cluster -= run;
+    for (uint64_t i = 0; i < count; i++) {
+        refcount_entry_set(c->imrt, cluster + i, c->order, 1);
+    }
+    return cluster << c->cluster_bits;
+}
+
+/*
+ * Write a refcount block for every block's worth of clusters in
+ * [first, end) that has a cluster in use: the block is the IMRT's slice,
+ * at a cluster allocated for it in the IMRT (so a block may have to
+ * describe itself; end grows to cover it). *table and *entries are the
+ * new refcount table; returns 1 if it had to grow, 0 if not, or -errno.
+ */
+static int rebuild_write_refblocks(Qcow2Check *c, uint64_t first,
+                                   uint64_t end, uint64_t **table,
+                                   uint64_t *entries)
+{
+    uint64_t per_block = 1ull << c->refblock_bits;
+    uint64_t first_free = 0;
+    bool grown = false;
+
+    for (uint64_t cluster = first; cluster < end; cluster++) {
+        uint64_t index = cluster >> c->refblock_bits;
+        uint64_t start = index << c->refblock_bits;
+        uint64_t block;
+
+        if (!imrt_get(c, cluster)) {
+            continue;
+        }
+        if (index < *entries && (*table)[index]) {
+            block = (*table)[index];
+        } else {
+            int64_t off;
+
+            /* Not in a block already written: it would not count it. */
+            first_free = MAX(first_free, start);
+            off = imrt_alloc(c, 1, &first_free);
+            if (off < 0) {
+                check_report(c, "ERROR allocating refblock: %s",
+                             g_strerror(-off));
+                return off;
+            }
+            block = off;
+            end = MAX(end, (block >> c->cluster_bits) + 1);
+            if (index >= *entries) {
+                uint64_t n = ROUND_UP((index + 1) * sizeof(uint64_t),
+                                      c->cluster_size) / sizeof(uint64_t);
+                uint64_t *t;
+
+                if (n * sizeof(uint64_t) > QCOW2_MAX_REFTABLE_BYTES ||
+                    !(t = g_try_renew(uint64_t, *table, n))) {
+                    check_report(c, "ERROR allocating reftable "
+                                 "memory");
+                    return -ENOMEM;
+                }
+                memset(t + *entries, 0, (n - *entries) * sizeof(uint64_t));
+                *table = t;
+                *entries = n;
+                grown = true;
+            }
+            (*table)[index] = block;
+        }
+        /* The IMRT's bytes are whole clusters: the slice is in it. */
+        if (check_pwrite(c, block, c->imrt + index * c->cluster_size,
+                         c->cluster_size) < 0) {
+            check_report(c, "ERROR writing refblock: %s",
+                         g_strerror(EIO));
+            return -EIO;
+        }
+        cluster = start + per_block - 1;
+    }
+    return grown;
+}
+
+/*
+ * New refcount blocks and table from the IMRT, at free clusters (QEMU's
+ * rebuild_refcount_structure): the blocks first, then a table, whose
+ * clusters may need blocks of their own, which may grow the table...
+ * until it fits. Then the table is written and the header points at it;
+ * the old structures are left to the leak repair.
+ */
+static int rebuild_refcount_structure(Qcow2Check *c)
+{
+    Qcow2Header *h = &c->s->header;
+    g_autofree uint64_t *table = NULL;
+    uint64_t entries = 0, clusters = 0;
+    int64_t offset = -1;
+    uint8_t hdr[12];
+    int grown;
+
+    grown = rebuild_write_refblocks(c, 0, c->nb_clusters, &table, &entries);
+    while (grown > 0) {
+        uint64_t first_free = 0, start, end;
+
+        clusters = ROUND_UP(entries * sizeof(uint64_t), c->cluster_size) >>
+                   c->cluster_bits;
+        offset = imrt_alloc(c, clusters, &first_free);
+        if (offset < 0) {
+            check_report(c, "ERROR allocating reftable: %s",
+                         g_strerror(-offset));
+            grown = offset;
+            break;
+        }
+        start = offset >> c->cluster_bits;
+        end = start + clusters;
+        grown = rebuild_write_refblocks(c, start, end, &table, &entries);
+        if (grown > 0) {
+            /* A bigger table goes elsewhere: free this place. */
+            for (uint64_t i = start; i < end; i++) {
+                refcount_entry_set(c->imrt, i, c->order, 0);
+            }
+        }
+    }
+    if (grown < 0) {
+        c->res->check_errors++;
+        return grown;
+    }
+    for (uint64_t i = 0; i < entries; i++) {
+        table[i] = GUINT64_TO_BE(table[i]);
+    }
+    stq_be_p(hdr, offset);
+    stl_be_p(hdr + 8, clusters);
+    if (check_pwrite(c, offset, table, entries * sizeof(uint64_t)) < 0 ||
+        check_pwrite(c, 48, hdr, sizeof(hdr)) < 0) {
+        check_report(c, "ERROR writing reftable: %s",
+                     g_strerror(EIO));
+        c->res->check_errors++;
+        return -EIO;
+    }
+    for (uint64_t i = 0; i < entries; i++) {
+        table[i] = GUINT64_FROM_BE(table[i]);
+    }
+    g_free(c->reftable);
+    c->reftable = g_steal_pointer(&table);
+    c->reftable_size = entries;
+    c->refblock_offset = 0;
+    h->refcount_table_offset = offset;
+    h->refcount_table_clusters = clusters;
+    return 0;
+}
+
+/*
+ * -r all when the structures cannot be patched: rebuild them, count the
+ * references again (the old structures are now leaks, freed with
+ * BDRV_FIX_LEAKS), and account what was fixed (the rebuild branch of
+ * QEMU's qcow2_check_refcounts).
+ */
+static int check_rebuild(Qcow2Check *c, uint64_t *highest)
+{
+    BdrvCheckResult *res = c->res;
+    BdrvCheckResult old = *res, saved;
+    int64_t fresh_leaks = 0;
+    int ret;
+
+    check_report(c, "Rebuilding refcount structure");
+    ret = rebuild_refcount_structure(c);
+    if (ret < 0) {
+        return ret;
+    }
+    res->corruptions = 0;
+    res->leaks = 0;
+    c->rebuild = false;
+    memset(c->imrt, 0, c->imrt_bytes);
+    ret = calculate_refcounts(c);
+    if (ret < 0) {
+        return ret;
+    }
+    if (c->fix & BDRV_FIX_LEAKS) {
+        saved = *res;
+        memset(res, 0, sizeof(*res));
+        res->report = saved.report;
+        res->report_opaque = saved.report_opaque;
+        compare_refcounts(c, BDRV_FIX_LEAKS, highest);
+        if (c->rebuild) {
+            check_report(c, "ERROR rebuilt refcount structure is still "
+                         "broken");
+        }
+        /* Leaks left now were made by the rebuild itself. */
+        fresh_leaks = res->leaks;
+        *res = saved;
+    }
+    if (res->corruptions < old.corruptions) {
+        res->corruptions_fixed += old.corruptions - res->corruptions;
+    }
+    if (res->leaks < old.leaks) {
+        res->leaks_fixed += old.leaks - res->leaks;
+    }
+    res->leaks += fresh_leaks;
+    return 0;
+}
+
 /* The refcounts compared, and repaired (qcow2_check_refcounts). */
 static int check_refcounts(Qcow2Check *c)
 {
@@ -1078,7 +1300,12 @@ static int check_refcounts(Qcow2Check *c)
     /* Report first; repair in a second pass if the structures allow. */
     before = *res;
     compare_refcounts(c, 0, &highest);
-    if (c->fix) {
+    if (c->rebuild && (c->fix & BDRV_FIX_ERRORS)) {
+        ret = check_rebuild(c, &highest);
+        if (ret < 0) {
+            return ret;
+        }
+    } else if (c->fix) {
         if (c->rebuild) {
             check_report(c, "ERROR need to rebuild refcount structures");
             res->check_errors++;

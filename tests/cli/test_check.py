@@ -259,6 +259,10 @@ class CheckTest(TestCase):
         self.assertEqual(proc.returncode, 1)
         self.assertIn("ERROR need to rebuild refcount structures",
                       proc.stderr)
+        # -r all rebuilds them at the end of the file, as qemu-img.
+        fixed = self.repair(src, "all", 0)
+        proc = qil("check", fixed)
+        self.assertIn("Image end offset: 655360", proc.stdout)
 
     def test_overlapping_l2_entry(self):
         src = self.make()
@@ -314,6 +318,9 @@ class CheckTest(TestCase):
         self.both_modes(src, 2)
         proc = self.both(src, "-r", "leaks")
         self.assertEqual(proc.returncode, 2)
+        proc = self.both(src, "-r", "all")
+        self.assertIn("Rebuilding refcount structure", proc.stderr)
+        self.repair(src, "all", 0)
 
     def test_dirty_image_made_clean(self):
         src = self.make("lazy_refcounts=on")
