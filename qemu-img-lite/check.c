@@ -159,6 +159,12 @@ static void check_print_json(const BdrvCheckResult *r, const char *filename,
     fputs(out->str, stdout);
 }
 
+/* qemu-img's error_exit() hint, after a usage error. */
+static void img_check_usage_hint(void)
+{
+    fprintf(stderr, "Try 'qemu-img-lite --help' for more information\n");
+}
+
 static int check_parse_repair(const char *repair, BdrvCheckMode *fix)
 {
     *fix = 0;
@@ -172,8 +178,7 @@ static int check_parse_repair(const char *repair, BdrvCheckMode *fix)
     } else {
         img_error(NULL, "Unknown option value for -r (expecting 'leaks' or "
                   "'all'): %s", repair);
-        fprintf(stderr, "Try '%s --help' for more information.\n",
-                g_get_prgname());
+        img_check_usage_hint();
         return -1;
     }
     return 0;
@@ -294,6 +299,7 @@ int img_check(int argc, char **argv)
     }
     if (argc != 2) {
         img_error(NULL, "Expecting one image file name");
+        img_check_usage_hint();
         ret = 1;
         goto out;
     }
@@ -305,6 +311,12 @@ int img_check(int argc, char **argv)
         flags |= BDRV_O_RDWR;
     }
     if (force_share) {
+        if (fix) {
+            img_error(NULL, "Could not open '%s': force-share=on can only "
+                      "be used with read-only images", argv[1]);
+            ret = 1;
+            goto out;
+        }
         flags |= BDRV_O_FORCE_SHARE;
     }
     bs = check_open(argv[1], fmt, image_opts, flags);
