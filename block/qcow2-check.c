@@ -136,6 +136,11 @@ static int check_pwrite(Qcow2Check *c, uint64_t offset, const void *buf,
 {
     BlockDriverState *file = c->bs->file;
 
+    /* The cached refcount block may be what is written. */
+    if (c->refblock_offset && offset < c->refblock_offset + c->cluster_size &&
+        c->refblock_offset < offset + len) {
+        c->refblock_offset = 0;
+    }
     if (file->drv->bdrv_pwrite(file, offset, buf, len, 0, NULL) < 0) {
         return -EIO;
     }
@@ -316,11 +321,7 @@ static int disk_refcount_set(Qcow2Check *c, uint64_t cluster, uint64_t value)
     /* Write the bytes that hold the entry. */
     byte = (index << c->order) / 8;
     n = c->order < 3 ? 1 : (1u << c->order) / 8;
-    ret = check_pwrite(c, block + byte, c->refblock + byte, n);
-    if (ret < 0) {
-        c->refblock_offset = 0;
-    }
-    return ret;
+    return check_pwrite(c, block + byte, c->refblock + byte, n);
 }
 
 /* ---- Computing references */
@@ -810,11 +811,58 @@ static void compare_refcounts(Qcow2Check *c, BdrvCheckMode fix,
     }
 }
 
+static bool ranges_overlap(uint64_t a, uint64_t alen, uint64_t b,
+                           uint64_t blen)
+{
+    return alen && blen && a < b + blen && b < a + alen;
+}
+
+/*
+ * Whether a write of an L1 entry or an L2 table would land on other
+ * metadata (a corrupt image whose tables overlap): QEMU's overlap check
+ * refuses such writes, and so does this.
+ */
+static bool overlaps_metadata(Qcow2Check *c, uint64_t offset, uint64_t len,
+                              bool is_l1)
+{
+    const Qcow2Header *h = &c->s->header;
+
+    if (ranges_overlap(offset, len, 0, c->cluster_size) ||
+        ranges_overlap(offset, len, h->refcount_table_offset,
+                       c->reftable_size * sizeof(uint64_t)) ||
+        (!is_l1 && ranges_overlap(offset, len, h->l1_table_offset,
+                                  c->l1_size * sizeof(uint64_t))) ||
+        ranges_overlap(offset, len, h->snapshots_offset,
+                       c->snapshots_size)) {
+        return true;
+    }
+    for (uint64_t i = 0; i < c->reftable_size; i++) {
+        uint64_t block = c->reftable[i] & QCOW2_REFT_OFFSET_MASK;
+
+        if (block && ranges_overlap(offset, len, block, c->cluster_size)) {
+            return true;
+        }
+    }
+    for (uint32_t i = 0; i < c->nb_snapshots; i++) {
+        if (ranges_overlap(offset, len, c->snapshots[i].l1_offset,
+                           (uint64_t)c->snapshots[i].l1_size * 8)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static int write_l1_entry(Qcow2Check *c, uint64_t index)
 {
     uint8_t be[8];
 
     stq_be_p(be, c->l1[index]);
+    if (overlaps_metadata(c, c->s->header.l1_table_offset + index * 8, 8,
+                          true)) {
+        check_report(c, "ERROR: Could not write L1 entry; metadata overlap "
+                     "check failed: %s", g_strerror(EIO));
+        return -EIO;
+    }
     return check_pwrite(c, c->s->header.l1_table_offset + index * 8, be, 8);
 }
 
@@ -911,6 +959,12 @@ static int check_oflag_copied(Qcow2Check *c)
             }
         }
         if (dirty) {
+            if (overlaps_metadata(c, l2_offset, c->cluster_size, false)) {
+                check_report(c, "ERROR: Could not write L2 table; metadata "
+                             "overlap check failed: %s", g_strerror(EIO));
+                res->check_errors++;
+                return -EIO;
+            }
             if (check_pwrite(c, l2_offset, table, c->cluster_size) < 0) {
                 check_report(c, "ERROR: Could not write L2 table: %s",
                              g_strerror(EIO));
@@ -1234,6 +1288,7 @@ static int check_rebuild(Qcow2Check *c, uint64_t *highest)
     BdrvCheckResult *res = c->res;
     BdrvCheckResult old = *res, saved;
     int64_t fresh_leaks = 0;
+    BdrvCheckMode fix;
     int ret;
 
     check_report(c, "Rebuilding refcount structure");
@@ -1245,7 +1300,11 @@ static int check_rebuild(Qcow2Check *c, uint64_t *highest)
     res->leaks = 0;
     c->rebuild = false;
     memset(c->imrt, 0, c->imrt_bytes);
+    /* Counted again without repairs, as QEMU. */
+    fix = c->fix;
+    c->fix = 0;
     ret = calculate_refcounts(c);
+    c->fix = fix;
     if (ret < 0) {
         return ret;
     }
