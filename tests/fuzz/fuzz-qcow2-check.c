@@ -18,7 +18,8 @@
  * - every L1 entry makes the check read an L2 table (twice), and every
  *   snapshot its own L1 table: at most FUZZ_L2_BUDGET bytes of tables
  *   (counted from the non-zero words of the input, each a possible L1
- *   entry, once per L1 table) and FUZZ_MAX_SNAPSHOTS snapshots;
+ *   entry, once per L1 table), FUZZ_MAX_SNAPSHOTS snapshots and
+ *   FUZZ_MAX_BITMAPS bitmaps (the first bitmaps extension in the input);
  * - a repair grows the file to reach refcount blocks past its end, as
  *   qemu-img does: it runs only when every refcount table entry in the
  *   input points inside the memfd.
@@ -34,6 +35,8 @@
 
 #define FUZZ_L2_BUDGET (256ull * 1024 * 1024)
 #define FUZZ_MAX_SNAPSHOTS 16
+/* Each bitmap's table may be 1 MiB of entries, each read and walked. */
+#define FUZZ_MAX_BITMAPS 16
 
 /* qcow2 header fields the harness looks at (spec, "Header"). */
 #define QCOW2_CLUSTER_BITS_OFFSET 20
@@ -41,6 +44,7 @@
 #define QCOW2_REFTABLE_CLUSTERS_OFFSET 56
 #define QCOW2_NB_SNAPSHOTS_OFFSET 60
 #define QCOW2_INCOMPAT_OFFSET 72
+#define QCOW2_HEADER_LENGTH_OFFSET 100
 
 static int fuzz_fd = -1;
 static char fuzz_path[64];
@@ -72,6 +76,30 @@ static void fuzz_set_file(const uint8_t *data, size_t size)
     }
 }
 
+/* The bitmap count of the bitmaps extension in the input, or 0. */
+static uint32_t fuzz_nb_bitmaps(const uint8_t *data, size_t size)
+{
+    uint64_t off = fuzz_get_be32(data, size, QCOW2_HEADER_LENGTH_OFFSET);
+
+    /* Only version 3 has extensions after header_length. */
+    if (fuzz_get_be32(data, size, 4) != 3) {
+        return 0;
+    }
+    while (off + 8 <= size) {
+        uint32_t type = fuzz_get_be32(data, size, off);
+        uint32_t len = fuzz_get_be32(data, size, off + 4);
+
+        if (type == 0) {
+            break;
+        }
+        if (type == QCOW2_EXT_BITMAPS) {
+            return fuzz_get_be32(data, size, off + 8);
+        }
+        off += 8 + ROUND_UP((uint64_t)len, 8);
+    }
+    return 0;
+}
+
 /* Whether the tables the check would walk are cheap enough (see above). */
 static bool fuzz_walk_bounded(const uint8_t *data, size_t size)
 {
@@ -83,7 +111,8 @@ static bool fuzz_walk_bounded(const uint8_t *data, size_t size)
     if (bits < QCOW2_MIN_CLUSTER_BITS || bits > QCOW2_MAX_CLUSTER_BITS) {
         return true;    /* refused at open */
     }
-    if (nb_snapshots > FUZZ_MAX_SNAPSHOTS) {
+    if (nb_snapshots > FUZZ_MAX_SNAPSHOTS ||
+        fuzz_nb_bitmaps(data, size) > FUZZ_MAX_BITMAPS) {
         return false;
     }
     for (size_t off = 0; off + 8 <= size; off += 8) {
