@@ -679,13 +679,17 @@ static int check_refblocks(Qcow2Check *c)
                 res->corruptions++;
                 continue;
             }
-            /* Grow the file so that the block exists (it reads as 0). */
-            if (offset > INT64_MAX - c->cluster_size ||
+            /*
+             * Grow the file so that the block exists (it reads as 0),
+             * within the INT_MAX clusters a check can count.
+             */
+            if (offset > INT64_MAX - c->cluster_size || cluster >= INT_MAX ||
                 file->drv->bdrv_truncate(file, offset + c->cluster_size,
                                          PREALLOC_MODE_OFF, NULL) < 0) {
                 check_report(c, "ERROR could not resize image: %s",
                              g_strerror(offset > INT64_MAX - c->cluster_size
-                                        ? EINVAL : EIO));
+                                        ? EINVAL : cluster >= INT_MAX
+                                        ? EFBIG : EIO));
                 res->corruptions++;
                 c->rebuild = true;
                 continue;
