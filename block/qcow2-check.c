@@ -330,11 +330,55 @@ enum {
     CHECK_FRAG_INFO = 1,    /* count allocated/fragmented/compressed */
 };
 
-static int check_l2_entry(Qcow2Check *c, uint64_t l2_entry, uint64_t bitmap,
-                          unsigned index, int flags,
+static bool overlaps_metadata(Qcow2Check *c, uint64_t offset, uint64_t len,
+                              bool is_l1);
+
+/*
+ * A preallocated zero cluster whose offset is unaligned becomes a plain
+ * zero cluster (QEMU's fix_l2_entry_by_zero): entry (at entry_offset in
+ * the file) is rewritten in place and on disk. -EEXIST: it would have
+ * written onto other metadata.
+ */
+static int fix_l2_entry_by_zero(Qcow2Check *c, uint8_t *entry,
+                                uint64_t entry_offset)
+{
+    const Qcow2Geometry *g = &c->s->g;
+
+    if (g->extended_l2) {
+        uint64_t bitmap = ldq_be_p(entry + 8);
+
+        /* Allocated subclusters read as zero; none was allocated here. */
+        bitmap |= bitmap << 32;
+        bitmap &= ~QCOW2_L2_BITMAP_ALL_ALLOC;
+        stq_be_p(entry, 0);
+        stq_be_p(entry + 8, bitmap);
+    } else {
+        stq_be_p(entry, QCOW2_OFLAG_ZERO);
+    }
+    if (overlaps_metadata(c, entry_offset, g->l2_entry_size, false)) {
+        check_report(c, "ERROR: Overlap check failed");
+        c->res->check_errors++;
+        return -EEXIST;
+    }
+    if (check_pwrite(c, entry_offset, entry, g->l2_entry_size) < 0) {
+        check_report(c, "ERROR: Failed to overwrite L2 table entry: %s",
+                     g_strerror(EIO));
+        c->res->check_errors++;
+        return -EIO;
+    }
+    c->res->corruptions--;
+    c->res->corruptions_fixed++;
+    return 0;
+}
+
+/* One L2 entry (at entry_offset in the file, entry in memory). */
+static int check_l2_entry(Qcow2Check *c, uint8_t *entry,
+                          uint64_t entry_offset, unsigned index, int flags,
                           uint64_t *next_contiguous)
 {
     const Qcow2Geometry *g = &c->s->g;
+    uint64_t l2_entry = ldq_be_p(entry);
+    uint64_t bitmap = g->extended_l2 ? ldq_be_p(entry + 8) : 0;
     BdrvCheckResult *res = c->res;
     uint64_t offset = l2_entry & QCOW2_OFFSET_MASK;
     int ret;
@@ -405,11 +449,26 @@ static int check_l2_entry(Qcow2Check *c, uint64_t l2_entry, uint64_t bitmap,
         bool has_data = g->extended_l2
             ? (bitmap & QCOW2_L2_BITMAP_ALL_ALLOC)
             : !(l2_entry & QCOW2_OFLAG_ZERO);
+        bool fix = c->fix & BDRV_FIX_ERRORS;
 
         res->corruptions++;
-        check_report(c, "ERROR offset=%" PRIx64 ": %s cluster is not "
-                     "properly aligned; L2 entry corrupted.", offset,
-                     has_data ? "Data" : "Preallocated");
+        if (has_data) {
+            check_report(c, "ERROR offset=%" PRIx64 ": Data cluster is not "
+                         "properly aligned; L2 entry corrupted.", offset);
+        } else {
+            check_report(c, "%s offset=%" PRIx64 ": Preallocated cluster "
+                         "is not properly aligned; L2 entry corrupted.",
+                         fix ? "Repairing" : "ERROR", offset);
+            if (fix) {
+                ret = fix_l2_entry_by_zero(c, entry, entry_offset);
+                if (ret == 0) {
+                    return 0;       /* no cluster in use any more */
+                }
+                if (ret == -EEXIST) {
+                    return -EIO;    /* metadata overlap: stop here */
+                }
+            }
+        }
     }
     if (flags & CHECK_FRAG_INFO) {
         res->allocated_clusters++;
@@ -438,10 +497,8 @@ static int check_l2_table(Qcow2Check *c, uint64_t l2_offset, int flags)
         return -EIO;
     }
     for (uint64_t i = 0; i < g->l2_entries; i++) {
-        const uint8_t *e = table + i * g->l2_entry_size;
-        uint64_t bitmap = g->extended_l2 ? ldq_be_p(e + 8) : 0;
-
-        ret = check_l2_entry(c, ldq_be_p(e), bitmap, i, flags,
+        ret = check_l2_entry(c, table + i * g->l2_entry_size,
+                             l2_offset + i * g->l2_entry_size, i, flags,
                              &next_contiguous);
         if (ret < 0) {
             return ret;

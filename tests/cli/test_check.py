@@ -303,6 +303,19 @@ class CheckTest(TestCase):
                 f.set_l2(0, 0, entry)
                 self.both_modes(src, 2)
 
+    def test_unaligned_preallocated_zero_cluster(self):
+        """-r all turns it into a plain zero cluster, as qemu-img."""
+        src = self.make(writes=("write -P 1 0 256k", "write -z 64k 64k"))
+        f = Qcow2File(src)
+        self.assertEqual(f.l2(0, 1) & 1, 1)
+        f.set_l2(0, 1, f.l2(0, 1) + 0x200)
+        proc = self.both_modes(src, 2)
+        self.assertIn("Preallocated cluster is not properly aligned",
+                      proc.stderr)
+        self.both(src, "-r", "leaks")
+        fixed = self.repair(src, "all", 0)
+        self.assertEqual(Qcow2File(fixed).l2(0, 1), 1)
+
     def test_copied_flag(self):
         src = self.make()
         f = Qcow2File(src)
