@@ -28,7 +28,9 @@
  * waits for at most this much dirty data plus what the disk's queue
  * holds, and the call (which walks the file's dirty pages) stays rare.
  */
+#ifndef FILE_CREATE_WRITEBACK_STEP   /* benchmarks may change it */
 #define FILE_CREATE_WRITEBACK_STEP (8 * 1024 * 1024)
+#endif
 
 struct FileCreate {
     gint refcount;
