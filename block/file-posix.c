@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "block/block_int.h"
+#include "file-direct.h"
 #include "file-lock.h"
 
 /*
@@ -28,6 +29,8 @@ typedef struct FileExtentCache {
 
 typedef struct BDRVFileState {
     int fd;
+    /* Opened with O_DIRECT (BDRV_O_NOCACHE): I/O through file-direct.c. */
+    bool direct;
     /*
      * Buffered writes to one file are serialized by the kernel anyway (on
      * the inode lock, where a waiter spins); waiting here instead sleeps,
@@ -126,8 +129,15 @@ static int file_open(BlockDriverState *bs, GHashTable *opts, int flags,
         return -1;
     }
     /* Read-only opens are O_RDONLY: a source image is never writable. */
+    s->direct = flags & BDRV_O_NOCACHE;
     s->fd = open(filename, ((flags & BDRV_O_RDWR) ? O_RDWR : O_RDONLY) |
-                 O_CLOEXEC);
+                 (s->direct ? O_DIRECT : 0) | O_CLOEXEC);
+    if (s->fd < 0 && s->direct && errno == EINVAL) {
+        /* open(2): the file system does not take O_DIRECT. */
+        error_setg(errp, "Could not open '%s': filesystem does not support "
+                   "O_DIRECT", filename);
+        return -1;
+    }
     if (s->fd < 0) {
         error_setg_errno(errp, errno, "Could not open '%s'", filename);
         return -1;
@@ -168,6 +178,10 @@ static int file_pread(BlockDriverState *bs, uint64_t offset, void *buf,
     BDRVFileState *s = bs->opaque;
     uint8_t *p = buf;
 
+    if (s->direct) {
+        return file_direct_pread(s->fd, bs->filename, offset, buf, bytes,
+                                 errp);
+    }
     while (bytes) {
         ssize_t n = pread(s->fd, p, bytes, offset);
 
@@ -198,6 +212,14 @@ static int file_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
     g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->write_lock);
     const uint8_t *p = buf;
 
+    if (s->direct) {
+        /*
+         * Under write_lock: a partial block's read-modify-write is atomic
+         * against this process's other writers.
+         */
+        return file_direct_pwrite(s->fd, bs->filename, offset, buf, bytes,
+                                  errp);
+    }
     while (bytes) {
         ssize_t n = pwrite(s->fd, p, bytes, offset);
 
@@ -230,11 +252,24 @@ static int64_t file_getlength(BlockDriverState *bs, Error **errp)
     return len;
 }
 
-static int file_write_zeroes(int fd, uint64_t offset, uint64_t end,
-                             Error **errp)
+static int file_write_zeroes(int fd, bool direct, uint64_t offset,
+                             uint64_t end, Error **errp)
 {
     g_autofree uint8_t *zeroes = g_malloc0(FILE_PREALLOC_CHUNK);
 
+    if (direct) {
+        while (offset < end) {
+            size_t n = MIN(end - offset, FILE_PREALLOC_CHUNK);
+
+            if (file_direct_pwrite(fd, "the image", offset, zeroes, n,
+                                   errp) < 0) {
+                error_prepend(errp, "Could not preallocate data: ");
+                return -1;
+            }
+            offset += n;
+        }
+        return 0;
+    }
     while (offset < end) {
         size_t n = MIN(end - offset, FILE_PREALLOC_CHUNK);
         ssize_t r = pwrite(fd, zeroes, n, offset);
@@ -252,8 +287,8 @@ static int file_write_zeroes(int fd, uint64_t offset, uint64_t end,
 }
 
 /* Resize fd to size; grown space is allocated as prealloc says. */
-static int file_resize_fd(int fd, uint64_t size, PreallocMode prealloc,
-                          Error **errp)
+static int file_resize_fd(int fd, bool direct, uint64_t size,
+                          PreallocMode prealloc, Error **errp)
 {
     struct stat st;
 
@@ -271,7 +306,8 @@ static int file_resize_fd(int fd, uint64_t size, PreallocMode prealloc,
                 error_setg_errno(errp, ret, "Could not preallocate data");
                 return -1;
             }
-        } else if (file_write_zeroes(fd, st.st_size, size, errp) < 0) {
+        } else if (file_write_zeroes(fd, direct, st.st_size, size,
+                                     errp) < 0) {
             return -1;
         }
     }
@@ -287,7 +323,7 @@ static int file_truncate(BlockDriverState *bs, uint64_t size,
 {
     BDRVFileState *s = bs->opaque;
 
-    return file_resize_fd(s->fd, size, prealloc, errp);
+    return file_resize_fd(s->fd, s->direct, size, prealloc, errp);
 }
 
 static int file_flush(BlockDriverState *bs, Error **errp)
@@ -400,7 +436,7 @@ int bdrv_create_file(const char *filename, uint64_t size,
         error_setg_errno(errp, errno, "Could not create '%s'", filename);
         return -1;
     }
-    ret = file_resize_fd(fd, size, prealloc, errp);
+    ret = file_resize_fd(fd, false, size, prealloc, errp);
     if (close(fd) < 0 && ret == 0) {
         error_setg_errno(errp, errno, "Could not create '%s'", filename);
         ret = -1;
