@@ -11,6 +11,7 @@
 
 #include "block/block_int.h"
 #include "file-create.h"
+#include "file-direct.h"
 #include "file-lock.h"
 
 /*
@@ -29,6 +30,8 @@ typedef struct FileExtentCache {
 
 typedef struct BDRVFileState {
     int fd;
+    /* Opened with O_DIRECT (BDRV_O_NOCACHE): I/O through file-direct.c. */
+    bool direct;
     /*
      * Buffered writes to one file are serialized by the kernel anyway (on
      * the inode lock, where a waiter spins); waiting here instead sleeps,
@@ -113,6 +116,28 @@ static int file_open_lock(BlockDriverState *bs, const struct stat *st,
     return 0;
 }
 
+/*
+ * A descriptor of a new file being created (see file-create.h), with
+ * O_DIRECT if direct: a flag of the open file, shared with the creation's
+ * own descriptor, which only syncs it. -1 with errno on failure.
+ */
+static int file_open_pending(FileCreate *create, bool direct)
+{
+    int fd = fcntl(file_create_fd(create), F_DUPFD_CLOEXEC, 0);
+    int fl, err;
+
+    if (fd >= 0 && direct) {
+        fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl | O_DIRECT) < 0) {
+            err = errno;
+            close(fd);
+            errno = err;
+            return -1;
+        }
+    }
+    return fd;
+}
+
 static int file_open(BlockDriverState *bs, GHashTable *opts, int flags,
                      Error **errp)
 {
@@ -132,17 +157,24 @@ static int file_open(BlockDriverState *bs, GHashTable *opts, int flags,
     if (file_take_locking_opt(opts, &use_lock, errp) < 0) {
         return -1;
     }
+    s->direct = flags & BDRV_O_NOCACHE;
     /*
      * A file this process is creating under that name is not there yet:
      * the node writes the new, unnamed file.
      */
     create = file_create_find_pending(filename);
     if (create) {
-        s->fd = fcntl(file_create_fd(create), F_DUPFD_CLOEXEC, 0);
+        s->fd = file_open_pending(create, s->direct);
     } else {
         /* Read-only opens are O_RDONLY: a source image is never writable. */
         s->fd = open(filename, ((flags & BDRV_O_RDWR) ? O_RDWR : O_RDONLY) |
-                     O_CLOEXEC);
+                     (s->direct ? O_DIRECT : 0) | O_CLOEXEC);
+    }
+    if (s->fd < 0 && s->direct && errno == EINVAL) {
+        /* open(2): the file system does not take O_DIRECT. */
+        error_setg(errp, "Could not open '%s': filesystem does not support "
+                   "O_DIRECT", filename);
+        return -1;
     }
     if (s->fd < 0) {
         error_setg_errno(errp, errno, "Could not open '%s'", filename);
@@ -186,6 +218,10 @@ static int file_pread(BlockDriverState *bs, uint64_t offset, void *buf,
     BDRVFileState *s = bs->opaque;
     uint8_t *p = buf;
 
+    if (s->direct) {
+        return file_direct_pread(s->fd, bs->filename, offset, buf, bytes,
+                                 errp);
+    }
     while (bytes) {
         ssize_t n = pread(s->fd, p, bytes, offset);
 
@@ -216,6 +252,15 @@ static int file_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
     g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->write_lock);
     const uint8_t *p = buf;
 
+    if (s->direct) {
+        /*
+         * Under write_lock: a partial block's read-modify-write is atomic
+         * against this process's other writers. O_DIRECT leaves nothing
+         * for write-back to do.
+         */
+        return file_direct_pwrite(s->fd, bs->filename, offset, buf, bytes,
+                                  errp);
+    }
     while (bytes) {
         ssize_t n = pwrite(s->fd, p, bytes, offset);
 
@@ -256,8 +301,8 @@ static int64_t file_getlength(BlockDriverState *bs, Error **errp)
  * minutes, so it stops when the tool is interrupted (bdrv_interrupted()).
  * create is the new file being written, if it is one (write-back hints).
  */
-static int file_write_zeroes(int fd, uint64_t offset, uint64_t end,
-                             FileCreate *create, Error **errp)
+static int file_write_zeroes(int fd, bool direct, uint64_t offset,
+                             uint64_t end, FileCreate *create, Error **errp)
 {
     g_autofree uint8_t *zeroes = g_malloc0(FILE_PREALLOC_CHUNK);
 
@@ -268,6 +313,15 @@ static int file_write_zeroes(int fd, uint64_t offset, uint64_t end,
         if (bdrv_interrupted()) {
             error_setg(errp, "Interrupted");
             return -1;
+        }
+        if (direct) {
+            if (file_direct_pwrite(fd, "the image", offset, zeroes, n,
+                                   errp) < 0) {
+                error_prepend(errp, "Could not preallocate data: ");
+                return -1;
+            }
+            offset += n;
+            continue;
         }
         r = pwrite(fd, zeroes, n, offset);
         if (r < 0) {
@@ -286,8 +340,9 @@ static int file_write_zeroes(int fd, uint64_t offset, uint64_t end,
 }
 
 /* Resize fd to size; grown space is allocated as prealloc says. */
-static int file_resize_fd(int fd, uint64_t size, PreallocMode prealloc,
-                          FileCreate *create, Error **errp)
+static int file_resize_fd(int fd, bool direct, uint64_t size,
+                          PreallocMode prealloc, FileCreate *create,
+                          Error **errp)
 {
     struct stat st;
 
@@ -305,7 +360,7 @@ static int file_resize_fd(int fd, uint64_t size, PreallocMode prealloc,
                 error_setg_errno(errp, ret, "Could not preallocate data");
                 return -1;
             }
-        } else if (file_write_zeroes(fd, st.st_size, size, create,
+        } else if (file_write_zeroes(fd, direct, st.st_size, size, create,
                                      errp) < 0) {
             return -1;
         }
@@ -322,7 +377,8 @@ static int file_truncate(BlockDriverState *bs, uint64_t size,
 {
     BDRVFileState *s = bs->opaque;
 
-    return file_resize_fd(s->fd, size, prealloc, s->create, errp);
+    return file_resize_fd(s->fd, s->direct, size, prealloc, s->create,
+                          errp);
 }
 
 static int file_flush(BlockDriverState *bs, Error **errp)
@@ -430,7 +486,7 @@ int bdrv_create_file(const char *filename, uint64_t size,
     /* Never overwrites what is there (see bdrv_create()). */
     g_autoptr(FileCreate) fc = file_create_new(filename, errp);
 
-    if (!fc || file_resize_fd(file_create_fd(fc), size, prealloc, fc,
+    if (!fc || file_resize_fd(file_create_fd(fc), false, size, prealloc, fc,
                               errp) < 0) {
         return -1;      /* dropping fc leaves nothing */
     }

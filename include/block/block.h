@@ -49,6 +49,17 @@ typedef struct BlockDriverState BlockDriverState;
  * ignore other processes' (block/file-lock.c).
  */
 #define BDRV_O_FORCE_SHARE (1 << 4)
+/*
+ * QEMU's cache.direct=on (cache modes none and directsync): the file is
+ * opened with O_DIRECT, its data goes to the device around the page cache.
+ */
+#define BDRV_O_NOCACHE (1 << 8)
+/*
+ * The alignment BDRV_O_NOCACHE I/O wants of offsets, lengths and buffers
+ * to go straight to the file (anything else takes a bounce buffer): 4096
+ * covers every logical block size Linux devices use (512 or 4096).
+ */
+#define BDRV_DIRECT_ALIGN 4096
 
 /* Write flags */
 /*
