@@ -25,7 +25,14 @@
 #define LUKS2_DEFAULT_STRIPES 4000
 #define LUKS2_DEFAULT_ITER_TIME_MS 2000
 #define LUKS2_DEFAULT_MEMORY_KIB (1024 * 1024)
-/* cryptsetup's LUKS_MKD_ITERATIONS_MS and its floor of 1000 iterations. */
+/*
+ * cryptsetup's LUKS_MKD_ITERATIONS_MS and its floor of 1000 iterations.
+ * A shorter iter-time shortens the digest too (to iter-time / 8, the rule
+ * QEMU uses for LUKS1's digest): the digest hashes a random volume key,
+ * which no count of iterations makes easier or harder to guess, so only
+ * the key slots' iterations guard the passphrase, and a user who asks for
+ * a 10 ms key slot asked for a fast create, not a 125 ms digest.
+ */
 #define LUKS2_DIGEST_ITER_TIME_MS 125
 #define LUKS2_DIGEST_MIN_ITERS 1000
 #define LUKS2_SALT_LEN 32
@@ -329,7 +336,8 @@ static int qcrypto_luks2_add_keyslot(QCryptoLUKS2Metadata *md, int id,
 /* The metadata of a new image, with no key slot yet. */
 static QCryptoLUKS2Metadata *qcrypto_luks2_new_metadata(
     const LUKS2Layout *l, const char *cipher, uint32_t sector_size,
-    QCryptoHashAlgo hash, const uint8_t *key, size_t nkey, Error **errp)
+    QCryptoHashAlgo hash, uint64_t digest_ms, const uint8_t *key,
+    size_t nkey, Error **errp)
 {
     uint8_t salt[LUKS2_SALT_LEN];
     uint8_t digest[QCRYPTO_HASH_MAX_DIGEST_LEN];
@@ -340,8 +348,7 @@ static QCryptoLUKS2Metadata *qcrypto_luks2_new_metadata(
     if (qcrypto_random_bytes(salt, sizeof(salt), errp) < 0) {
         return NULL;
     }
-    if (qcrypto_pbkdf2_iters_for_time(hash, ndigest,
-                                      LUKS2_DIGEST_ITER_TIME_MS, &iters,
+    if (qcrypto_pbkdf2_iters_for_time(hash, ndigest, digest_ms, &iters,
                                       errp) < 0) {
         return NULL;
     }
@@ -418,7 +425,11 @@ static int qcrypto_luks2_create(QCryptoBlock *block,
     g_autofree char *cipher = NULL, *json = NULL;
     QCryptoLUKS2KDFParams params;
     LUKS2Layout l;
+    uint64_t digest_ms = LUKS2_DIGEST_ITER_TIME_MS;
 
+    if (options->has_iter_time) {
+        digest_ms = MIN(digest_ms, options->iter_time / 8);
+    }
     block->opaque = luks;
     if (qcrypto_luks2_check_create_options(options, errp) < 0 ||
         qcrypto_luks2_layout(options, &l, errp) < 0 ||
@@ -430,8 +441,9 @@ static int qcrypto_luks2_create(QCryptoBlock *block,
     if (qcrypto_luks2_cipher_parse(cipher, nkey, &c, errp) < 0 ||
         !(luks->hdr = qcrypto_luks2_new_header(&l, options->label, errp)) ||
         !(luks->md = qcrypto_luks2_new_metadata(&l, cipher, sector_size,
-                                                options->hash_alg, key->data,
-                                                nkey, errp))) {
+                                                options->hash_alg,
+                                                digest_ms, key->data, nkey,
+                                                errp))) {
         return -1;
     }
     if (initfunc(block, l.header_len, opaque, errp) < 0) {

@@ -109,6 +109,11 @@ int qcrypto_pbkdf2(QCryptoHashAlgo hash,
  *    error, only a reason to run longer. Short samples matter:
  *    every LUKS create and key-slot change pays for the calibration, and
  *    QEMU's spends half a second or more;
+ *  - the sample length follows what the count is for: a count for an
+ *    iter-time of ms milliseconds needs its rate to a few percent only
+ *    over ms, so samples of ms/8 (at least CALIBRATE_FLOOR_NS) do, and a
+ *    LUKS create with iter-time=10 spends ~5 ms calibrating, not 120
+ *    (it was most of the cost of converting a small image to LUKS);
  *  - we keep the fastest of CALIBRATE_SAMPLES samples: interference
  *    (a busy SMT sibling, cache eviction, frequency dips) only ever slows
  *    a sample down, so the fastest is the steadiest estimate of what this
@@ -117,13 +122,13 @@ int qcrypto_pbkdf2(QCryptoHashAlgo hash,
  * still over so much work that it cannot be a CPU clock.
  */
 #define CALIBRATE_START_ITERS  1024    /* HMAC pairs in the first sample */
-#define CALIBRATE_MIN_NS       (25 * 1000 * 1000ull)
-#define CALIBRATE_TARGET_NS    (40 * 1000 * 1000ull)
+#define CALIBRATE_MIN_NS       (25 * 1000 * 1000ull)  /* the longest kind */
+#define CALIBRATE_FLOOR_NS     (1000 * 1000ull)       /* the shortest kind */
 #define CALIBRATE_SAMPLES      3
 /*
- * 2^22 HMAC pairs in under CALIBRATE_MIN_NS / 16 would be over 600 million
- * a second, 30 times the fastest HMAC pair (SHA-1 with SHA-NI) any CPU
- * does: a clock that reads so little over so much work is broken.
+ * 2^22 HMAC pairs in under CALIBRATE_FLOOR_NS / 16 would be over 67 billion
+ * a second, thousands of times the fastest HMAC pair (SHA-1 with SHA-NI)
+ * any CPU does: a clock that reads so little over so much work is broken.
  */
 #define CALIBRATE_STUCK_ITERS  (1ull << 22)
 
@@ -139,12 +144,17 @@ static int thread_cpu_ns(uint64_t *ns, Error **errp)
     return 0;
 }
 
-/* The measuring loop; out (nout bytes) is scratch. 0 on failure. */
+/*
+ * The measuring loop, with samples of at least min_ns of CPU time; out
+ * (nout bytes) is scratch. 0 on failure.
+ */
 static uint64_t pbkdf2_calibrate(QCryptoHashAlgo hash,
                                  const uint8_t *key, size_t nkey,
                                  const uint8_t *salt, size_t nsalt,
-                                 uint8_t *out, size_t nout, Error **errp)
+                                 uint8_t *out, size_t nout, uint64_t min_ns,
+                                 Error **errp)
 {
+    uint64_t target_ns = min_ns + min_ns / 2 + min_ns / 8; /* x1.6 */
     /* Each iteration costs one HMAC pair per digest-sized output block. */
     size_t hlen = qcrypto_hash_digest_len(hash);
     uint64_t blocks = (nout + hlen - 1) / hlen;
@@ -162,10 +172,10 @@ static uint64_t pbkdf2_calibrate(QCryptoHashAlgo hash,
         }
         elapsed = end > start ? end - start : 0;
 
-        if (elapsed >= CALIBRATE_MIN_NS) {
+        if (elapsed >= min_ns) {
             best_rate = MAX(best_rate, iters * 1e9 / elapsed);
             samples++;
-        } else if (elapsed < CALIBRATE_MIN_NS / 16) {
+        } else if (elapsed < min_ns / 16) {
             if (iters * blocks >= CALIBRATE_STUCK_ITERS) {
                 error_setg(errp, "The thread CPU clock does not advance "
                            "(%" PRIu64 " ns for %" PRIu64 " iterations)",
@@ -174,7 +184,7 @@ static uint64_t pbkdf2_calibrate(QCryptoHashAlgo hash,
             }
             iters *= 16;
         } else {
-            iters = (double)iters * CALIBRATE_TARGET_NS / elapsed + 1;
+            iters = (double)iters * target_ns / elapsed + 1;
         }
     }
     return MAX((uint64_t)best_rate, 1);
@@ -199,7 +209,8 @@ uint64_t qcrypto_pbkdf2_count_iters(QCryptoHashAlgo hash,
         return 0;
     }
     out = g_malloc(nout);
-    rate = pbkdf2_calibrate(hash, key, nkey, salt, nsalt, out, nout, errp);
+    rate = pbkdf2_calibrate(hash, key, nkey, salt, nsalt, out, nout,
+                            CALIBRATE_MIN_NS, errp);
     explicit_bzero(out, nout);
     return rate;
 }
@@ -211,11 +222,18 @@ uint64_t qcrypto_pbkdf2_count_iters(QCryptoHashAlgo hash,
  */
 #define PBKDF2_RATE_SALT_LEN 32
 
-uint64_t qcrypto_pbkdf2_rate(QCryptoHashAlgo hash, size_t nout,
-                             Error **errp)
+/*
+ * The rate of one HMAC pair per iteration (nout = digest length), from
+ * samples of at least min_ns; cached per hash, and measured again only
+ * when a caller needs longer samples than the cached rate had.
+ */
+static uint64_t pbkdf2_cached_rate(QCryptoHashAlgo hash, uint64_t min_ns,
+                                   Error **errp)
 {
     static const uint8_t salt[PBKDF2_RATE_SALT_LEN];
-    static uint64_t cache[QCRYPTO_HASH_ALGO__MAX];
+    static struct {
+        uint64_t rate, min_ns;
+    } cache[QCRYPTO_HASH_ALGO__MAX];
     /*
      * Held across the measurement: threads that ask for the same rate at
      * once wait for one measurement rather than each running their own.
@@ -231,28 +249,52 @@ uint64_t qcrypto_pbkdf2_rate(QCryptoHashAlgo hash, size_t nout,
     }
     hlen = qcrypto_hash_digest_len(hash);
     g_mutex_lock(&lock);
-    rate = cache[hash];
-    if (!rate) {
-        rate = qcrypto_pbkdf2_count_iters(hash, (const uint8_t *)"", 0,
-                                          salt, sizeof(salt), hlen, errp);
-        cache[hash] = rate;
+    rate = cache[hash].rate;
+    if (!rate || cache[hash].min_ns < min_ns) {
+        g_autofree uint8_t *out = g_malloc(hlen);
+
+        rate = pbkdf2_calibrate(hash, (const uint8_t *)"", 0, salt,
+                                sizeof(salt), out, hlen, min_ns, errp);
+        explicit_bzero(out, hlen);
+        if (rate) {
+            cache[hash].rate = rate;
+            cache[hash].min_ns = min_ns;
+        }
     }
     g_mutex_unlock(&lock);
-    if (!rate) {
-        return 0;
-    }
+    return rate;
+}
+
+/* Per nout bytes of output: one HMAC pair per digest-sized block. */
+static uint64_t pbkdf2_rate_for_output(QCryptoHashAlgo hash, size_t nout,
+                                       uint64_t rate)
+{
+    size_t hlen = qcrypto_hash_digest_len(hash);
+
     return MAX(rate / MAX((nout + hlen - 1) / hlen, 1), 1);
+}
+
+uint64_t qcrypto_pbkdf2_rate(QCryptoHashAlgo hash, size_t nout,
+                             Error **errp)
+{
+    uint64_t rate = pbkdf2_cached_rate(hash, CALIBRATE_MIN_NS, errp);
+
+    return rate ? pbkdf2_rate_for_output(hash, nout, rate) : 0;
 }
 
 int qcrypto_pbkdf2_iters_for_time(QCryptoHashAlgo hash, size_t nout,
                                   uint64_t ms, uint64_t *iters,
                                   Error **errp)
 {
-    uint64_t rate = qcrypto_pbkdf2_rate(hash, nout, errp);
+    /* Samples of ms/8: see "the sample length" above. */
+    uint64_t min_ns = ms < CALIBRATE_MIN_NS / 125000 ?
+                      MAX(ms * 125000, CALIBRATE_FLOOR_NS) : CALIBRATE_MIN_NS;
+    uint64_t rate = pbkdf2_cached_rate(hash, min_ns, errp);
 
     if (!rate) {
         return -1;
     }
+    rate = pbkdf2_rate_for_output(hash, nout, rate);
     if (ms && rate > UINT64_MAX / ms) {
         error_setg(errp, "iter-time of %" PRIu64 " ms is too long", ms);
         return -1;

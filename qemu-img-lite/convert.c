@@ -16,13 +16,14 @@
  * raw source are not even read: they are skipped whole, one extent at a
  * time, so a huge sparse image costs what its data costs.
  *
- * Nothing half-written is left behind: on an error, or on SIGINT/SIGTERM
- * (checked between chunks), the target is removed if this run created it.
+ * Nothing half-written is ever seen: a new target has no name until the
+ * copy is complete and synced (bdrv_create_open(), bdrv_create_finish()),
+ * so an error, SIGINT/SIGTERM/SIGHUP (checked between chunks) or even
+ * SIGKILL leaves nothing. An existing target (-n) is written in place.
  */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "img.h"
 
@@ -225,9 +226,15 @@ static int convert_copy(ConvertState *s, unsigned nthreads, bool progress)
 
     g_mutex_init(&s->lock);
     g_cond_init(&s->cond);
-    s->free_bufs = g_ptr_array_new_with_free_func(g_free);
+    /*
+     * Aligned for O_DIRECT (-t/-T none): an aligned buffer at an aligned
+     * offset goes straight to the file, without block/file-direct.c's
+     * bounce copy.
+     */
+    s->free_bufs = g_ptr_array_new_with_free_func(g_aligned_free);
     for (unsigned i = 0; i < nbufs; i++) {
-        g_ptr_array_add(s->free_bufs, g_malloc(CONVERT_CHUNK));
+        g_ptr_array_add(s->free_bufs,
+                        g_aligned_alloc(1, CONVERT_CHUNK, BDRV_DIRECT_ALIGN));
     }
     pool = g_thread_pool_new(convert_worker, s, nthreads, TRUE, &gerr);
     if (!pool) {
@@ -291,24 +298,33 @@ out:
     return ret;
 }
 
-/* -t: which cache modes ask for a flush at the end. */
-static int convert_parse_cache(const char *cache, bool *flush)
+/*
+ * -t and -T, QEMU's cache modes: which ones bypass the page cache
+ * (O_DIRECT) and which ask for a flush at the end. The default is
+ * qemu-img convert's: unsafe for the target, writeback for the source.
+ */
+static int convert_parse_cache(const char *cache, const char *dflt,
+                               const char *what, bool *direct, bool *flush)
 {
-    static const char *const flushing[] = {
-        "writeback", "none", "writethrough", "directsync",
+    static const struct {
+        const char *name;
+        bool direct, flush;
+    } modes[] = {
+        { "none", true, true },
+        { "directsync", true, true },
+        { "writeback", false, true },
+        { "writethrough", false, true },
+        { "unsafe", false, false },
     };
 
-    *flush = false;
-    if (!cache || g_str_equal(cache, "unsafe")) {
-        return 0;   /* qemu-img convert's default for its target */
-    }
-    for (size_t i = 0; i < G_N_ELEMENTS(flushing); i++) {
-        if (g_str_equal(cache, flushing[i])) {
-            *flush = true;
+    for (size_t i = 0; i < G_N_ELEMENTS(modes); i++) {
+        if (g_str_equal(cache ? cache : dflt, modes[i].name)) {
+            *direct = modes[i].direct;
+            *flush = modes[i].flush;
             return 0;
         }
     }
-    img_error(NULL, "Invalid cache option: %s", cache);
+    img_error(NULL, "Invalid %scache option: %s", what, cache);
     return -1;
 }
 
@@ -382,10 +398,13 @@ int img_convert(int argc, char **argv)
           "zero runs this long are not written to a new raw target "
           "(default 4k; 0: write everything)", "SIZE" },
         { "cache", 't', 0, G_OPTION_ARG_STRING, &cache,
-          "target cache mode: unsafe (default, no sync) or writeback (sync "
-          "at the end)", "CACHE" },
+          "target cache mode: unsafe (default, no sync), writeback or "
+          "writethrough (sync at the end), none or directsync (O_DIRECT, "
+          "and sync at the end)", "CACHE" },
         { "source-cache", 'T', 0, G_OPTION_ARG_STRING, &src_cache,
-          "accepted for qemu-img compatibility", "CACHE" },
+          "source cache mode: writeback (default), none or directsync "
+          "(O_DIRECT); unsafe and writethrough read as writeback",
+          "CACHE" },
         { "parallel", 'm', 0, G_OPTION_ARG_INT, &num_threads,
           "number of threads copying at once (default: CPUs + 1)", "N" },
         { "out-of-order", 'W', 0, G_OPTION_ARG_NONE, &out_of_order,
@@ -398,8 +417,8 @@ int img_convert(int argc, char **argv)
     };
     ConvertState s = { 0 };
     const char *src_name, *dst_name;
-    int dst_flags = BDRV_O_RDWR;
-    bool created = false, flush;
+    int dst_flags = BDRV_O_RDWR, src_flags = 0;
+    bool created = false, flush, direct, src_direct, src_flush;
     uint64_t sparse_size = CONVERT_SPARSE_DEFAULT;
     int64_t len;
     Error *err = NULL;
@@ -408,8 +427,8 @@ int img_convert(int argc, char **argv)
     if (img_parse_args(&argc, &argv, "SRC DST",
                        "Convert the image SRC into DST (raw <-> luks, or "
                        "luks -> luks to re-encrypt).",
-                       "DST must not exist (it is created, and removed if "
-                       "the copy fails or is interrupted), unless -n is "
+                       "DST must not exist (it is created, and appears "
+                       "only once the copy is complete), unless -n is "
                        "given.\n\nExamples:\n"
                        "  qemu-img-lite convert --object secret,id=s0,"
                        "data=pass -O luks -o key-secret=s0 disk.raw "
@@ -436,11 +455,22 @@ int img_convert(int argc, char **argv)
         img_error(NULL, "--target-image-opts and -O are mutually exclusive");
         goto out;
     }
-    if (convert_parse_cache(cache, &flush) < 0) {
+    if (convert_parse_cache(cache, "unsafe", "", &direct, &flush) < 0 ||
+        convert_parse_cache(src_cache, "writeback", "source ", &src_direct,
+                            &src_flush) < 0) {
         goto out;
     }
     if (!flush) {
         dst_flags |= BDRV_O_NO_FLUSH;
+    }
+    if (direct) {
+        dst_flags |= BDRV_O_NOCACHE;
+    }
+    if (force_share) {
+        src_flags |= BDRV_O_FORCE_SHARE;
+    }
+    if (src_direct) {
+        src_flags |= BDRV_O_NOCACHE;
     }
     if (sparse_str && qemu_strtosz(sparse_str, &sparse_size, NULL) < 0) {
         img_error(NULL, "Invalid buffer size for sparse output specified");
@@ -457,8 +487,7 @@ int img_convert(int argc, char **argv)
     }
 
     /* The source is opened read-only: it is never written. */
-    src = img_open(src_name, fmt, image_opts,
-                   force_share ? BDRV_O_FORCE_SHARE : 0);
+    src = img_open(src_name, fmt, image_opts, src_flags);
     if (!src) {
         goto out;
     }
@@ -527,13 +556,16 @@ int img_convert(int argc, char **argv)
         img_error_free(dst_name, err);
         goto out;
     }
+    /* A new target: synced, then named; until here it had no name. */
+    if (created && bdrv_create_finish(dst, &err) < 0) {
+        img_error_free(dst_name, err);
+        goto out;
+    }
     ret = 0;
 
 out:
+    /* A new target not finished goes with its last descriptor. */
     bdrv_close(dst);
-    if (ret && created) {
-        unlink(dst_name);
-    }
     img_common_opts_clear(&common);
     return ret;
 }
