@@ -159,6 +159,31 @@ static void check_print_json(const BdrvCheckResult *r, const char *filename,
     fputs(out->str, stdout);
 }
 
+/*
+ * -T: qemu-img's cache modes; none and directsync read (and repair)
+ * around the page cache (O_DIRECT), the others through it.
+ */
+static int check_parse_cache(const char *cache, int *flags)
+{
+    static const char *const modes[] = {
+        "none", "directsync", "writeback", "writethrough", "unsafe",
+    };
+
+    if (!cache) {
+        return 0;
+    }
+    for (size_t i = 0; i < G_N_ELEMENTS(modes); i++) {
+        if (g_str_equal(cache, modes[i])) {
+            if (i < 2) {
+                *flags |= BDRV_O_NOCACHE;
+            }
+            return 0;
+        }
+    }
+    img_error(NULL, "Invalid source cache option: %s", cache);
+    return -1;
+}
+
 /* qemu-img's error_exit() hint, after a usage error. */
 static void img_check_usage_hint(void)
 {
@@ -275,8 +300,8 @@ int img_check(int argc, char **argv)
           "take no lock on FILENAME, and read it even while another "
           "process writes it", NULL },
         { "source-cache", 'T', 0, G_OPTION_ARG_STRING, &cache,
-          "accepted for qemu-img compatibility (reads are not cached "
-          "differently)", "CACHE" },
+          "cache mode: writeback (default), none or directsync (O_DIRECT); "
+          "unsafe and writethrough as writeback", "CACHE" },
         { NULL }
     };
     BdrvCheckResult res = { 0 };
@@ -294,6 +319,10 @@ int img_check(int argc, char **argv)
                        "checks.", entries, &common) < 0 ||
         img_parse_output_format(output, &json) < 0 ||
         check_parse_repair(repair, &fix) < 0) {
+        ret = 1;
+        goto out;
+    }
+    if (check_parse_cache(cache, &flags) < 0) {
         ret = 1;
         goto out;
     }

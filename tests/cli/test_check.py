@@ -242,6 +242,9 @@ class CheckTest(TestCase):
                       proc.stdout)
         self.repair(src, "leaks", 0)
         self.repair(src, "all", 0)
+        # The same repair with O_DIRECT (8-byte refcount writes).
+        self.assertEqual(self.both(src, "-T", "none", "-r", "all").returncode,
+                         0)
 
     def test_refcount_too_high(self):
         """A leak on a cluster in use: its COPIED flag is then wrong too."""
@@ -387,6 +390,8 @@ class CheckTest(TestCase):
         self.assertEqual(self.both(src, "-U", "-r", "all").returncode, 1)
         self.assertEqual(self.both(src, "--output=xml").returncode, 1)
         self.assertEqual(self.both(src, "-U").returncode, 0)
+        self.assertEqual(self.both(src, "-T", "none").returncode, 0)
+        self.assertEqual(self.both(src, "-T", "fast").returncode, 1)
         proc = self.both(src, "--image-opts",
                          "driver=qcow2,file.filename=img.qcow2",
                          "--output=json", name_last=False)
