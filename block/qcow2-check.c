@@ -14,11 +14,14 @@
  *
  * Repairs (fix): leaks get their refcount lowered, too-low refcounts
  * raised, refcount blocks past the end of the file get the file grown,
- * and the COPIED flags of L1/L2 entries are set to agree with the
- * refcounts (spec, "Cluster mapping": set iff the refcount is 1). A
- * referenced cluster with refcount 0, or a broken refcount block, needs
- * the refcount structures rebuilt, which is not done here: qemu-img's
- * "ERROR need to rebuild refcount structures", and the check fails.
+ * unaligned preallocated zero clusters become zero clusters, and the
+ * COPIED flags of L1/L2 entries are set to agree with the refcounts
+ * (spec, "Cluster mapping": set iff the refcount is 1). A referenced
+ * cluster with refcount 0, or a broken refcount block, needs the refcount
+ * structures rebuilt: with BDRV_FIX_ERRORS they are (new blocks and table
+ * at free clusters, the old ones then freed as leaks); with leaks alone,
+ * qemu-img's "ERROR need to rebuild refcount structures", and the check
+ * fails. Writes never land on other metadata (QEMU's overlap check).
  *
  * Everything read is attacker-controlled: table sizes are bounded by the
  * header checks of the open (qcow2_header_parse) or here, tables are read
