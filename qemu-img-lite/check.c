@@ -295,7 +295,8 @@ int img_check(int argc, char **argv)
           "output format: human (default) or json", "FMT" },
         { "repair", 'r', 0, G_OPTION_ARG_STRING, &repair,
           "repair: 'leaks' frees leaked clusters, 'all' also fixes "
-          "refcounts that are too low and COPIED flags", "leaks|all" },
+          "refcounts that are too low and COPIED flags, and rebuilds the "
+          "refcount structures if need be", "leaks|all" },
         { "force-share", 'U', 0, G_OPTION_ARG_NONE, &force_share,
           "take no lock on FILENAME, and read it even while another "
           "process writes it", NULL },

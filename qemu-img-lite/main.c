@@ -358,7 +358,7 @@ static const ImgCommand img_commands[] = {
       "FILENAME" },
     { "check", img_check,
       "check [--object OBJ] [--image-opts] [-f FMT] [--output=human|json] "
-      "[-q] [-r leaks|all] [-U] FILENAME" },
+      "[-q] [-r leaks|all] [-T CACHE] [-U] FILENAME" },
     { "compare", img_compare,
       "compare [--object OBJ] [--image-opts] [-f FMT] [-F FMT] [-p] [-q] "
       "[-s] [-U] FILE1 FILE2" },
