@@ -552,7 +552,7 @@ int bdrv_amend(BlockDriverState *bs, GHashTable *opts, bool force,
 
 int bdrv_check(BlockDriverState *bs, BdrvCheckResult *res, BdrvCheckMode fix)
 {
-    void (*report)(void *, const char *) = res->report;
+    void (*report)(void *, bool, const char *) = res->report;
     void *opaque = res->report_opaque;
 
     if (!bs->drv->bdrv_check) {
