@@ -750,6 +750,43 @@ static int check_bitmaps(Qcow2Check *c)
 }
 
 /*
+ * Make the file end with the cluster at offset; on failure say why as
+ * qemu-img does: the file layer's error, then the check's (both end with
+ * the system's reason, e.g. "File too large").
+ */
+static int check_grow_file(Qcow2Check *c, uint64_t offset, uint64_t cluster)
+{
+    BlockDriverState *file = c->bs->file;
+    g_autoptr(Error) err = NULL;
+    const char *why, *colon;
+
+    if (offset > INT64_MAX - c->cluster_size) {
+        check_report(c, "ERROR could not resize image: %s",
+                     g_strerror(EINVAL));
+        return -EINVAL;
+    }
+    if (cluster >= INT_MAX) {
+        /* Said as a file system refusing such a size says it. */
+        check_report_error(c, "Could not resize file: %s", g_strerror(EFBIG));
+        check_report(c, "ERROR could not resize image: %s",
+                     g_strerror(EFBIG));
+        return -EFBIG;
+    }
+    if (file->drv->bdrv_truncate(file, offset + c->cluster_size,
+                                 PREALLOC_MODE_OFF, &err) == 0) {
+        c->file_len = offset + c->cluster_size;
+        return 0;
+    }
+    /* The file layer's message ends with ": <strerror>". */
+    why = error_get_pretty(err);
+    colon = strrchr(why, ':');
+    why = colon && colon[1] == ' ' ? colon + 2 : why;
+    check_report_error(c, "Could not resize file: %s", why);
+    check_report(c, "ERROR could not resize image: %s", why);
+    return -EIO;
+}
+
+/*
  * The refcount blocks themselves (QEMU's check_refblocks): aligned,
  * inside the file (else, with fix, the file grows to hold them), and
  * referenced once.
@@ -757,7 +794,6 @@ static int check_bitmaps(Qcow2Check *c)
 static int check_refblocks(Qcow2Check *c)
 {
     BdrvCheckResult *res = c->res;
-    BlockDriverState *file = c->bs->file;
     int ret;
 
     for (uint64_t i = 0; i < c->reftable_size; i++) {
@@ -791,18 +827,11 @@ static int check_refblocks(Qcow2Check *c)
              * Grow the file so that the block exists (it reads as 0),
              * within the INT_MAX clusters a check can count.
              */
-            if (offset > INT64_MAX - c->cluster_size || cluster >= INT_MAX ||
-                file->drv->bdrv_truncate(file, offset + c->cluster_size,
-                                         PREALLOC_MODE_OFF, NULL) < 0) {
-                check_report(c, "ERROR could not resize image: %s",
-                             g_strerror(offset > INT64_MAX - c->cluster_size
-                                        ? EINVAL : cluster >= INT_MAX
-                                        ? EFBIG : EIO));
+            if (check_grow_file(c, offset, cluster) < 0) {
                 res->corruptions++;
                 c->rebuild = true;
                 continue;
             }
-            c->file_len = offset + c->cluster_size;
             ret = imrt_grow(c, cluster + 1);
             if (ret < 0) {
                 res->check_errors++;
