@@ -114,7 +114,8 @@ static size_t qcow2_feature_table(uint8_t *t)
 
 size_t qcow2_header_build(const Qcow2Header *h, const char *backing_file,
                           const char *backing_fmt, uint64_t crypto_off,
-                          uint64_t crypto_len, uint8_t *buf, size_t len)
+                          uint64_t crypto_len, bool feature_table,
+                          uint8_t *buf, size_t len)
 {
     uint8_t table[8 * QCOW2_FEATURE_ENTRY_LEN];
     size_t pos;
@@ -152,7 +153,7 @@ size_t qcow2_header_build(const Qcow2Header *h, const char *backing_file,
         stq_be_p(ext + 8, crypto_len);
         qcow2_put_ext(buf, &pos, QCOW2_EXT_CRYPTO_HEADER, ext, sizeof(ext));
     }
-    if (h->version >= 3) {
+    if (h->version >= 3 && feature_table) {
         size_t n = qcow2_feature_table(table);
 
         qcow2_put_ext(buf, &pos, QCOW2_EXT_FEATURE_TABLE, table, n);
@@ -614,7 +615,9 @@ static int qcow2_write_image(BlockDriverState *file, const Qcow2CreateOpts *o,
                                            QCOW2_V2_HEADER_LEN,
         .compression_type = o->compression,
     };
-    g_autofree uint8_t *hdr = g_malloc(l->cs);
+    /* Room for the header, every extension and the name, however large. */
+    size_t hlen = 2 * l->cs + QCOW2_MAX_BACKING_NAME;
+    g_autofree uint8_t *hdr = g_malloc(hlen);
     size_t need;
 
     if (o->extended_l2) {
@@ -626,10 +629,14 @@ static int qcow2_write_image(BlockDriverState *file, const Qcow2CreateOpts *o,
     if (o->lazy_refcounts) {
         h.compatible_features |= QCOW2_COMPAT_LAZY_REFCOUNTS;
     }
-    /* Everything fits in the first cluster? (512-byte clusters may not) */
-    need = h.header_length + 8 + 24 + 24 +
-           8 * QCOW2_FEATURE_ENTRY_LEN + 8 + 8 +
-           (o->backing_file ? strlen(o->backing_file) : 0);
+    /* As QEMU, the feature name table is left out if it does not fit. */
+    need = qcow2_header_build(&h, o->backing_file, o->backing_fmt,
+                              l->luks_offset, l->luks_len, true, hdr, hlen);
+    if (need >= l->cs) {
+        need = qcow2_header_build(&h, o->backing_file, o->backing_fmt,
+                                  l->luks_offset, l->luks_len, false, hdr,
+                                  hlen);
+    }
     if (need > l->cs) {
         error_setg(errp, "The header, its extensions and the backing file "
                    "name do not fit in one %" G_GUINT64_FORMAT "-byte "
@@ -654,8 +661,6 @@ static int qcow2_write_image(BlockDriverState *file, const Qcow2CreateOpts *o,
             return -1;
         }
     }
-    qcow2_header_build(&h, o->backing_file, o->backing_fmt, l->luks_offset,
-                       l->luks_len, hdr, l->cs);
     return qcow2_file_pwrite(file, 0, hdr, l->cs, errp);
 }
 

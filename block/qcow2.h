@@ -407,7 +407,8 @@ int qcow2_open_created(BlockDriverState *bs, Qcow2Crypto *crypto, int flags,
 /* The header bytes of h (and of its extensions) into buf (a cluster). */
 size_t qcow2_header_build(const Qcow2Header *h, const char *backing_file,
                           const char *backing_fmt, uint64_t crypto_off,
-                          uint64_t crypto_len, uint8_t *buf, size_t len);
+                          uint64_t crypto_len, bool feature_table,
+                          uint8_t *buf, size_t len);
 
 extern const BlockDriver bdrv_qcow2;
 
