@@ -229,9 +229,20 @@ static int qcow2_write_cluster(BlockDriverState *bs, uint64_t offset,
     host = compressed ? 0 : entry & QCOW2_OFFSET_MASK;
     alloc = !host;
     if (s->g.extended_l2 && !compressed) {
-        /* Subclusters are the unit: others keep what they hold. */
-        ra = ROUND_DOWN(a, s->g.subcluster_size);
-        rb = ROUND_UP(b, s->g.subcluster_size);
+        /*
+         * Subclusters are the unit: others keep what they hold. An end
+         * in an allocated subcluster is not padded (another thread may
+         * be writing the rest of it in place), one in an unallocated
+         * subcluster is (its untouched bytes come from below).
+         */
+        uint64_t sa = ROUND_DOWN(a, s->g.subcluster_size);
+        uint64_t sb = ROUND_UP(b, s->g.subcluster_size);
+        unsigned sec = s->crypto ? BDRV_SECTOR_SIZE : 1;
+
+        ra = host && (bitmap & qcow2_sc_bits(s, sa, sa + 1)) ?
+             ROUND_DOWN(a, sec) : sa;
+        rb = host && (bitmap & qcow2_sc_bits(s, sb - 1, sb)) ?
+             ROUND_UP(b, sec) : sb;
     } else if (host && !(entry & QCOW2_OFLAG_ZERO)) {
         /* In place: whole encryption sectors. */
         ra = s->crypto ? ROUND_DOWN(a, BDRV_SECTOR_SIZE) : a;
@@ -261,6 +272,8 @@ static int qcow2_write_cluster(BlockDriverState *bs, uint64_t offset,
     if (s->g.extended_l2) {
         uint64_t bits = compressed ? QCOW2_BITMAP_ALL_ALLOC :
                         qcow2_sc_bits(s, ra, rb);
+
+        /* (ra, rb may lie inside allocated subclusters: same bits.) */
 
         new_bitmap = (compressed ? 0 : bitmap) | bits;
         new_bitmap &= ~(bits << QCOW2_SUBCLUSTERS_PER_CLUSTER);
@@ -490,4 +503,68 @@ int qcow2_write_compressed(BlockDriverState *bs, uint64_t offset,
 out:
     g_mutex_unlock(&s->alloc_lock);
     return ret;
+}
+
+/*
+ * convert -c: each whole cluster compressed (here, in the caller's
+ * thread: the convert loop's threads compress in parallel), written
+ * compressed where that is smaller and the cluster is still unallocated,
+ * as data otherwise. All-zero clusters go the zero way. The image's last
+ * cluster may be partial: it is compressed padded with zeroes, as QEMU.
+ */
+int qcow2_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
+                            const void *vbuf, size_t bytes, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    const uint8_t *buf = vbuf;
+    uint64_t cs = s->g.cluster_size;
+    g_autofree uint8_t *out = g_malloc(cs);
+    g_autofree uint8_t *pad = NULL;
+
+    if (s->crypto) {
+        error_setg(errp, "Compression and encryption not supported at the "
+                   "same time");
+        return -1;
+    }
+    while (bytes) {
+        uint64_t in_cluster = offset & (cs - 1);
+        uint64_t n = MIN(bytes, cs - in_cluster);
+        bool tail = !in_cluster && n < cs && offset + n == s->header.size;
+        const uint8_t *in = buf;
+        uint64_t entry, bitmap;
+        size_t clen = 0;
+
+        if ((n == cs || tail) && !qcow2_buffer_is_zero(buf, n)) {
+            if (tail) {
+                pad = pad ? pad : g_malloc0(cs);
+                memset(pad, 0, cs);
+                memcpy(pad, buf, n);
+                in = pad;
+            }
+            clen = qcow2_compress(s->header.compression_type, in, cs, out,
+                                  cs - 1);
+        }
+        if (clen) {
+            g_mutex_lock(&s->alloc_lock);
+            if (qcow2_get_l2_entry(bs, offset, &entry, &bitmap, errp) < 0) {
+                g_mutex_unlock(&s->alloc_lock);
+                return -1;
+            }
+            g_mutex_unlock(&s->alloc_lock);
+            if (entry & (QCOW2_OFLAG_COMPRESSED | QCOW2_OFFSET_MASK)) {
+                clen = 0;   /* allocated (convert -n): overwrite in place */
+            }
+        }
+        if (clen) {
+            if (qcow2_write_compressed(bs, offset, out, clen, errp) < 0) {
+                return -1;
+            }
+        } else if (qcow2_pwrite(bs, offset, buf, n, 0, errp) < 0) {
+            return -1;
+        }
+        offset += n;
+        buf += n;
+        bytes -= n;
+    }
+    return 0;
 }

@@ -1092,4 +1092,5 @@ const BlockDriver bdrv_qcow2 = {
     .bdrv_flush = qcow2_flush,
     .bdrv_has_zero_init = qcow2_has_zero_init,
     .bdrv_create = qcow2_create,
+    .bdrv_pwrite_compressed = qcow2_pwrite_compressed,
 };

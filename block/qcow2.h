@@ -287,6 +287,9 @@ int qcow2_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
  */
 int qcow2_write_compressed(BlockDriverState *bs, uint64_t offset,
                            const uint8_t *data, size_t len, Error **errp);
+/* Write whole clusters compressed where it pays (convert -c). */
+int qcow2_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
+                            const void *buf, size_t bytes, Error **errp);
 /* Set or clear the dirty bit in the header on disk (lazy refcounts). */
 int qcow2_mark_dirty(BlockDriverState *bs, bool dirty, Error **errp);
 

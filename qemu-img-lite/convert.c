@@ -46,6 +46,8 @@ typedef struct ConvertState {
     /* The target reads as zeroes: skip zero runs of sparse_size bytes. */
     bool skip_zeroes;
     size_t sparse_size;
+    /* -c: whole clusters compressed, in the job's thread (qcow2). */
+    bool compress;
 
     GMutex lock;
     GCond cond;
@@ -83,6 +85,10 @@ static int convert_write(ConvertState *s, uint64_t offset, uint8_t *buf,
 {
     size_t pos = 0;
 
+    if (s->compress) {
+        /* The driver leaves zero clusters out and compresses the rest. */
+        return bdrv_pwrite_compressed(s->dst, offset, buf, len, errp);
+    }
     if (!s->skip_zeroes) {
         return bdrv_pwrite(s->dst, offset, buf, len, BDRV_REQ_MAY_CLOBBER,
                            errp);
@@ -374,7 +380,7 @@ int img_convert(int argc, char **argv)
     BlockDriverState *dst = NULL;
     gboolean image_opts = FALSE, target_image_opts = FALSE;
     gboolean no_create = FALSE, progress = FALSE, out_of_order = FALSE;
-    gboolean force_share = FALSE;
+    gboolean force_share = FALSE, compress = FALSE;
     gint num_threads = 0;
     ImgCommonOpts common = { 0 };
     const GOptionEntry entries[] = {
@@ -385,6 +391,9 @@ int img_convert(int argc, char **argv)
         { "options", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &opt_strs,
           "target creation options (as for create; with -n only "
           "key-secret)", "OPTIONS" },
+        { "compress", 'c', 0, G_OPTION_ARG_NONE, &compress,
+          "write compressed clusters (qcow2 target; compressed by the "
+          "copying threads in parallel)", NULL },
         { "no-create", 'n', 0, G_OPTION_ARG_NONE, &no_create,
           "write into an existing target instead of creating it", NULL },
         { "progress", 'p', 0, G_OPTION_ARG_NONE, &progress,
@@ -535,6 +544,16 @@ int img_convert(int argc, char **argv)
         created = true;
     }
 
+    if (compress && !bdrv_supports_compressed_writes(dst)) {
+        img_error(NULL, "Compression not supported for this file format");
+        goto out;
+    }
+    if (compress && bdrv_is_encrypted(dst)) {
+        img_error(NULL, "Compression and encryption not supported at the "
+                  "same time");
+        goto out;
+    }
+    s.compress = compress;
     s.src = src;
     s.dst = dst;
     s.src_name = src_name;

@@ -98,6 +98,10 @@ struct BlockDriver {
                          Error **errp);
     int (*bdrv_amend)(BlockDriverState *bs, GHashTable *opts, bool force,
                       Error **errp);
+    /* Optional: write compressed where the format can (convert -c). */
+    int (*bdrv_pwrite_compressed)(BlockDriverState *bs, uint64_t offset,
+                                  const void *buf, size_t bytes,
+                                  Error **errp);
 };
 
 extern const BlockDriver bdrv_file;
