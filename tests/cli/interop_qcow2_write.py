@@ -254,6 +254,76 @@ class Qcow2WriteInterop(TestCase):
         qil("convert", *image_args(img, True), "-O", "raw", ours)
         self.assertEqual(file_bytes(ours), bytes(data))
 
+    def test_compressed(self):
+        """convert -c: qemu-img check counts compressed clusters, info
+        names the compression type, the data reads back."""
+        src = self.path("text.raw")
+        # Compressible data (text), zeroes, and an odd-sized tail cluster.
+        text = b"".join(b"line %d of a compressible disk\n" % i
+                        for i in range(40000))
+        with open(src, "wb") as f:
+            f.write(text)
+            f.truncate((3 << 20) + 7 * 512)
+            f.seek(2 << 20)
+            f.write(os.urandom(65536))    # incompressible: stored plain
+        data = file_bytes(src)
+        for ctype, opts in [("zlib", ""), ("zstd", "compression_type=zstd"),
+                            ("zlib", "cluster_size=4k"),
+                            ("zstd", "compression_type=zstd,extended_l2=on"),
+                            ("zlib", "compat=0.10")]:
+            for threads in ("1", "2"):
+                with self.subTest(opts=opts, threads=threads):
+                    dst = self.path(f"c-{ctype}-{threads}.qcow2")
+                    if os.path.exists(dst):
+                        os.unlink(dst)
+                    args = ["convert", "-c", "-m", threads, "-O", "qcow2"]
+                    if opts:
+                        args += ["-o", opts]
+                    qil(*args, src, dst)
+                    check = self.assert_check_clean(dst)
+                    self.assertGreater(check.get("compressed-clusters", 0), 0)
+                    self.assertEqual(self.qemu_raw(dst), data)
+                    info = self.info(dst)
+                    self.assertEqual(info["format-specific"]["data"]
+                                     ["compression-type"], ctype)
+        self.assertFails(["convert", "-c", "-O", "raw", src,
+                          self.path("c.raw")],
+                         "Compression not supported for this file format")
+        self.assertFails(["convert", "-c", "--object", SECRET, "-O", "qcow2",
+                          "-o", ENC, src, self.path("ce.qcow2")],
+                         "Compression and encryption not supported at the "
+                         "same time")
+        self.assertFalse(os.path.exists(self.path("ce.qcow2")))
+
+    def test_backing_B(self):
+        """convert -B: only what differs from the backing file is written
+        (identical clusters stay unallocated, zeroed ones are zero)."""
+        base = self.path("base.raw")
+        data = bytearray(sample_source(base, 2 << 20, seed=9))
+        data[100000:100004] = b"XXXX"
+        data[1 << 20:(1 << 20) + 65536] = bytes(65536)
+        src = self.path("mod.raw")
+        with open(src, "wb") as f:
+            f.write(data)
+        for fmt in ("raw", "qcow2"):
+            with self.subTest(base=fmt):
+                b = base
+                if fmt == "qcow2":
+                    b = self.path("base.qcow2")
+                    qil("convert", "-O", "qcow2", base, b)
+                dst = self.path(f"b-{fmt}.qcow2")
+                qil("convert", "-B", os.path.basename(b), "-F", fmt, "-O",
+                    "qcow2", src, dst)
+                check = self.assert_check_clean(dst)
+                self.assertLessEqual(check["allocated-clusters"], 2)
+                self.assertEqual(self.qemu_raw(dst), bytes(data))
+                self.assertEqual(self.info(dst)["backing-filename-format"],
+                                 fmt)
+        self.assertFails(["convert", "-B", base, "-O", "qcow2", src,
+                          self.path("nf.qcow2")],
+                         "Use of backing file requires explicit backing "
+                         "format")
+
     def test_refusals(self):
         self.assertFails(["create", "-f", "qcow2", "-o", "encrypt.format=aes",
                           self.path("a.qcow2"), "1M"],
