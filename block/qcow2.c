@@ -1093,4 +1093,6 @@ const BlockDriver bdrv_qcow2 = {
     .bdrv_has_zero_init = qcow2_has_zero_init,
     .bdrv_create = qcow2_create,
     .bdrv_pwrite_compressed = qcow2_pwrite_compressed,
+    .bdrv_truncate = qcow2_truncate,
+    .bdrv_amend = qcow2_amend,
 };

@@ -400,6 +400,13 @@ static inline int qcow2_file_pwrite(BlockDriverState *file, uint64_t offset,
     return file->drv->bdrv_pwrite(file, offset, buf, len, 0, errp);
 }
 
+/* ---- qcow2-amend.c: amend and resize */
+
+int qcow2_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
+                   Error **errp);
+int qcow2_amend(BlockDriverState *bs, GHashTable *opts, bool force,
+                Error **errp);
+
 /* ---- qcow2-create.c */
 
 int qcow2_create(const char *filename, GHashTable *opts, int flags,

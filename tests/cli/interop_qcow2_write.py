@@ -324,6 +324,86 @@ class Qcow2WriteInterop(TestCase):
                          "Use of backing file requires explicit backing "
                          "format")
 
+    def test_amend_luks_slots(self):
+        """A slot added by our amend opens the image in qemu-img; the
+        first one erased, the old passphrase no longer does."""
+        src = self.path("src.raw")
+        data = sample_source(src, 1 << 20)
+        img = self.path("am.qcow2")
+        qil("convert", "--object", SECRET, "-O", "qcow2", "-o", ENC, src, img)
+        new = "secret,id=sec1,data=second pass"
+        opts = f"driver=qcow2,file.filename={img},encrypt.key-secret=sec0"
+        qil("amend", "--object", SECRET, "--object", new, "-o",
+            "encrypt.state=active,encrypt.new-secret=sec1,"
+            f"encrypt.iter-time={ITER_TIME},encrypt.keyslot=3",
+            "--image-opts", opts)
+        opts1 = f"driver=qcow2,file.filename={img},encrypt.key-secret=sec1"
+        out = self.path("out.raw")
+        run([shutil.which("qemu-img"), "convert", "--object", new,
+             "--image-opts", opts1, "-O", "raw", out])
+        self.assertEqual(file_bytes(out), data)
+        info = self.info(img)
+        slots = info["format-specific"]["data"]["encrypt"]["slots"]
+        self.assertTrue(slots[3]["active"])
+        # Erase slot 0 (the old passphrase), without the key.
+        qil("amend", "-o", "encrypt.state=inactive,encrypt.keyslot=0", img)
+        proc = run([shutil.which("qemu-img"), "convert", "--object", SECRET,
+                    "--image-opts", opts, "-O", "raw", self.path("x.raw")],
+                   check=False)
+        self.assertNotEqual(proc.returncode, 0)
+        proc = run([shutil.which("qemu-img"), "check", "--object", new,
+                    "--image-opts", opts1])
+        # Amending a plain image's key slots is refused.
+        plain = self.path("plain.qcow2")
+        qil("create", "-q", "-f", "qcow2", plain, "1M")
+        self.assertFails(["amend", "-o", "encrypt.state=inactive,"
+                          "encrypt.keyslot=0", plain], "not encrypted")
+
+    def test_amend_compat(self):
+        src = self.path("src.raw")
+        data = sample_source(src, 1 << 20)
+        img = self.path("c.qcow2")
+        qil("convert", "-O", "qcow2", "-o", "compat=0.10", src, img)
+        qil("amend", "-o", "compat=1.1,lazy_refcounts=on", img)
+        spec = self.info(img)["format-specific"]["data"]
+        self.assertEqual((spec["compat"], spec["lazy-refcounts"]),
+                         ("1.1", True))
+        self.assert_check_clean(img)
+        qil("amend", "-o", "compat=0.10", img)
+        self.assertEqual(self.info(img)["format-specific"]["data"]["compat"],
+                         "0.10")
+        self.assert_check_clean(img)
+        self.assertEqual(self.qemu_raw(img), data)
+        self.assertFails(["amend", "-o", "cluster_size=4k", img],
+                         "only supported for image creation")
+        ext = self.path("ext.qcow2")
+        qil("create", "-q", "-f", "qcow2", "-o", "extended_l2=on", ext, "1M")
+        self.assertFails(["amend", "-o", "compat=0.10", ext],
+                         "extended L2")
+
+    def test_resize(self):
+        src = self.path("src.raw")
+        data = sample_source(src, 1 << 20)
+        for name, opts in [("plain", "cluster_size=512"), ("luks", ENC)]:
+            with self.subTest(name=name):
+                img = self.path(name + ".qcow2")
+                enc = "encrypt" in opts
+                qil("convert", "--object", SECRET, "-O", "qcow2", "-o", opts,
+                    src, img)
+                qil("resize", *(["--object", SECRET, "--image-opts",
+                                 f"driver=qcow2,file.filename={img},"
+                                 "encrypt.key-secret=sec0"] if enc else
+                                [img]), "+1G")
+                self.assert_check_clean(img, enc)
+                self.assertEqual(self.info(img, enc)["virtual-size"],
+                                 (1 << 20) + (1 << 30))
+                self.assertEqual(self.qemu_raw(img, enc)[:1 << 20], data)
+                self.assertFails(["resize", "--shrink", img, "512k"],
+                                 "Cannot shrink a qcow2 image over data")
+                qil("resize", "--shrink", img, "1M")
+                self.assert_check_clean(img, enc)
+                self.assertEqual(self.qemu_raw(img, enc), data)
+
     def test_refusals(self):
         self.assertFails(["create", "-f", "qcow2", "-o", "encrypt.format=aes",
                           self.path("a.qcow2"), "1M"],
