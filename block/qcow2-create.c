@@ -592,8 +592,8 @@ static int qcow2_luks_write(QCryptoBlock *block, uint64_t offset,
         error_setg(errp, "LUKS header write outside its clusters");
         return -1;
     }
-    return qcow2_file_pwrite(cs->file, cs->l->luks_offset + offset, buf, buflen,
-                       errp);
+    return qcow2_file_pwrite(cs->file, cs->l->luks_offset + offset, buf,
+                             buflen, errp);
 }
 
 static int qcow2_write_image(BlockDriverState *file, const Qcow2CreateOpts *o,

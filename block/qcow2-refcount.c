@@ -172,8 +172,9 @@ static int qcow2_ensure_refblock(BlockDriverState *bs, uint64_t idx,
     }
     qcow2_grow_file_size(s, off + s->g.cluster_size);
     stq_be_p(be, off);
-    if (qcow2_file_pwrite(bs->file, s->header.refcount_table_offset + idx * 8, be,
-                    8, errp) < 0) {
+    if (qcow2_file_pwrite(bs->file,
+                          s->header.refcount_table_offset + idx * 8, be, 8,
+                          errp) < 0) {
         return -1;
     }
     s->reftable[idx] = off;
@@ -203,8 +204,8 @@ static int qcow2_add_refs(BlockDriverState *bs, uint64_t first,
         if (qcow2_ensure_refblock(bs, idx, errp) < 0) {
             return -1;
         }
-        if (qcow2_file_pread(bs->file, s->reftable[idx] + b0, block + b0, b1 - b0,
-                       errp) < 0) {
+        if (qcow2_file_pread(bs->file, s->reftable[idx] + b0, block + b0,
+                             b1 - b0, errp) < 0) {
             return -1;
         }
         for (uint64_t i = i0; i < i0 + n; i++) {

@@ -201,7 +201,8 @@ static void test_random_writes(gconstpointer data)
             buf[j] = zero ? 0 : g_rand_int(rnd);
         }
         memcpy(model + off, buf, len);
-        g_assert_cmpint(bdrv_pwrite(bs, off, buf, len, 0, &error_abort), ==, 0);
+        g_assert_cmpint(bdrv_pwrite(bs, off, buf, len, 0, &error_abort), ==,
+                        0);
         if (i % 50 == 0) {
             check_model(bs, model, size);
         }
@@ -209,7 +210,8 @@ static void test_random_writes(gconstpointer data)
             /* Grow in the middle: a new L1 table, the tail reads zeroes
              * (no backing data past the base's end). */
             g_assert_cmpint(bdrv_truncate(bs, size + (1 << 20),
-                                          PREALLOC_MODE_OFF, &error_abort), ==, 0);
+                                          PREALLOC_MODE_OFF, &error_abort),
+                            ==, 0);
             size += 1 << 20;
         }
     }
