@@ -142,6 +142,69 @@ static int qcow2_add_refs(BlockDriverState *bs, uint64_t first,
                           uint64_t count, int64_t delta, Error **errp);
 
 /*
+ * A refcount table of at least min_entries (twice the old one, or more)
+ * at the end of the file (qemu-img's small images made with 512-byte
+ * clusters cover 64 MiB per table cluster):
+ *
+ *   1. the new table is written, with the old entries;
+ *   2. from then on refcount blocks are entered in it (s->reftable and
+ *      the offset in s->header are the new table's, in memory only), and
+ *      the new table's clusters are counted, which may add blocks;
+ *   3. the header points at it (one 12-byte write);
+ *   4. the old table's clusters are freed.
+ *
+ * Before 3 the file's header still names the old table, which counts
+ * every cluster it did: a crash leaves at most uncounted clusters past
+ * the old table's reach, which nothing points at.
+ */
+static int qcow2_grow_reftable(BlockDriverState *bs, uint64_t min_entries,
+                               Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t cs = s->g.cluster_size;
+    uint64_t per_cluster = cs / sizeof(uint64_t);
+    uint64_t old_off = s->header.refcount_table_offset;
+    uint64_t old_clusters = s->header.refcount_table_clusters;
+    uint64_t clusters = MAX(old_clusters * 2,
+                            DIV_ROUND_UP(min_entries, per_cluster) + 1);
+    uint64_t off = s->next_free, entries = clusters * per_cluster;
+    g_autofree uint8_t *table = NULL;
+    uint8_t hdr[12];
+
+    if (clusters * cs > QCOW2_MAX_REFTABLE_BYTES) {
+        error_setg(errp, "The qcow2 refcount table would grow past %d "
+                   "bytes", QCOW2_MAX_REFTABLE_BYTES);
+        return -1;
+    }
+    s->next_free += clusters * cs;
+    table = g_malloc0(clusters * cs);
+    for (uint64_t i = 0; i < s->reftable_entries; i++) {
+        stq_be_p(table + i * 8, s->reftable[i]);
+    }
+    if (qcow2_file_pwrite(bs->file, off, table, clusters * cs, errp) < 0) {
+        return -1;
+    }
+    qcow2_grow_file_size(s, off + clusters * cs);
+    s->reftable = g_renew(uint64_t, s->reftable, entries);
+    memset(s->reftable + s->reftable_entries, 0,
+           (entries - s->reftable_entries) * sizeof(uint64_t));
+    s->reftable_entries = entries;
+    s->header.refcount_table_offset = off;
+    s->header.refcount_table_clusters = clusters;
+    if (qcow2_add_refs(bs, off / cs, clusters, 1, errp) < 0 ||
+        bdrv_flush(bs->file, errp) < 0) {
+        return -1;
+    }
+    stq_be_p(hdr, off);
+    stl_be_p(hdr + 8, clusters);
+    if (qcow2_file_pwrite(bs->file, 48, hdr, sizeof(hdr), errp) < 0 ||
+        bdrv_flush(bs->file, errp) < 0) {
+        return -1;
+    }
+    return qcow2_add_refs(bs, old_off / cs, old_clusters, -1, errp);
+}
+
+/*
  * The refcount block for table index idx exists (making it if not): a
  * zeroed cluster at the end of the file, written, then entered in the
  * table, then counted (which may make the next block).
@@ -154,11 +217,8 @@ static int qcow2_ensure_refblock(BlockDriverState *bs, uint64_t idx,
     uint8_t be[8];
     uint64_t off;
 
-    if (idx >= s->reftable_entries) {
-        error_setg(errp, "The qcow2 refcount table is full: the image "
-                   "cannot grow past %" G_GUINT64_FORMAT " bytes here",
-                   s->reftable_entries * qcow2_refs_per_block(s) *
-                   s->g.cluster_size);
+    if (idx >= s->reftable_entries &&
+        qcow2_grow_reftable(bs, idx + 1, errp) < 0) {
         return -1;
     }
     if (s->reftable[idx]) {

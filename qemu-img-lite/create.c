@@ -43,9 +43,43 @@ static const struct {
       "sectors, as cryptsetup (2048 = 1 MiB; default: QEMU's layout)", true },
 };
 
+/* "-o help" for qcow2 (qemu-img's options, block/qcow2-create.c). */
+static const struct {
+    const char *name;
+    const char *help;
+} img_qcow2_create_opts[] = {
+    { "size", "Virtual disk size" },
+    { "compat", "Compatibility level (v2 = 0.10, v3 = 1.1; default v3)" },
+    { "backing_file", "File name of a base image" },
+    { "backing_fmt", "Image format of the base image (raw or qcow2)" },
+    { "encrypt.format", "Encrypt the image: luks (aes is refused)" },
+    { "encrypt.key-secret", "ID of secret providing the LUKS passphrase" },
+    { "encrypt.cipher-alg", "Name of encryption cipher algorithm" },
+    { "encrypt.cipher-mode", "Name of encryption cipher mode" },
+    { "encrypt.ivgen-alg", "Name of IV generator algorithm" },
+    { "encrypt.ivgen-hash-alg", "Name of IV generator hash algorithm" },
+    { "encrypt.hash-alg", "Name of encryption hash algorithm" },
+    { "encrypt.iter-time", "Time to spend in PBKDF in milliseconds" },
+    { "cluster_size", "qcow2 cluster size (512 to 2M; default 64k)" },
+    { "extended_l2", "Extended L2 tables (subclusters)" },
+    { "preallocation", "Preallocation mode (allowed values: off, metadata, "
+      "falloc, full)" },
+    { "lazy_refcounts", "Postpone refcount updates (sets the dirty bit)" },
+    { "refcount_bits", "Width of a reference count entry in bits" },
+    { "compression_type", "Compression method used for image cluster "
+      "compression (zlib, zstd)" },
+};
+
 static void img_print_create_help(const char *fmt)
 {
     printf("Supported options:\n");
+    if (g_str_equal(fmt, "qcow2")) {
+        for (size_t i = 0; i < G_N_ELEMENTS(img_qcow2_create_opts); i++) {
+            printf("  %-22s - %s\n", img_qcow2_create_opts[i].name,
+                   img_qcow2_create_opts[i].help);
+        }
+        return;
+    }
     for (size_t i = 0; i < G_N_ELEMENTS(img_create_opts); i++) {
         if (!img_create_opts[i].luks_only || g_str_equal(fmt, "luks")) {
             printf("  %-16s - %s\n", img_create_opts[i].name,

@@ -404,6 +404,60 @@ class Qcow2WriteInterop(TestCase):
                 self.assert_check_clean(img, enc)
                 self.assertEqual(self.qemu_raw(img, enc), data)
 
+    def test_sources(self):
+        """luks, luks2 and qcow2 sources (qemu-img's: compressed, with a
+        backing file) converted to qcow2, plain and with LUKS inside."""
+        if not QEMU_IO:
+            self.skipTest("qemu-io is not installed")
+        src = self.path("src.raw")
+        data = sample_source(src, 2 << 20)
+        luks1 = self.path("s1.luks")
+        luks2 = self.path("s2.luks")
+        qil("convert", "--object", SECRET, "-O", "luks", "-o",
+            f"key-secret=sec0,iter-time={ITER_TIME}", src, luks1)
+        qil("convert", "--object", SECRET, "-O", "luks", "-o",
+            f"key-secret=sec0,iter-time={ITER_TIME},luks-version=2,"
+            "kdf=pbkdf2", src, luks2)
+        base = self.path("base.qcow2")
+        qemu_img("convert", "-c", "-O", "qcow2", src, base)
+        top = self.path("top.qcow2")
+        qemu_img("create", "-q", "-f", "qcow2", "-b", "base.qcow2", "-F",
+                 "qcow2", top)
+        run([QEMU_IO, "-f", "qcow2", top, "-c", "write -P 0x42 70k 9k"])
+        expect_top = bytearray(data)
+        expect_top[70 << 10:79 << 10] = b"\x42" * (9 << 10)
+        sources = [
+            (["--image-opts", f"driver=luks,key-secret=sec0,"
+              f"file.filename={luks1}"], data),
+            (["--image-opts", f"driver=luks,key-secret=sec0,"
+              f"file.filename={luks2}"], data),
+            (["-f", "qcow2", top], bytes(expect_top)),
+        ]
+        for i, (sargs, expect) in enumerate(sources):
+            for opts in ("", ENC):
+                with self.subTest(source=i, opts=opts):
+                    dst = self.path(f"d{i}-{bool(opts)}.qcow2")
+                    args = ["convert", "--object", SECRET, *sargs, "-O",
+                            "qcow2"]
+                    if opts:
+                        args += ["-o", opts]
+                    qil(*args, dst)
+                    enc = bool(opts)
+                    self.assert_check_clean(dst, enc)
+                    self.assertEqual(self.qemu_raw(dst, enc), expect)
+
+    def test_refcount_table_growth(self):
+        """An image qemu-img made with 512-byte clusters has a one-cluster
+        refcount table (64 MiB of file): writing past it moves the table."""
+        img = self.path("small.qcow2")
+        qemu_img("create", "-q", "-f", "qcow2", "-o", "cluster_size=512",
+                 img, "80M")
+        src = self.path("big.raw")
+        data = sample_source(src, 80 << 20, seed=5)
+        qil("convert", "-n", "-f", "raw", "-O", "qcow2", src, img)
+        self.assert_check_clean(img)
+        self.assertEqual(self.qemu_raw(img), data)
+
     def test_refusals(self):
         self.assertFails(["create", "-f", "qcow2", "-o", "encrypt.format=aes",
                           self.path("a.qcow2"), "1M"],
