@@ -411,10 +411,14 @@ static int qcow2_take_create_opts(const char *filename, GHashTable *opts,
         return -1;
     }
     if (o->backing_file && o->prealloc != QCOW2_PREALLOC_OFF) {
-        /* QEMU allows it with extended_l2; preallocated clusters here
-         * would hide the backing file. */
-        error_setg(errp, "Backing file and preallocation cannot be used at "
-                   "the same time");
+        /* QEMU allows it with extended_l2 (preallocated subclusters left
+         * unallocated); here preallocated clusters would hide the
+         * backing file. */
+        error_setg(errp, o->extended_l2 ?
+                   "Backing file and preallocation cannot be used at the "
+                   "same time in qemu-img-lite" :
+                   "Backing file and preallocation can only be used at the "
+                   "same time if extended_l2 is on");
         return -1;
     }
     if (qcow2_take_encrypt(opts, o, errp) < 0 ||

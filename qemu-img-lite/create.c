@@ -120,8 +120,14 @@ static void img_print_formatting(const char *filename, const char *fmt,
         const char *v = g_hash_table_lookup(opts,
                                             img_qcow2_formatting[i].name);
 
+        uint64_t bytes;
+
         v = v ? v : img_qcow2_formatting[i].dflt;
-        if (v) {
+        /* qemu-img prints the cluster size in bytes ("4k": 4096). */
+        if (v && g_str_equal(img_qcow2_formatting[i].name, "cluster_size") &&
+            qemu_strtosz(v, &bytes, NULL) == 0) {
+            printf(" cluster_size=%" G_GUINT64_FORMAT, bytes);
+        } else if (v) {
             printf(" %s=%s", img_qcow2_formatting[i].name, v);
         }
     }
