@@ -3,6 +3,7 @@
  * The block layer core: driver lookup, opening nodes from options, and the
  * checks every request passes before it reaches a driver.
  */
+#include <assert.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -395,6 +396,62 @@ bool bdrv_block_status_is_data(BlockDriverState *bs, uint64_t offset,
     }
     *pnum = bytes;
     return true;
+}
+
+int bdrv_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
+                      uint64_t *pnum, uint64_t *map, BlockDriverState **file,
+                      Error **errp)
+{
+    int64_t len = bdrv_getlength(bs, errp), backing_len;
+    uint64_t local_map = 0;
+    BlockDriverState *local_file = NULL;
+    int ret;
+
+    if (len < 0) {
+        return -1;
+    }
+    if (offset >= (uint64_t)len || !bytes) {
+        *pnum = 0;
+        return offset >= (uint64_t)len ? BDRV_BLOCK_EOF : 0;
+    }
+    bytes = MIN(bytes, (uint64_t)len - offset);
+    if (bs->drv->bdrv_block_status) {
+        ret = bs->drv->bdrv_block_status(bs, offset, bytes, pnum, &local_map,
+                                         &local_file, errp);
+        if (ret < 0) {
+            return -1;
+        }
+        assert(*pnum > 0);
+        *pnum = MIN(*pnum, bytes);
+    } else {
+        *pnum = bytes;
+        ret = BDRV_BLOCK_DATA;
+        if (bs->drv->is_protocol) {
+            ret |= BDRV_BLOCK_OFFSET_VALID;
+            local_map = offset;
+            local_file = bs;
+        }
+    }
+    if (ret & (BDRV_BLOCK_DATA | BDRV_BLOCK_ZERO)) {
+        ret |= BDRV_BLOCK_ALLOCATED;
+    } else if (bs->drv->supports_backing) {
+        /* No backing file, or one that ends before: zeroes (QEMU's rule). */
+        backing_len = bs->backing ? bdrv_getlength(bs->backing, NULL) : 0;
+        if (!bs->backing ||
+            (backing_len >= 0 && offset >= (uint64_t)backing_len)) {
+            ret |= BDRV_BLOCK_ZERO;
+        }
+    }
+    if (offset + *pnum == (uint64_t)len) {
+        ret |= BDRV_BLOCK_EOF;
+    }
+    if (map) {
+        *map = local_map;
+    }
+    if (file) {
+        *file = local_file;
+    }
+    return ret;
 }
 
 bool bdrv_has_zero_init(BlockDriverState *bs)

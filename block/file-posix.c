@@ -405,6 +405,26 @@ static bool file_block_status_is_data(BlockDriverState *bs, uint64_t offset,
     return data;
 }
 
+/*
+ * The extent at offset as QEMU's file driver reports it: data, or a hole
+ * (zeroes; a hole at or past the end of the file too), its bytes at their
+ * own offset in this node.
+ */
+static int file_block_status(BlockDriverState *bs, uint64_t offset,
+                             uint64_t bytes, uint64_t *pnum, uint64_t *map,
+                             BlockDriverState **file, Error **errp)
+{
+    BDRVFileState *s = bs->opaque;
+    uint64_t end;
+    bool data = file_seek_extent(s->fd, offset, bytes, &end);
+
+    *pnum = MIN(bytes, end - offset);
+    *map = offset;
+    *file = bs;
+    return (data ? BDRV_BLOCK_DATA : BDRV_BLOCK_ZERO) |
+           BDRV_BLOCK_OFFSET_VALID;
+}
+
 static bool file_has_zero_init(BlockDriverState *bs)
 {
     BDRVFileState *s = bs->opaque;
@@ -471,6 +491,7 @@ const BlockDriver bdrv_file = {
     .bdrv_truncate = file_truncate,
     .bdrv_flush = file_flush,
     .bdrv_block_status_is_data = file_block_status_is_data,
+    .bdrv_block_status = file_block_status,
     .bdrv_has_zero_init = file_has_zero_init,
     .bdrv_get_allocated_file_size = file_get_allocated_file_size,
     .bdrv_create = file_create,

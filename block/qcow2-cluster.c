@@ -169,7 +169,9 @@ static int qcow2_walk_l2(BDRVQcow2State *s, const uint8_t *table,
             ext->host_offset = (entry & QCOW2_OFFSET_MASK) + in_cluster;
             next_host = ext->host_offset;
         } else if (type != ext->type || type == QCOW2_SC_COMPRESSED ||
-                   (type == QCOW2_SC_NORMAL &&
+                   !(entry & QCOW2_OFFSET_MASK) !=
+                   !(ext->l2_entry & QCOW2_OFFSET_MASK) ||
+                   ((entry & QCOW2_OFFSET_MASK) &&
                     (entry & QCOW2_OFFSET_MASK) + in_cluster != next_host)) {
             break;
         }

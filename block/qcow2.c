@@ -956,6 +956,37 @@ static bool qcow2_block_status_is_data(BlockDriverState *bs, uint64_t offset,
     return data;
 }
 
+/*
+ * QEMU's qcow2_co_block_status: what the L2 entries say. Host offsets are
+ * given where the run has host clusters, unless encrypted (the bytes
+ * there are not the guest's); compressed data has none.
+ */
+static int qcow2_block_status(BlockDriverState *bs, uint64_t offset,
+                              uint64_t bytes, uint64_t *pnum, uint64_t *map,
+                              BlockDriverState **file, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    Qcow2Extent ext;
+    int ret = 0;
+
+    if (qcow2_get_extent(bs, offset, bytes, &ext, errp) < 0) {
+        return -1;
+    }
+    *pnum = ext.bytes;
+    if (ext.type != QCOW2_SC_COMPRESSED &&
+        (ext.l2_entry & QCOW2_OFFSET_MASK) && !s->crypto) {
+        *map = ext.host_offset;
+        *file = s->data_file;
+        ret |= BDRV_BLOCK_OFFSET_VALID;
+    }
+    if (ext.type == QCOW2_SC_ZERO) {
+        ret |= BDRV_BLOCK_ZERO;
+    } else if (ext.type != QCOW2_SC_UNALLOCATED) {
+        ret |= BDRV_BLOCK_DATA;
+    }
+    return ret;
+}
+
 static bool qcow2_is_encrypted(BlockDriverState *bs)
 {
     BDRVQcow2State *s = bs->opaque;
@@ -1016,6 +1047,8 @@ const BlockDriver bdrv_qcow2 = {
     .bdrv_pread = qcow2_pread,
     .bdrv_getlength = qcow2_getlength,
     .bdrv_block_status_is_data = qcow2_block_status_is_data,
+    .bdrv_block_status = qcow2_block_status,
+    .supports_backing = true,
     .bdrv_is_encrypted = qcow2_is_encrypted,
     .bdrv_get_warning = qcow2_get_warning,
     .bdrv_get_info = qcow2_get_info,

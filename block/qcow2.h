@@ -199,7 +199,10 @@ void qcow2_compressed_extent(const Qcow2Geometry *g, uint64_t l2_entry,
 /*
  * A run of guest bytes that maps the same way: *type for all of it; for
  * NORMAL, host_offset of the first byte and contiguous on the host; for
- * COMPRESSED, one cluster's descriptor in l2_entry.
+ * COMPRESSED, one cluster's descriptor in l2_entry. A zero or unallocated
+ * run either has host clusters (an L2 entry with an offset: QEMU's
+ * ZERO_ALLOC, UNALLOCATED_ALLOC), contiguous like NORMAL ones, or none:
+ * "qemu-img map" shows the difference.
  */
 typedef struct Qcow2Extent {
     Qcow2SubclusterType type;

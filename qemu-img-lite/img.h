@@ -100,5 +100,7 @@ int img_amend(int argc, char **argv);
 int img_compare(int argc, char **argv);
 int img_measure(int argc, char **argv);
 int img_resize(int argc, char **argv);
+int img_map(int argc, char **argv);
+int img_dd(int argc, char **argv);
 
 #endif

@@ -365,9 +365,15 @@ static const ImgCommand img_commands[] = {
       "SRC DST" },
     { "create", img_create,
       "create [--object OBJ] [-f FMT] [-o OPTIONS] [-q] FILENAME [SIZE]" },
+    { "dd", img_dd,
+      "dd [--object OBJ] [--image-opts] [-f FMT] [-O FMT] [-U] [bs=N] "
+      "[count=N] [skip=N] if=INPUT of=OUTPUT" },
     { "info", img_info,
       "info [--object OBJ] [--image-opts] [-f FMT] [--output=human|json] "
       "[-U] FILENAME" },
+    { "map", img_map,
+      "map [--object OBJ] [--image-opts] [-f FMT] [--output=human|json] "
+      "[-s OFFSET] [-l LENGTH] [-U] FILENAME" },
     { "measure", img_measure,
       "measure [--object OBJ] [--output=human|json] [-O FMT] [-o OPTIONS] "
       "[--size N | [--image-opts] [-f FMT] [-U] FILENAME]" },

@@ -73,6 +73,20 @@ struct BlockDriver {
     bool (*bdrv_block_status_is_data)(BlockDriverState *bs, uint64_t offset,
                                       uint64_t bytes, uint64_t *pnum);
     bool (*bdrv_has_zero_init)(BlockDriverState *bs);
+    /*
+     * Optional (QEMU's bdrv_co_block_status): the run at offset, at most
+     * bytes (inside the image), as BDRV_BLOCK_DATA, _ZERO and
+     * _OFFSET_VALID (with *map and *file); the core adds _ALLOCATED and
+     * _EOF. The default: data, and for a protocol node its own bytes.
+     */
+    int (*bdrv_block_status)(BlockDriverState *bs, uint64_t offset,
+                             uint64_t bytes, uint64_t *pnum, uint64_t *map,
+                             BlockDriverState **file, Error **errp);
+    /*
+     * Unallocated runs read from bs->backing, or as zeroes without one
+     * (qcow2): the core reports them so (QEMU's supports_backing).
+     */
+    bool supports_backing;
     /* Optional; the default: the sum over the children. */
     int64_t (*bdrv_get_allocated_file_size)(BlockDriverState *bs);
     bool (*bdrv_is_encrypted)(BlockDriverState *bs);
