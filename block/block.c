@@ -25,6 +25,11 @@ int prealloc_mode_parse(const char *name)
     return -1;
 }
 
+const char *prealloc_mode_str(PreallocMode mode)
+{
+    return prealloc_mode_names[mode];
+}
+
 static const BlockDriver *bdrv_find_driver(const char *name)
 {
     for (size_t i = 0; bdrv_drivers[i]; i++) {
@@ -541,7 +546,7 @@ BlockDriverState *bdrv_create_open(const char *format, const char *filename,
         bs = bdrv_open(filename, format, NULL, flags, errp);
         if (!bs) {
             /* Made but cannot be opened: do not leave it behind. */
-            unlink(filename);
+            bdrv_unlink_created(filename);
         }
     }
     return bs;

@@ -445,13 +445,92 @@ static int64_t file_get_allocated_file_size(BlockDriverState *bs)
     return (int64_t)st.st_blocks * 512;     /* st_blocks: 512-byte units */
 }
 
+int64_t bdrv_block_device_size(const char *filename)
+{
+    struct stat st;
+    off_t len;
+    int fd;
+
+    if (stat(filename, &st) < 0 || !S_ISBLK(st.st_mode)) {
+        return -1;
+    }
+    fd = open(filename, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    len = lseek(fd, 0, SEEK_END);
+    close(fd);
+    return len;
+}
+
+void bdrv_unlink_created(const char *filename)
+{
+    if (bdrv_block_device_size(filename) < 0) {
+        unlink(filename);
+    }
+}
+
+/*
+ * "Creating" an image on a block device (QEMU's host_device driver): there
+ * is nothing to make and nothing is cleared; the device must hold size
+ * bytes and cannot be preallocated (QEMU's messages).
+ */
+static int file_create_on_device(const char *filename, int64_t dev_size,
+                                 uint64_t size, PreallocMode prealloc,
+                                 Error **errp)
+{
+    if (prealloc != PREALLOC_MODE_OFF) {
+        error_setg(errp, "Unsupported preallocation mode '%s'",
+                   prealloc_mode_str(prealloc));
+        return -1;
+    }
+    if (size > (uint64_t)dev_size) {
+        error_setg(errp, "Cannot grow device files");
+        return -1;
+    }
+    return 0;
+}
+
+int bdrv_create_fit(BlockDriverState *bs, uint64_t size,
+                    PreallocMode prealloc, Error **errp)
+{
+    BDRVFileState *s = bs->opaque;
+    struct stat st;
+    int64_t len;
+
+    if (bs->drv != &bdrv_file || fstat(s->fd, &st) < 0 ||
+        !S_ISBLK(st.st_mode)) {
+        return bdrv_truncate(bs, size, prealloc, errp);
+    }
+    /* QEMU's truncate of a device that need not be exact. */
+    if (prealloc != PREALLOC_MODE_OFF) {
+        error_setg(errp, "Preallocation mode '%s' unsupported for this "
+                   "non-regular file", prealloc_mode_str(prealloc));
+        return -1;
+    }
+    len = bdrv_getlength_exact(bs, errp);
+    if (len < 0) {
+        return -1;
+    }
+    if (size > (uint64_t)len) {
+        error_setg(errp, "Cannot grow device files");
+        return -1;
+    }
+    return 0;
+}
+
 int bdrv_create_file(const char *filename, uint64_t size,
                      PreallocMode prealloc, Error **errp)
 {
-    /* O_EXCL: never overwrite what is there (see bdrv_create()). */
-    int fd = open(filename, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    int ret;
+    int64_t dev_size = bdrv_block_device_size(filename);
+    int fd, ret;
 
+    if (dev_size >= 0) {
+        return file_create_on_device(filename, dev_size, size, prealloc,
+                                     errp);
+    }
+    /* O_EXCL: never overwrite what is there (see bdrv_create()). */
+    fd = open(filename, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
         error_setg_errno(errp, errno, "Could not create '%s'", filename);
         return -1;

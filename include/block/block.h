@@ -77,6 +77,7 @@ typedef enum {
 
 /* "off", "falloc", "full"; -1 if unknown */
 int prealloc_mode_parse(const char *name);
+const char *prealloc_mode_str(PreallocMode mode);
 
 /*
  * Open an image. filename may be NULL when options say where the bytes
@@ -208,6 +209,15 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(BlockImageInfo, bdrv_image_info_free)
  */
 int bdrv_create(const char *format, const char *filename, GHashTable *opts,
                 Error **errp);
+/*
+ * An existing block device is the one exception (qemu-img's host_device):
+ * an image is created on it in place, without truncating it, if it is
+ * large enough. bdrv_block_device_size() is the size of the block device
+ * filename names, or -1 if it names none.
+ */
+int64_t bdrv_block_device_size(const char *filename);
+/* Remove what bdrv_create() made (a failure): never a block device. */
+void bdrv_unlink_created(const char *filename);
 /* The same, and return the new image open read-write (with flags). */
 BlockDriverState *bdrv_create_open(const char *format, const char *filename,
                                    GHashTable *opts, int flags, Error **errp);

@@ -177,6 +177,15 @@ int bdrv_create_file(const char *filename, uint64_t size,
                      PreallocMode prealloc, Error **errp);
 
 /*
+ * Make a new file node, just created, hold size bytes (a format's
+ * bdrv_create): a file is truncated to it, a block device must be that
+ * large already and is left as it is (QEMU's truncate that need not be
+ * exact).
+ */
+int bdrv_create_fit(BlockDriverState *file, uint64_t size,
+                    PreallocMode prealloc, Error **errp);
+
+/*
  * A node of drv on file, opened by its creator (bdrv_create) rather than by
  * drv->bdrv_open: the caller fills in bs->opaque.
  */
