@@ -403,6 +403,31 @@ bool bdrv_block_status_is_data(BlockDriverState *bs, uint64_t offset,
     return true;
 }
 
+/*
+ * Data of a format node at offset map of file: a hole there reads as
+ * zeroes, and so does all of the run when the file ends in a hole, or
+ * before map (QEMU's rule; errors are ignored: this only adds to what the
+ * format said).
+ */
+static void bdrv_block_status_recurse(BlockDriverState *file, uint64_t map,
+                                      uint64_t *pnum, int *ret)
+{
+    uint64_t file_pnum;
+    int ret2 = bdrv_block_status(file, map, *pnum, &file_pnum, NULL, NULL,
+                                 NULL);
+
+    if (ret2 < 0) {
+        return;
+    }
+    if ((ret2 & BDRV_BLOCK_EOF) &&
+        (!file_pnum || (ret2 & BDRV_BLOCK_ZERO))) {
+        *ret |= BDRV_BLOCK_ZERO;
+    } else {
+        *pnum = file_pnum;
+        *ret |= ret2 & BDRV_BLOCK_ZERO;
+    }
+}
+
 int bdrv_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
                       uint64_t *pnum, uint64_t *map, BlockDriverState **file,
                       Error **errp)
@@ -437,6 +462,12 @@ int bdrv_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
             local_file = bs;
         }
     }
+    if ((ret & BDRV_BLOCK_RECURSE) && local_file && local_file != bs &&
+        (ret & (BDRV_BLOCK_DATA | BDRV_BLOCK_ZERO | BDRV_BLOCK_OFFSET_VALID))
+        == (BDRV_BLOCK_DATA | BDRV_BLOCK_OFFSET_VALID)) {
+        bdrv_block_status_recurse(local_file, local_map, pnum, &ret);
+    }
+    ret &= ~BDRV_BLOCK_RECURSE;
     if (ret & (BDRV_BLOCK_DATA | BDRV_BLOCK_ZERO)) {
         ret |= BDRV_BLOCK_ALLOCATED;
     } else if (bs->drv->supports_backing) {

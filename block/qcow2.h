@@ -307,6 +307,9 @@ struct BDRVQcow2State {
     char *full_backing_filename;    /* relative to the image's directory */
     Qcow2Crypto *crypto;
     char *warning;
+    /* Block status: preallocation=metadata looked for, and found. */
+    bool prealloc_checked;
+    bool metadata_prealloc;
 };
 
 extern const BlockDriver bdrv_qcow2;

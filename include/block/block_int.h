@@ -77,7 +77,9 @@ struct BlockDriver {
      * Optional (QEMU's bdrv_co_block_status): the run at offset, at most
      * bytes (inside the image), as BDRV_BLOCK_DATA, _ZERO and
      * _OFFSET_VALID (with *map and *file); the core adds _ALLOCATED and
-     * _EOF. The default: data, and for a protocol node its own bytes.
+     * _EOF. With BDRV_BLOCK_RECURSE on data at an offset, the core asks
+     * *file too, and a hole there makes the run zero. The default: data,
+     * and for a protocol node its own bytes.
      */
     int (*bdrv_block_status)(BlockDriverState *bs, uint64_t offset,
                              uint64_t bytes, uint64_t *pnum, uint64_t *map,
@@ -113,6 +115,9 @@ struct BlockDriver {
     int (*bdrv_amend)(BlockDriverState *bs, GHashTable *opts, bool force,
                       Error **errp);
 };
+
+/* Block status, drivers only: ask the file below as well (QEMU's value). */
+#define BDRV_BLOCK_RECURSE 0x80
 
 extern const BlockDriver bdrv_file;
 extern const BlockDriver bdrv_raw;

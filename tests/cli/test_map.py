@@ -4,6 +4,7 @@ stdout and stderr (but the program name) and the same exit status, in
 human and JSON output, for raw files with holes and odd sizes, LUKS, and
 qcow2 images made by qemu-img and written by qemu-io: data, zero clusters
 with and without host clusters, discards, compressed clusters, subclusters,
+preallocation (metadata: holes in the file are zero data),
 an external data file, encryption, and backing chains (with a backing file
 shorter than its overlay) opened from another directory; --start-offset and
 --max-length; -f, --image-opts, --object and -U; usage errors.
@@ -146,6 +147,18 @@ class MapTest(TestCase):
                 path = self.qcow2(f"{opts}.qcow2", opts, writes=[
                     "write -P 1 0 1k", "write -P 2 1M 3k", "write -z 2M 1M",
                     "write -P 3 5M 1M", "discard 5M 512k"])
+                self.assert_same_map(path)
+
+    def test_qcow2_preallocation(self):
+        # metadata: data clusters that are holes in the file read as zero
+        # data (QEMU's detection of metadata preallocation); falloc, full:
+        # plain data.
+        self.need_qemu_io()
+        for mode in ("metadata", "falloc", "full"):
+            with self.subTest(preallocation=mode):
+                path = self.qcow2(f"{mode}.qcow2", f"preallocation={mode}",
+                                  size="4M", writes=["write -P 1 1M 64k",
+                                                     "write -z 2M 64k"])
                 self.assert_same_map(path)
 
     def test_qcow2_compressed(self):
