@@ -662,9 +662,9 @@ static int block_crypto_create(const char *filename, GHashTable *opts,
         bdrv_create_file(filename, 0, PREALLOC_MODE_OFF, errp) < 0) {
         goto out;
     }
+    /* The new file, unnamed until the creation ends (bdrv_create()). */
     cs.file = bdrv_open(filename, "file", NULL, BDRV_O_RDWR | flags, errp);
     if (!cs.file) {
-        bdrv_unlink_created(filename);
         goto out;
     }
     block = qcrypto_block_create(&copts, block_crypto_create_init,
@@ -672,7 +672,6 @@ static int block_crypto_create(const char *filename, GHashTable *opts,
     if (!block || block_crypto_create_zero_padding(block, &cs, errp) < 0 ||
         bdrv_flush(cs.file, errp) < 0) {
         bdrv_close(cs.file);
-        bdrv_unlink_created(filename);
         goto out;
     }
     ret = 0;

@@ -7,6 +7,9 @@
  * qemu-img refuses it (no key-secret); a LUKS input is read through
  * --image-opts with its key-secret.
  *
+ * Unlike qemu-img, the output gets its name only when complete and synced
+ * (bdrv_create_finish()): an interrupted or failed dd leaves none.
+ *
  * qemu-img 7.2 quirk, kept for byte-identical output: count= bounds the
  * input's end, not the amount copied, so with skip=S count=C it copies
  * C - S blocks.
@@ -199,14 +202,12 @@ int img_dd(int argc, char **argv)
     }
     g_hash_table_insert(opts, g_strdup("size"),
                         g_strdup_printf("%" G_GUINT64_FORMAT, out_size));
-    if (bdrv_create(out_fmt ? out_fmt : "raw", a.out, opts, &err) < 0) {
+    /* Named only once complete, as convert's targets: a kill leaves none. */
+    dst = bdrv_create_open(out_fmt ? out_fmt : "raw", a.out, opts, 0, &err);
+    if (!dst) {
         img_error(a.out, "error while creating output image: %s",
                   error_get_pretty(err));
         error_free(err);
-        goto out;
-    }
-    dst = img_open(a.out, out_fmt ? out_fmt : "raw", false, BDRV_O_RDWR);
-    if (!dst) {
         goto out;
     }
     if (skip_past_end) {
@@ -215,7 +216,7 @@ int img_dd(int argc, char **argv)
     if (dd_copy(src, dst, in_pos, end, a.bs) < 0) {
         goto out;
     }
-    if (bdrv_flush(dst, &err) < 0) {
+    if (bdrv_create_finish(dst, &err) < 0) {
         img_error_free(a.out, err);
         goto out;
     }
