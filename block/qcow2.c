@@ -1003,8 +1003,7 @@ static int qcow2_block_status(BlockDriverState *bs, uint64_t offset,
         return -1;
     }
     *pnum = ext.bytes;
-    if (ext.type != QCOW2_SC_COMPRESSED &&
-        (ext.l2_entry & QCOW2_OFFSET_MASK) && !s->crypto) {
+    if (qcow2_extent_has_host(ext.type, ext.l2_entry) && !s->crypto) {
         *map = ext.host_offset;
         *file = s->data_file;
         ret |= BDRV_BLOCK_OFFSET_VALID;

@@ -211,6 +211,9 @@ typedef struct Qcow2Extent {
     uint64_t l2_entry;
 } Qcow2Extent;
 
+/* Whether a run of type whose L2 entry is l2_entry has host clusters. */
+bool qcow2_extent_has_host(Qcow2SubclusterType type, uint64_t l2_entry);
+
 typedef struct Qcow2Cache Qcow2Cache;
 typedef struct BDRVQcow2State BDRVQcow2State;
 

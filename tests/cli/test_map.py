@@ -193,12 +193,26 @@ class MapTest(TestCase):
         self.assert_same_map(top)
 
     def test_qcow2_data_file(self):
+        # data_file_raw: guest offset 0 is host offset 0 of the data file.
         self.need_qemu_io()
-        path = self.qcow2("ext.qcow2",
-                          f"data_file={self.path('ext.data')}",
-                          writes=["write -P 1 64k 64k", "write -P 2 3M 4k",
-                                  "write -z 1M 64k"])
+        for raw in ("off", "on"):
+            with self.subTest(data_file_raw=raw):
+                path = self.qcow2(f"ext-{raw}.qcow2",
+                                  f"data_file={self.path(raw + '.data')},"
+                                  f"data_file_raw={raw}",
+                                  writes=["write -P 1 0 64k",
+                                          "write -P 2 3M 4k",
+                                          "write -z 1M 64k"])
+                self.assert_same_map(path)
+                self.assert_same_map("-s", "1000", "-l", "99999", path)
+
+    def test_qcow2_odd_size(self):
+        self.need_qemu_io()
+        path = self.qcow2("odd.qcow2", size="1000000",
+                          writes=["write -P 1 999000 1000",
+                                  "write -P 2 0 100"])
         self.assert_same_map(path)
+        self.assert_same_map("-s", "999424", path)
 
     def test_qcow2_encrypted(self):
         self.need_qemu_io()
