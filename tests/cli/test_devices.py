@@ -8,7 +8,8 @@ fills the device; a size beyond the device, and preallocation, are refused
 with qemu-img's messages, and a failed create leaves the device node alone.
 The devices are loop devices over files in the test's directory (root and
 a working losetup are needed, else those tests skip). The image is then
-read by qemu-img and cryptsetup, written with convert -n and dd.
+read by qemu-img and cryptsetup, written with convert -n and dd; convert
+(without -n) writes onto a device in place too, as qemu-img.
 
 info of a file that is a LUKS header and no payload (cryptsetup
 luksHeaderBackup output, a detached header made with cryptsetup --header)
@@ -150,6 +151,31 @@ class DeviceTest(TestCase):
         qil("create", "-f", "raw", dev)
         qil("create", "-f", "raw", dev, "1M")
         self.assertEqual(file_bytes(backing)[4096:], before[4096:])
+
+    def test_convert_onto_device(self):
+        # As qemu-img: a device target is written in place, without -n.
+        dev, backing = self.loop(4 << 20)
+        src = self.path("src.raw")
+        random_file(src, 1000000, seed=5)
+        before = file_bytes(backing)
+        qil("convert", "-f", "raw", "-O", "raw", src, dev)
+        after = file_bytes(backing)
+        self.assertEqual(after[:1000000], file_bytes(src))
+        self.assertEqual(after[1000448:], before[1000448:])
+        big = self.path("big.raw")
+        random_file(big, 5 << 20)
+        self.assertFails(["convert", "-f", "raw", "-O", "raw", big, dev],
+                         "Cannot grow device files")
+        self.assertTrue(os.path.exists(dev))
+        # LUKS onto the device, read back by qemu-img.
+        qil("convert", "--object", SECRET, "-f", "raw", "-O", "luks", "-o",
+            f"key-secret=sec0,iter-time={ITER_TIME}", src, dev)
+        if qiltest.QEMU_IMG:
+            back = self.path("back.raw")
+            qemu_img("convert", "--object", SECRET, "--image-opts",
+                     f"driver=luks,key-secret=sec0,file.filename={dev}",
+                     "-O", "raw", back)
+            self.assertEqual(file_bytes(back)[:1000000], file_bytes(src))
 
     def test_dd_onto_device(self):
         dev, backing = self.loop(1 << 20, fill=False)
