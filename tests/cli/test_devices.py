@@ -245,6 +245,15 @@ class HeaderOnlyTest(TestCase):
                 info = self.assert_header_info(header)
                 self.assertEqual(info["payload-offset"], 0)
 
+    def test_our_detached_headers(self):
+        for version in (1, 2):
+            with self.subTest(version=version):
+                header = self.path(f"ours{version}.hdr")
+                qil("create", "-q", "-f", "luks", "--object", SECRET, "-o",
+                    f"key-secret=sec0,iter-time={ITER_TIME},"
+                    f"detached-header=on,luks-version={version}", header)
+                self.assert_header_info(header)
+
     def test_header_backup_luks2_unchanged(self):
         # A LUKS2 backup is a whole image with no payload: as before.
         dev = self.path("dev2.img")
