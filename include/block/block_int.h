@@ -119,6 +119,9 @@ struct BlockDriver {
                          Error **errp);
     int (*bdrv_amend)(BlockDriverState *bs, GHashTable *opts, bool force,
                       Error **errp);
+    /* Optional: "check" (see bdrv_check()); res is zeroed by the caller. */
+    int (*bdrv_check)(BlockDriverState *bs, BdrvCheckResult *res,
+                      BdrvCheckMode fix);
 };
 
 /* Block status, drivers only: ask the file below as well (QEMU's value). */
