@@ -1029,6 +1029,75 @@ static bool qcow2_block_status_is_data(BlockDriverState *bs, uint64_t offset,
     return data;
 }
 
+/*
+ * QEMU's qcow2_detect_metadata_preallocation: clearly more clusters in
+ * use (refcount not 0) than the file has blocks on disk means clusters
+ * were given to data that was never written (preallocation=metadata),
+ * holes in the file that read as zeroes. Stops at the threshold.
+ */
+static bool qcow2_detect_metadata_prealloc(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int64_t file_len = bdrv_getlength(bs->file, NULL);
+    int64_t on_disk = bdrv_get_allocated_file_size(bs->file);
+    uint64_t real_clusters, threshold, end, used = 0, refcount;
+
+    if (file_len < 0 || on_disk < 0) {
+        return false;
+    }
+    real_clusters = on_disk / s->g.cluster_size;
+    threshold = MAX(real_clusters * 10 / 9, real_clusters + 2);
+    end = ROUND_UP((uint64_t)file_len, s->g.cluster_size) >>
+          s->g.cluster_bits;
+    for (uint64_t i = 0; i < end && used < threshold; i++) {
+        if (qcow2_get_refcount(bs, i << s->g.cluster_bits, &refcount,
+                               NULL) < 0) {
+            return false;
+        }
+        used += refcount != 0;
+    }
+    return used >= threshold;
+}
+
+/*
+ * QEMU's qcow2_co_block_status: what the L2 entries say. Host offsets are
+ * given where the run has host clusters, unless encrypted (the bytes
+ * there are not the guest's); compressed data has none.
+ */
+static int qcow2_block_status(BlockDriverState *bs, uint64_t offset,
+                              uint64_t bytes, uint64_t *pnum, uint64_t *map,
+                              BlockDriverState **file, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    Qcow2Extent ext;
+    int ret = 0;
+
+    if (qcow2_get_extent(bs, offset, bytes, &ext, errp) < 0) {
+        return -1;
+    }
+    *pnum = ext.bytes;
+    if (qcow2_extent_has_host(ext.type, ext.l2_entry) && !s->crypto) {
+        *map = ext.host_offset;
+        *file = s->data_file;
+        ret |= BDRV_BLOCK_OFFSET_VALID;
+    }
+    if (ext.type == QCOW2_SC_ZERO) {
+        ret |= BDRV_BLOCK_ZERO;
+    } else if (ext.type != QCOW2_SC_UNALLOCATED) {
+        ret |= BDRV_BLOCK_DATA;
+    }
+    /* Asked from one thread ("map"): no lock around the check. */
+    if (!s->prealloc_checked) {
+        s->metadata_prealloc = qcow2_detect_metadata_prealloc(bs);
+        s->prealloc_checked = true;
+    }
+    if (s->metadata_prealloc && (ret & BDRV_BLOCK_DATA) &&
+        (ret & BDRV_BLOCK_OFFSET_VALID)) {
+        ret |= BDRV_BLOCK_RECURSE;
+    }
+    return ret;
+}
+
 static bool qcow2_is_encrypted(BlockDriverState *bs)
 {
     BDRVQcow2State *s = bs->opaque;
@@ -1089,6 +1158,8 @@ const BlockDriver bdrv_qcow2 = {
     .bdrv_pread = qcow2_pread,
     .bdrv_getlength = qcow2_getlength,
     .bdrv_block_status_is_data = qcow2_block_status_is_data,
+    .bdrv_block_status = qcow2_block_status,
+    .supports_backing = true,
     .bdrv_is_encrypted = qcow2_is_encrypted,
     .bdrv_get_warning = qcow2_get_warning,
     .bdrv_get_info = qcow2_get_info,

@@ -199,7 +199,10 @@ void qcow2_compressed_extent(const Qcow2Geometry *g, uint64_t l2_entry,
 /*
  * A run of guest bytes that maps the same way: *type for all of it; for
  * NORMAL, host_offset of the first byte and contiguous on the host; for
- * COMPRESSED, one cluster's descriptor in l2_entry.
+ * COMPRESSED, one cluster's descriptor in l2_entry. A zero or unallocated
+ * run either has host clusters (an L2 entry with an offset: QEMU's
+ * ZERO_ALLOC, UNALLOCATED_ALLOC), contiguous like NORMAL ones, or none:
+ * "qemu-img map" shows the difference.
  */
 typedef struct Qcow2Extent {
     Qcow2SubclusterType type;
@@ -207,6 +210,9 @@ typedef struct Qcow2Extent {
     uint64_t host_offset;
     uint64_t l2_entry;
 } Qcow2Extent;
+
+/* Whether a run of type whose L2 entry is l2_entry has host clusters. */
+bool qcow2_extent_has_host(Qcow2SubclusterType type, uint64_t l2_entry);
 
 typedef struct Qcow2Cache Qcow2Cache;
 typedef struct BDRVQcow2State BDRVQcow2State;
@@ -392,6 +398,9 @@ struct BDRVQcow2State {
     uint64_t reftable_entries;
     bool dirty;                     /* the dirty bit is set on disk */
     uint64_t compressed_next;       /* free bytes for compressed data, 0 */
+    /* Block status: preallocation=metadata looked for, and found. */
+    bool prealloc_checked;
+    bool metadata_prealloc;
 };
 
 /*

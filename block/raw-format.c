@@ -46,6 +46,14 @@ static bool raw_block_status_is_data(BlockDriverState *bs, uint64_t offset,
     return bdrv_block_status_is_data(bs->file, offset, bytes, pnum);
 }
 
+/* The file's status at the same offset (QEMU's BDRV_BLOCK_RAW). */
+static int raw_block_status(BlockDriverState *bs, uint64_t offset,
+                            uint64_t bytes, uint64_t *pnum, uint64_t *map,
+                            BlockDriverState **file, Error **errp)
+{
+    return bdrv_block_status(bs->file, offset, bytes, pnum, map, file, errp);
+}
+
 static bool raw_has_zero_init(BlockDriverState *bs)
 {
     return bdrv_has_zero_init(bs->file);
@@ -89,6 +97,7 @@ const BlockDriver bdrv_raw = {
     .bdrv_getlength = raw_getlength,
     .bdrv_truncate = raw_truncate,
     .bdrv_block_status_is_data = raw_block_status_is_data,
+    .bdrv_block_status = raw_block_status,
     .bdrv_has_zero_init = raw_has_zero_init,
     .bdrv_create = raw_create,
     .bdrv_measure = raw_measure,
