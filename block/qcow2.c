@@ -18,6 +18,7 @@
 
 #include "block/crypto.h"
 #include "block/qcow2.h"
+#include "block/qcow2-measure.h"
 #include "crypto/secret.h"
 
 /*
@@ -1019,4 +1020,5 @@ const BlockDriver bdrv_qcow2 = {
     .bdrv_is_encrypted = qcow2_is_encrypted,
     .bdrv_get_warning = qcow2_get_warning,
     .bdrv_get_info = qcow2_get_info,
+    .bdrv_measure = qcow2_measure,
 };

@@ -209,12 +209,22 @@ int bdrv_create_finish(BlockDriverState *bs, Error **errp);
  */
 void bdrv_set_interrupt_flag(volatile sig_atomic_t *flag);
 
+/* What "qemu-img measure" prints (QEMU's BlockMeasureInfo). */
+typedef struct BlockMeasureInfo {
+    uint64_t required;
+    uint64_t fully_allocated;
+    bool has_bitmaps;           /* print "bitmaps size" (qcow2 to qcow2 v3) */
+    uint64_t bitmaps;
+} BlockMeasureInfo;
+
 /*
- * Bytes a new image of this format needs for size bytes of data
- * ("qemu-img measure"); opts as for bdrv_create() (minus "size").
+ * Bytes a new image of this format needs ("qemu-img measure"): for size
+ * bytes of data (--size; in_bs NULL), or for the contents of in_bs (size
+ * is then its length; a format may count only what in_bs holds, by block
+ * status). opts as for bdrv_create() (minus "size").
  */
-int bdrv_measure(const char *format, GHashTable *opts, uint64_t size,
-                 uint64_t *required, uint64_t *fully_allocated, Error **errp);
+int bdrv_measure(const char *format, GHashTable *opts, BlockDriverState *in_bs,
+                 uint64_t size, BlockMeasureInfo *info, Error **errp);
 
 /* Change format options in place ("qemu-img amend -o ..."). */
 int bdrv_amend(BlockDriverState *bs, GHashTable *opts, bool force,
