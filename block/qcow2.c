@@ -905,6 +905,7 @@ static int qcow2_pread(BlockDriverState *bs, uint64_t offset, void *buf,
 static bool qcow2_extent_is_data(BlockDriverState *bs, uint64_t offset,
                                  uint64_t bytes, uint64_t *pnum)
 {
+    BDRVQcow2State *s = bs->opaque;
     Qcow2Extent ext;
     int64_t blen;
 
@@ -930,6 +931,18 @@ static bool qcow2_extent_is_data(BlockDriverState *bs, uint64_t offset,
         }
         return bdrv_block_status_is_data(bs->backing, offset,
                                          MIN(ext.bytes, blen - offset), pnum);
+    case QCOW2_SC_NORMAL:
+        /*
+         * As QEMU: allocated clusters that are a hole in the file read as
+         * zeroes (preallocation=metadata, the zeroes qemu-img writes as
+         * holes around a partial write). Not when encrypted: a hole
+         * decrypts to noise.
+         */
+        if (s->crypto) {
+            return true;
+        }
+        return bdrv_block_status_is_data(s->data_file, ext.host_offset,
+                                         ext.bytes, pnum);
     default:
         return true;
     }
