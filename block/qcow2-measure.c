@@ -17,6 +17,7 @@
 
 #include "block/crypto.h"
 #include "block/qcow2.h"
+#include "block/qcow2-bitmap.h"
 #include "block/qcow2-measure.h"
 #include "crypto/block.h"
 #include "crypto/cipher.h"
@@ -340,16 +341,36 @@ static uint64_t qcow2_measure_data(BlockDriverState *in_bs, uint64_t len,
     return required;
 }
 
-/* Whether measure prints "bitmaps size": a qcow2 v3 source and target. */
-static bool qcow2_measure_has_bitmaps(BlockDriverState *in_bs, int version)
+/*
+ * "bitmaps size", printed for a qcow2 v3 source and target (QEMU's test:
+ * both can hold persistent bitmaps): the source's bitmaps, as the new
+ * image would hold them.
+ */
+static int qcow2_measure_bitmaps(BlockDriverState *in_bs, uint64_t size,
+                                 const Qcow2MeasureOpts *o,
+                                 BlockMeasureInfo *info, Error **errp)
 {
     const BDRVQcow2State *s;
+    BlockImageInfoBitmap *bitmaps;
+    size_t nb;
 
-    if (version < 3 || !in_bs || in_bs->drv != &bdrv_qcow2) {
-        return false;
+    if (o->version < 3 || !in_bs || in_bs->drv != &bdrv_qcow2) {
+        return 0;
     }
     s = in_bs->opaque;
-    return s->header.version >= 3;
+    if (s->header.version < 3) {
+        return 0;
+    }
+    if (qcow2_read_bitmaps(in_bs, &bitmaps, &nb, errp) < 0) {
+        return -1;
+    }
+    info->has_bitmaps = true;
+    info->bitmaps = qcow2_bitmaps_size(bitmaps, nb, size, o->cluster_size);
+    for (size_t i = 0; i < nb; i++) {
+        g_free(bitmaps[i].name);
+    }
+    g_free(bitmaps);
+    return 0;
 }
 
 int qcow2_measure(GHashTable *opts, BlockDriverState *in_bs, uint64_t size,
@@ -405,8 +426,5 @@ int qcow2_measure(GHashTable *opts, BlockDriverState *in_bs, uint64_t size,
         qcow2_calc_prealloc_size(virtual_size, o.cluster_size,
                                  o.refcount_order, o.extended_l2);
     info->required = info->fully_allocated - virtual_size + required;
-    info->has_bitmaps = qcow2_measure_has_bitmaps(in_bs, o.version);
-    /* Bitmaps are not read: a source with bitmaps is refused at open. */
-    info->bitmaps = 0;
-    return 0;
+    return qcow2_measure_bitmaps(in_bs, size, &o, info, errp);
 }

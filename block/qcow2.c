@@ -18,6 +18,7 @@
 
 #include "block/crypto.h"
 #include "block/qcow2.h"
+#include "block/qcow2-bitmap.h"
 #include "block/qcow2-measure.h"
 #include "crypto/secret.h"
 
@@ -387,9 +388,17 @@ static int qcow2_extensions_parse_inner(const Qcow2Header *h,
                 return -1;
             }
             break;
+        case QCOW2_EXT_BITMAPS:
+            /* Read for info and measure only (block/qcow2-bitmap.c). */
+            if (elen >= 24 && (h->autoclear_features &
+                               QCOW2_AUTOCLEAR_BITMAPS)) {
+                ext->nb_bitmaps = ldl_be_p(data);
+                ext->bitmap_directory_size = ldq_be_p(data + 8);
+                ext->bitmap_directory_offset = ldq_be_p(data + 16);
+            }
+            break;
         default:
-            /* Bitmaps (only written to, never read here) and unknown
-             * extensions: the spec says they can be ignored. */
+            /* Unknown extensions: the spec says they can be ignored. */
             break;
         }
         off += 8 + ROUND_UP((uint64_t)elen, 8);
@@ -1010,6 +1019,9 @@ static int qcow2_get_info(BlockDriverState *bs, BlockImageInfo *info,
         q->data_file = g_strdup(s->ext.data_file);
         q->data_file_raw =
             h->autoclear_features & QCOW2_AUTOCLEAR_DATA_FILE_RAW;
+    }
+    if (qcow2_read_bitmaps(bs, &q->bitmaps, &q->nb_bitmaps, errp) < 0) {
+        return -1;
     }
     q->encrypt_format = crypt_names[h->crypt_method];
     if (h->crypt_method == QCOW2_CRYPT_LUKS) {

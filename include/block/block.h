@@ -141,6 +141,14 @@ bool bdrv_block_status_is_data(BlockDriverState *bs, uint64_t offset,
 /* Whether a node, just created, reads as all zeroes (a new raw file). */
 bool bdrv_has_zero_init(BlockDriverState *bs);
 
+/* A persistent dirty bitmap of a qcow2 image (info's "bitmaps"). */
+typedef struct BlockImageInfoBitmap {
+    char *name;
+    uint32_t granularity;
+    bool in_use;                    /* flag "in-use" */
+    bool autoload;                  /* flag "auto" */
+} BlockImageInfoBitmap;
+
 /* qcow2's "format-specific" data, as qemu-img 7.2 names it. */
 typedef struct BlockImageInfoQcow2 {
     uint32_t version;               /* 2: compat "0.10", 3: "1.1" */
@@ -153,6 +161,8 @@ typedef struct BlockImageInfoQcow2 {
     bool data_file_raw;
     const char *encrypt_format;     /* NULL, "aes" or "luks" */
     QCryptoBlockInfo *encrypt_luks; /* the LUKS header, for "luks" */
+    BlockImageInfoBitmap *bitmaps;  /* nb_bitmaps of them, or NULL */
+    size_t nb_bitmaps;
 } BlockImageInfoQcow2;
 
 /* What "qemu-img info" shows. */
