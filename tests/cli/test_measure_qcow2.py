@@ -190,6 +190,21 @@ class MeasureQcow2(TestCase):
             with self.subTest(path=path):
                 self.check_source(path)
 
+    def test_encrypted_qcow2_source(self):
+        # Encrypted clusters are data wherever they are (a hole in the
+        # file decrypts to noise), zero clusters are not.
+        self.need_luks()
+        img = self.path("e.qcow2")
+        qemu_img("create", "-q", "--object", SECRET, "-f", "qcow2", "-o",
+                 "encrypt.format=luks,encrypt.key-secret=sec0,"
+                 f"encrypt.iter-time={ITER_TIME}", img, "8M")
+        opts = f"driver=qcow2,encrypt.key-secret=sec0,file.filename={img}"
+        subprocess.run([QEMU_IO, "--object", SECRET, "--image-opts", opts,
+                        "-c", "write -P 3 1M 4k", "-c", "write -z 3M 64k"],
+                       check=True, capture_output=True)
+        for extra in ([], ["-o", "cluster_size=512"]):
+            self.assertSame("--object", SECRET, *extra, "--image-opts", opts)
+
     def test_luks_sources(self):
         self.need_luks()
         luks, raw = self.make_luks("a.luks", size="5M")
