@@ -634,12 +634,14 @@ int bdrv_create_finish(BlockDriverState *bs, Error **errp)
     return 0;
 }
 
-int bdrv_measure(const char *format, GHashTable *opts, uint64_t size,
-                 uint64_t *required, uint64_t *fully_allocated, Error **errp)
+int bdrv_measure(const char *format, GHashTable *opts, BlockDriverState *in_bs,
+                 uint64_t size, BlockMeasureInfo *info, Error **errp)
 {
-    const BlockDriver *drv = bdrv_find_create_driver(format, errp);
+    /* Not bdrv_find_create_driver(): qcow2 is measured, not created. */
+    const BlockDriver *drv = bdrv_find_driver(format);
 
     if (!drv) {
+        error_setg(errp, "Unknown file format '%s'", format);
         return -1;
     }
     if (!drv->bdrv_measure) {
@@ -647,7 +649,8 @@ int bdrv_measure(const char *format, GHashTable *opts, uint64_t size,
                    "measurement", format);
         return -1;
     }
-    return drv->bdrv_measure(opts, size, required, fully_allocated, errp);
+    memset(info, 0, sizeof(*info));
+    return drv->bdrv_measure(opts, in_bs, size, info, errp);
 }
 
 int bdrv_amend(BlockDriverState *bs, GHashTable *opts, bool force,

@@ -691,8 +691,8 @@ out:
     return ret;
 }
 
-static int block_crypto_measure(GHashTable *opts, uint64_t size,
-                                uint64_t *required, uint64_t *fully_allocated,
+static int block_crypto_measure(GHashTable *opts, BlockDriverState *in_bs,
+                                uint64_t size, BlockMeasureInfo *info,
                                 Error **errp)
 {
     QCryptoBlockCreateOptions copts;
@@ -711,7 +711,7 @@ static int block_crypto_measure(GHashTable *opts, uint64_t size,
     }
     /* The header plus the payload as create makes it (whole sectors). */
     copts.size = size;
-    *required = *fully_allocated =
+    info->required = info->fully_allocated =
         header + qcrypto_block_create_payload_size(&copts);
     ret = 0;
 

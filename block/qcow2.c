@@ -18,6 +18,8 @@
 
 #include "block/crypto.h"
 #include "block/qcow2.h"
+#include "block/qcow2-bitmap.h"
+#include "block/qcow2-measure.h"
 #include "crypto/secret.h"
 
 /*
@@ -386,9 +388,17 @@ static int qcow2_extensions_parse_inner(const Qcow2Header *h,
                 return -1;
             }
             break;
+        case QCOW2_EXT_BITMAPS:
+            /* Read for info and measure only (block/qcow2-bitmap.c). */
+            if (elen >= 24 && (h->autoclear_features &
+                               QCOW2_AUTOCLEAR_BITMAPS)) {
+                ext->nb_bitmaps = ldl_be_p(data);
+                ext->bitmap_directory_size = ldq_be_p(data + 8);
+                ext->bitmap_directory_offset = ldq_be_p(data + 16);
+            }
+            break;
         default:
-            /* Bitmaps (only written to, never read here) and unknown
-             * extensions: the spec says they can be ignored. */
+            /* Unknown extensions: the spec says they can be ignored. */
             break;
         }
         off += 8 + ROUND_UP((uint64_t)elen, 8);
@@ -977,6 +987,7 @@ static int qcow2_pread(BlockDriverState *bs, uint64_t offset, void *buf,
 static bool qcow2_extent_is_data(BlockDriverState *bs, uint64_t offset,
                                  uint64_t bytes, uint64_t *pnum)
 {
+    BDRVQcow2State *s = bs->opaque;
     Qcow2Extent ext;
     int64_t blen;
 
@@ -1002,6 +1013,18 @@ static bool qcow2_extent_is_data(BlockDriverState *bs, uint64_t offset,
         }
         return bdrv_block_status_is_data(bs->backing, offset,
                                          MIN(ext.bytes, blen - offset), pnum);
+    case QCOW2_SC_NORMAL:
+        /*
+         * As QEMU: allocated clusters that are a hole in the file read as
+         * zeroes (preallocation=metadata, the zeroes qemu-img writes as
+         * holes around a partial write). Not when encrypted: a hole
+         * decrypts to noise.
+         */
+        if (s->crypto) {
+            return true;
+        }
+        return bdrv_block_status_is_data(s->data_file, ext.host_offset,
+                                         ext.bytes, pnum);
     default:
         return true;
     }
@@ -1139,6 +1162,9 @@ static int qcow2_get_info(BlockDriverState *bs, BlockImageInfo *info,
         q->data_file_raw =
             h->autoclear_features & QCOW2_AUTOCLEAR_DATA_FILE_RAW;
     }
+    if (qcow2_read_bitmaps(bs, &q->bitmaps, &q->nb_bitmaps, errp) < 0) {
+        return -1;
+    }
     q->encrypt_format = crypt_names[h->crypt_method];
     if (h->crypt_method == QCOW2_CRYPT_LUKS) {
         q->encrypt_luks = qcow2_crypto_get_info(s->crypto, errp);
@@ -1163,6 +1189,7 @@ const BlockDriver bdrv_qcow2 = {
     .bdrv_is_encrypted = qcow2_is_encrypted,
     .bdrv_get_warning = qcow2_get_warning,
     .bdrv_get_info = qcow2_get_info,
+    .bdrv_measure = qcow2_measure,
     .bdrv_check = qcow2_check,
     .bdrv_pwrite = qcow2_pwrite,
     .bdrv_flush = qcow2_flush,

@@ -59,6 +59,8 @@ enum {
 /* Spec, compatible_features / autoclear_features */
 #define QCOW2_COMPAT_LAZY_REFCOUNTS (1ull << 0)
 #define QCOW2_AUTOCLEAR_DATA_FILE_RAW (1ull << 1)
+/* Spec, autoclear bit 0: without it the bitmaps extension is stale. */
+#define QCOW2_AUTOCLEAR_BITMAPS (1ull << 0)
 
 /* Spec, "Header extensions": types */
 #define QCOW2_EXT_END               0x00000000u
@@ -117,6 +119,10 @@ typedef struct Qcow2Extensions {
     bool has_crypto_header;
     uint64_t crypto_header_offset;  /* bytes into the image file */
     uint64_t crypto_header_length;
+    /* Spec, "Bitmaps extension" (0 bitmaps: none, or a stale extension) */
+    uint32_t nb_bitmaps;
+    uint64_t bitmap_directory_size;
+    uint64_t bitmap_directory_offset;
     /* Names of incompatible features (feature name table), bit -> name */
     char *incompat_names[64];
 } Qcow2Extensions;

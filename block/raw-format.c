@@ -73,8 +73,8 @@ static int raw_create(const char *filename, GHashTable *opts, int flags,
                             prealloc, errp);
 }
 
-static int raw_measure(GHashTable *opts, uint64_t size, uint64_t *required,
-                       uint64_t *fully_allocated, Error **errp)
+static int raw_measure(GHashTable *opts, BlockDriverState *in_bs,
+                       uint64_t size, BlockMeasureInfo *info, Error **errp)
 {
     PreallocMode prealloc;
 
@@ -84,7 +84,7 @@ static int raw_measure(GHashTable *opts, uint64_t size, uint64_t *required,
     if (bdrv_create_check_leftovers(opts, errp) < 0) {
         return -1;
     }
-    *required = *fully_allocated = ROUND_UP(size, BDRV_SECTOR_SIZE);
+    info->required = info->fully_allocated = ROUND_UP(size, BDRV_SECTOR_SIZE);
     return 0;
 }
 

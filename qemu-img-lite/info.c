@@ -174,6 +174,31 @@ static void json_add_bool(JsonBuilder *b, const char *key, bool v)
     json_builder_add_boolean_value(b, v);
 }
 
+/* qcow2's persistent bitmaps, as qemu-img 7.2 lists them. */
+static void info_add_bitmaps_json(JsonBuilder *b, const BlockImageInfoQcow2 *q)
+{
+    json_builder_set_member_name(b, "bitmaps");
+    json_builder_begin_array(b);
+    for (size_t i = 0; i < q->nb_bitmaps; i++) {
+        const BlockImageInfoBitmap *bm = &q->bitmaps[i];
+
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "flags");
+        json_builder_begin_array(b);
+        if (bm->in_use) {
+            json_builder_add_string_value(b, "in-use");
+        }
+        if (bm->autoload) {
+            json_builder_add_string_value(b, "auto");
+        }
+        json_builder_end_array(b);
+        json_add_str(b, "name", bm->name);
+        json_add_int(b, "granularity", bm->granularity);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+}
+
 /* qcow2's format-specific data, in qemu-img 7.2's key order. */
 static void info_add_qcow2_json(JsonBuilder *b, const BlockImageInfoQcow2 *q)
 {
@@ -188,6 +213,9 @@ static void info_add_qcow2_json(JsonBuilder *b, const BlockImageInfoQcow2 *q)
     json_add_str(b, "compression-type", q->compression_type);
     if (v3) {
         json_add_bool(b, "lazy-refcounts", q->lazy_refcounts);
+    }
+    if (q->nb_bitmaps) {
+        info_add_bitmaps_json(b, q);
     }
     json_add_int(b, "refcount-bits", q->refcount_bits);
     if (q->data_file) {
@@ -509,6 +537,27 @@ static void info_print_luks_human(const QCryptoBlockInfo *l, const char *ind,
     }
 }
 
+/* qcow2's persistent bitmaps, as qemu-img 7.2 prints lists. */
+static void info_print_bitmaps_human(const BlockImageInfoQcow2 *q)
+{
+    printf("    bitmaps:\n");
+    for (size_t i = 0; i < q->nb_bitmaps; i++) {
+        const BlockImageInfoBitmap *bm = &q->bitmaps[i];
+        int flag = 0;
+
+        printf("        [%zu]:\n", i);
+        printf("            flags:\n");
+        if (bm->in_use) {
+            printf("                [%d]: in-use\n", flag++);
+        }
+        if (bm->autoload) {
+            printf("                [%d]: auto\n", flag++);
+        }
+        printf("            name: %s\n", bm->name);
+        printf("            granularity: %u\n", bm->granularity);
+    }
+}
+
 /* qcow2's format-specific lines, in qemu-img 7.2's order. */
 static void info_print_qcow2_human(const BlockImageInfoQcow2 *q)
 {
@@ -519,6 +568,9 @@ static void info_print_qcow2_human(const BlockImageInfoQcow2 *q)
     if (v3) {
         printf("    lazy refcounts: %s\n",
                q->lazy_refcounts ? "true" : "false");
+    }
+    if (q->nb_bitmaps) {
+        info_print_bitmaps_human(q);
     }
     printf("    refcount bits: %u\n", q->refcount_bits);
     if (q->data_file) {

@@ -181,6 +181,14 @@ int bdrv_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
 /* Whether a node, just created, reads as all zeroes (a new raw file). */
 bool bdrv_has_zero_init(BlockDriverState *bs);
 
+/* A persistent dirty bitmap of a qcow2 image (info's "bitmaps"). */
+typedef struct BlockImageInfoBitmap {
+    char *name;
+    uint32_t granularity;
+    bool in_use;                    /* flag "in-use" */
+    bool autoload;                  /* flag "auto" */
+} BlockImageInfoBitmap;
+
 /* qcow2's "format-specific" data, as qemu-img 7.2 names it. */
 typedef struct BlockImageInfoQcow2 {
     uint32_t version;               /* 2: compat "0.10", 3: "1.1" */
@@ -193,6 +201,8 @@ typedef struct BlockImageInfoQcow2 {
     bool data_file_raw;
     const char *encrypt_format;     /* NULL, "aes" or "luks" */
     QCryptoBlockInfo *encrypt_luks; /* the LUKS header, for "luks" */
+    BlockImageInfoBitmap *bitmaps;  /* nb_bitmaps of them, or NULL */
+    size_t nb_bitmaps;
 } BlockImageInfoQcow2;
 
 /* What "qemu-img info" shows. */
@@ -256,12 +266,22 @@ int bdrv_create_finish(BlockDriverState *bs, Error **errp);
  */
 void bdrv_set_interrupt_flag(volatile sig_atomic_t *flag);
 
+/* What "qemu-img measure" prints (QEMU's BlockMeasureInfo). */
+typedef struct BlockMeasureInfo {
+    uint64_t required;
+    uint64_t fully_allocated;
+    bool has_bitmaps;           /* print "bitmaps size" (qcow2 to qcow2 v3) */
+    uint64_t bitmaps;
+} BlockMeasureInfo;
+
 /*
- * Bytes a new image of this format needs for size bytes of data
- * ("qemu-img measure"); opts as for bdrv_create() (minus "size").
+ * Bytes a new image of this format needs ("qemu-img measure"): for size
+ * bytes of data (--size; in_bs NULL), or for the contents of in_bs (size
+ * is then its length; a format may count only what in_bs holds, by block
+ * status). opts as for bdrv_create() (minus "size").
  */
-int bdrv_measure(const char *format, GHashTable *opts, uint64_t size,
-                 uint64_t *required, uint64_t *fully_allocated, Error **errp);
+int bdrv_measure(const char *format, GHashTable *opts, BlockDriverState *in_bs,
+                 uint64_t size, BlockMeasureInfo *info, Error **errp);
 
 /* What "check -r" may repair (QEMU's BdrvCheckMode). */
 typedef enum {

@@ -112,8 +112,9 @@ struct BlockDriver {
      * name (see bdrv_create_finish()); nothing to do for other nodes.
      */
     int (*bdrv_create_finish)(BlockDriverState *bs, Error **errp);
-    int (*bdrv_measure)(GHashTable *opts, uint64_t size, uint64_t *required,
-                        uint64_t *fully_allocated, Error **errp);
+    /* See bdrv_measure(); info comes zeroed. */
+    int (*bdrv_measure)(GHashTable *opts, BlockDriverState *in_bs,
+                        uint64_t size, BlockMeasureInfo *info, Error **errp);
     /* Fill in the format-specific part of info (optional). */
     int (*bdrv_get_info)(BlockDriverState *bs, BlockImageInfo *info,
                          Error **errp);
