@@ -138,7 +138,7 @@ class InfoQcow2(TestCase):
         for path in (corrupt, dirty):
             self.assertSameInfo(path)
         self.assertTrue(qil("info", "--output=json", dirty).stdout.count(
-            '"dirty-flag" : true'))
+            '"dirty-flag": true'))
 
     def test_bitmaps(self):
         img = self.make("bm.qcow2", size="100M")
