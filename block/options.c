@@ -261,16 +261,33 @@ int qemu_strtosz(const char *str, uint64_t *size, Error **errp)
     double frac = 0;
     guint64 whole;
     unsigned shift = 0;
+    bool hex = false;
 
     if (!g_ascii_isdigit(*p)) {
         goto invalid;
     }
-    errno = 0;
-    whole = g_ascii_strtoull(p, &end, 10);
+    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+        /*
+         * Hexadecimal, as QEMU takes it: no fraction, and a suffix only
+         * where it is not a hex digit (k, M, G, T, P: "0x1E" is 30 bytes).
+         */
+        if (!g_ascii_isxdigit(p[2])) {
+            goto invalid;
+        }
+        hex = true;
+        errno = 0;
+        whole = g_ascii_strtoull(p + 2, &end, 16);
+    } else {
+        errno = 0;
+        whole = g_ascii_strtoull(p, &end, 10);
+    }
     if (errno) {
         goto invalid;
     }
     p = end;
+    if (*p == '.' && hex) {
+        goto invalid;
+    }
     if (*p == '.') {
         /*
          * "1.5G": the fraction is read as a double and scaled below. Only
@@ -311,4 +328,12 @@ invalid:
     error_setg(errp, "Invalid size '%s': use a number with an optional "
                "suffix k, M, G, T, P or E", str);
     return -1;
+}
+
+bool qemu_strtosz_is_hex_with_suffix(const char *str)
+{
+    size_t n = strlen(str);
+
+    return n > 2 && str[0] == '0' && (str[1] == 'x' || str[1] == 'X') &&
+        !g_ascii_isxdigit(str[n - 1]);
 }

@@ -74,8 +74,14 @@ void img_warn_if_padded(const char *filename, BlockDriverState *bs,
 BlockDriverState *img_open(const char *name, const char *fmt,
                            bool image_opts, int flags);
 
-/* A user-given size ("1G", "1.5G", "512M", "4k"); prints errors. */
+/*
+ * A user-given size ("1G", "1.5G", "512M", "4k", "0x100"); prints errors
+ * ("Invalid image size specified...") and qemu-img's warning for a hex
+ * number with a suffix.
+ */
 int img_parse_size(const char *str, uint64_t *size);
+/* The same for another size: what names it ("rate limit"). */
+int img_parse_size_as(const char *str, const char *what, uint64_t *size);
 
 /* qemu-img's human-readable size: "16 MiB", "0.977 KiB", "256 KiB". */
 char *img_size_to_str(uint64_t size);

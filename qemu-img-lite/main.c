@@ -301,16 +301,27 @@ BlockDriverState *img_open(const char *name, const char *fmt,
     return bs;
 }
 
-int img_parse_size(const char *str, uint64_t *size)
+int img_parse_size_as(const char *str, const char *what, uint64_t *size)
 {
     /* Image sizes are signed in QEMU: stay below 2^63. */
     if (qemu_strtosz(str, size, NULL) < 0 || *size > G_MAXINT64) {
-        img_error(NULL, "Invalid image size specified. You may use k, M, G, "
-                  "T, P or E suffixes for kilobytes, megabytes, gigabytes, "
-                  "terabytes, petabytes and exabytes.");
+        /* qemu-img's two lines, word for word. */
+        img_error(NULL, "Invalid %s specified. You may use k, M, G, T, P or "
+                  "E suffixes for", what);
+        img_error(NULL, "kilobytes, megabytes, gigabytes, terabytes, "
+                  "petabytes and exabytes.");
         return -1;
     }
+    if (qemu_strtosz_is_hex_with_suffix(str)) {
+        img_error(NULL, "warning: Using a multiplier suffix on hex numbers "
+                  "is deprecated: %s", str);
+    }
     return 0;
+}
+
+int img_parse_size(const char *str, uint64_t *size)
+{
+    return img_parse_size_as(str, "image size", size);
 }
 
 char *img_size_to_str(uint64_t size)

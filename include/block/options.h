@@ -56,10 +56,15 @@ char *qemu_opts_first_key(GHashTable *opts);
 /*
  * Parse a size with an optional suffix: k/K, M, G, T, P, E (powers of
  * 1024), b/B (bytes); a fraction is allowed with a suffix ("1.5G").
+ * "0x" starts a hexadecimal number, as in QEMU: no fraction, and b and e
+ * are digits there ("0x1E" is 30), so only k, M, G, T, P are suffixes.
  */
 int qemu_strtosz(const char *str, uint64_t *size, Error **errp);
 
 /* "Formatting" and --image-opts style: "a=1,b=x,,y" (sorted keys). */
 char *qemu_opts_to_string(GHashTable *opts);
+
+/* str is hexadecimal with a suffix ("0x100k"): QEMU warns it is deprecated. */
+bool qemu_strtosz_is_hex_with_suffix(const char *str);
 
 #endif

@@ -11,7 +11,7 @@
  * if it holds newlines, merged as repeated -o are). Besides not crashing,
  * the parser must keep its promises: what qemu_opts_to_string() prints
  * parses back to the same options, and a size it accepts is what the
- * digits and suffix say.
+ * digits (decimal, or hex after "0x") and suffix say.
  */
 #include <stdlib.h>
 
@@ -63,6 +63,22 @@ static void check_size(const char *str)
     unsigned shift = 0;
 
     if (qemu_strtosz(str, &size, NULL) < 0) {
+        return;
+    }
+    if (str[0] == '0' && (str[1] == 'x' || str[1] == 'X')) {
+        /* Hex: digits (b and e among them), then at most k/M/G/T/P. */
+        p += 2;
+        while (g_ascii_isxdigit(*p)) {
+            whole = whole * 16 + g_ascii_xdigit_value(*p++);
+        }
+        g_assert(p != str + 2);
+        if (*p) {
+            const char *s = strchr("kmgtp", g_ascii_tolower(*p));
+
+            g_assert(s && !p[1]);
+            shift = 10 * (s - "kmgtp" + 1);
+        }
+        g_assert(size == whole << shift);
         return;
     }
     while (g_ascii_isdigit(*p)) {
