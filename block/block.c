@@ -520,3 +520,30 @@ int bdrv_amend(BlockDriverState *bs, GHashTable *opts, bool force,
     }
     return bs->drv->bdrv_amend(bs, opts, force, errp);
 }
+
+/* The node holding bs's bytes, down through pass-through nodes. */
+static BlockDriverState *bdrv_skip_passthrough(BlockDriverState *bs,
+                                               uint64_t *offset)
+{
+    while (bs && bs->drv->bdrv_passthrough) {
+        bs = bs->drv->bdrv_passthrough(bs, offset);
+    }
+    return bs;
+}
+
+int bdrv_copy_range(BlockDriverState *src, uint64_t src_offset,
+                    BlockDriverState *dst, uint64_t dst_offset,
+                    uint64_t bytes, Error **errp)
+{
+    BlockDriverState *s = bdrv_skip_passthrough(src, &src_offset);
+    BlockDriverState *d = bdrv_skip_passthrough(dst, &dst_offset);
+
+    if (!s || !d || !s->drv->bdrv_copy_range || s->drv != d->drv) {
+        error_setg(errp, "Copy offloading is not supported between '%s' "
+                   "and '%s' nodes", src->drv->format_name,
+                   dst->drv->format_name);
+        return -1;
+    }
+    return s->drv->bdrv_copy_range(s, src_offset, d, dst_offset, bytes,
+                                   errp);
+}

@@ -137,6 +137,16 @@ int bdrv_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
  */
 bool bdrv_block_status_is_data(BlockDriverState *bs, uint64_t offset,
                                uint64_t bytes, uint64_t *pnum);
+/*
+ * Copy offloading (qemu-img convert -C): copy bytes from src to dst below
+ * this process (copy_file_range(2)), where both reach files through nodes
+ * that pass bytes through unchanged (raw). Fails, setting errp, where that
+ * is not possible (an encrypted node, or a file system that cannot): the
+ * caller then copies the usual way.
+ */
+int bdrv_copy_range(BlockDriverState *src, uint64_t src_offset,
+                    BlockDriverState *dst, uint64_t dst_offset,
+                    uint64_t bytes, Error **errp);
 /* Whether a node, just created, reads as all zeroes (a new raw file). */
 bool bdrv_has_zero_init(BlockDriverState *bs);
 
