@@ -225,6 +225,45 @@ BlockDriverState *bdrv_open_child(GHashTable *opts, const char *name,
     return bdrv_open_opts(sub, flags, errp);
 }
 
+const char *bdrv_parse_filename(const char *filename, Error **errp)
+{
+    /* QEMU's path_has_protocol(): a colon before any slash. */
+    size_t n = strcspn(filename, ":/");
+    g_autofree char *proto = NULL;
+
+    if (filename[n] != ':') {
+        return filename;
+    }
+    proto = g_strndup(filename, n);
+    if (g_str_equal(proto, "file")) {
+        return filename + n + 1;
+    }
+    error_setg(errp, "Unknown protocol '%s'", proto);
+    return NULL;
+}
+
+/*
+ * Add the options of a "json:{...}" file name to opts; the user's -f wins
+ * over its "driver", as in qemu-img.
+ */
+static int bdrv_merge_json_filename(GHashTable *opts, const char *filename,
+                                    Error **errp)
+{
+    g_autoptr(GHashTable) json = qemu_opts_from_json(filename + 5, errp);
+    GHashTableIter iter;
+    gpointer key, value;
+
+    if (!json) {
+        return -1;
+    }
+    g_hash_table_iter_init(&iter, json);
+    while (g_hash_table_iter_next(&iter, &key, &value)) {
+        g_hash_table_iter_steal(&iter);
+        g_hash_table_insert(opts, key, value);
+    }
+    return 0;
+}
+
 BlockDriverState *bdrv_open(const char *filename, const char *format,
                             GHashTable *options, int flags, Error **errp)
 {
@@ -232,6 +271,20 @@ BlockDriverState *bdrv_open(const char *filename, const char *format,
                                          : qemu_opts_new();
     const char *driver;
 
+    if (filename && g_str_has_prefix(filename, "json:")) {
+        if (bdrv_merge_json_filename(opts, filename, errp) < 0) {
+            return NULL;
+        }
+        if (format) {
+            g_hash_table_insert(opts, g_strdup("driver"), g_strdup(format));
+        }
+        filename = NULL;
+    } else if (filename) {
+        filename = bdrv_parse_filename(filename, errp);
+        if (!filename) {
+            return NULL;
+        }
+    }
     if (format) {
         driver = g_hash_table_lookup(opts, "driver");
         if (driver && !g_str_equal(driver, format)) {

@@ -67,9 +67,10 @@ int img_amend(int argc, char **argv)
      * Adding a key slot needs the master key, so the image is unlocked with
      * key-secret; erasing slots can do without (no key-secret: header only).
      */
-    if (image_opts) {
-        g_autoptr(GHashTable) o = qemu_opts_parse(filename, "file.filename",
-                                                  NULL);
+    if (image_opts || g_str_has_prefix(filename, "json:")) {
+        g_autoptr(GHashTable) o = image_opts ?
+            qemu_opts_parse(filename, "file.filename", NULL) :
+            qemu_opts_from_json(filename + 5, NULL);
         key_secret = o ? g_strdup(g_hash_table_lookup(o, "key-secret"))
                        : NULL;
     }

@@ -517,7 +517,7 @@ int img_convert(int argc, char **argv)
         { NULL }
     };
     ConvertState s = { 0 };
-    const char *src_name, *dst_name;
+    const char *src_name, *dst_name, *dst_path = NULL;
     int dst_flags = BDRV_O_RDWR, src_flags = 0;
     bool created = false, flush, direct, src_direct, src_flush;
     uint64_t sparse_size = CONVERT_SPARSE_DEFAULT, rate_limit = 0;
@@ -651,14 +651,20 @@ int img_convert(int argc, char **argv)
     } else {
         struct stat st;
 
-        if (stat(dst_name, &st) == 0) {
+        /* The new file's path: "file:x" is x (bdrv_parse_filename()). */
+        dst_path = bdrv_parse_filename(dst_name, &err);
+        if (!dst_path) {
+            img_error_free(dst_name, err);
+            goto out;
+        }
+        if (stat(dst_path, &st) == 0) {
             img_error(dst_name, "The target exists: it is only written with "
                       "-n (or remove it first)");
             goto out;
         }
         g_hash_table_insert(opts, g_strdup("size"),
                             g_strdup_printf("%" G_GINT64_FORMAT, len));
-        dst = bdrv_create_open(out_fmt ? out_fmt : "raw", dst_name, opts,
+        dst = bdrv_create_open(out_fmt ? out_fmt : "raw", dst_path, opts,
                                dst_flags, &err);
         if (!dst) {
             img_error_free(dst_name, err);
@@ -700,7 +706,7 @@ int img_convert(int argc, char **argv)
 out:
     bdrv_close(dst);
     if (ret && created) {
-        unlink(dst_name);
+        unlink(dst_path);
     }
     img_common_opts_clear(&common);
     return ret;

@@ -87,6 +87,19 @@ int prealloc_mode_parse(const char *name);
  */
 BlockDriverState *bdrv_open(const char *filename, const char *format,
                             GHashTable *options, int flags, Error **errp);
+/*
+ * filename may also be "json:{...}" (the node's options as JSON, nested
+ * objects for children: block/options-json.c) or carry QEMU's "file:"
+ * protocol prefix.
+ */
+/*
+ * A file name given as such, as QEMU reads it: "PROTO:rest" with the
+ * colon before any '/' names a protocol. "file:x" is the file x (the
+ * result points into filename); any other protocol, "json:" among them
+ * (options, which bdrv_open() alone takes), is unknown: NULL, errp set.
+ * A name without a protocol is returned as it is.
+ */
+const char *bdrv_parse_filename(const char *filename, Error **errp);
 /* Close a node and its children, flushing them first. NULL is allowed. */
 void bdrv_close(BlockDriverState *bs);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(BlockDriverState, bdrv_close)

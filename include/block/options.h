@@ -64,6 +64,14 @@ int qemu_strtosz(const char *str, uint64_t *size, Error **errp);
 /* "Formatting" and --image-opts style: "a=1,b=x,,y" (sorted keys). */
 char *qemu_opts_to_string(GHashTable *opts);
 
+/*
+ * The options of a "json:{...}" file name (the JSON after "json:"),
+ * flattened: nested objects become dotted keys ("file.filename"),
+ * integers decimal strings, booleans "on"/"off"; null members are left
+ * out (block/options-json.c).
+ */
+GHashTable *qemu_opts_from_json(const char *json, Error **errp);
+
 /* str is hexadecimal with a suffix ("0x100k"): QEMU warns it is deprecated. */
 bool qemu_strtosz_is_hex_with_suffix(const char *str);
 
