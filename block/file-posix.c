@@ -322,7 +322,22 @@ static int file_truncate(BlockDriverState *bs, uint64_t size,
                          PreallocMode prealloc, Error **errp)
 {
     BDRVFileState *s = bs->opaque;
+    struct stat st;
 
+    /* A device's size is its own: only "resizing" to it succeeds (QEMU). */
+    if (fstat(s->fd, &st) == 0 &&
+        (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
+        int64_t len = bdrv_getlength_exact(bs, errp);
+
+        if (len < 0) {
+            return -1;
+        }
+        if ((uint64_t)len != size) {
+            error_setg(errp, "Cannot resize device files");
+            return -1;
+        }
+        return 0;
+    }
     return file_resize_fd(s->fd, s->direct, size, prealloc, errp);
 }
 

@@ -76,6 +76,21 @@ static void img_print_formatting(const char *filename, const char *fmt,
     fflush(stdout);
 }
 
+/*
+ * -o size=2M is printed as qemu-img prints it, in bytes ("size=2097152");
+ * a size that does not parse is left for the driver to refuse.
+ */
+void img_normalize_size_opt(GHashTable *opts)
+{
+    const char *str = g_hash_table_lookup(opts, "size");
+    uint64_t size;
+
+    if (str && qemu_strtosz(str, &size, NULL) == 0) {
+        g_hash_table_insert(opts, g_strdup("size"),
+                            g_strdup_printf("%" G_GUINT64_FORMAT, size));
+    }
+}
+
 /* Take "-o help" apart from the real options: true if help was printed. */
 bool img_handle_opts_help(GHashTable *opts, const char *fmt)
 {
@@ -116,7 +131,7 @@ int img_create(int argc, char **argv)
 {
     g_autofree char *fmt = NULL;
     g_auto(GStrv) opt_strs = NULL;
-    g_autoptr(GHashTable) opts = NULL;
+    g_autoptr(GHashTable) opts = NULL, shown = NULL;
     ImgCommonOpts common = { 0 };
     const GOptionEntry entries[] = {
         { "format", 'f', 0, G_OPTION_ARG_STRING, &fmt,
@@ -126,7 +141,7 @@ int img_create(int argc, char **argv)
           "OPTIONS" },
         { NULL }
     };
-    const char *filename;
+    const char *filename, *path;
     Error *err = NULL;
     bool padding_possible;
     uint64_t size = 0;
@@ -159,6 +174,12 @@ int img_create(int argc, char **argv)
         goto out;
     }
     filename = argv[1];
+    /* "file:x" is x; another protocol (json: among them) is refused. */
+    path = bdrv_parse_filename(filename, &err);
+    if (!path) {
+        img_error_free(filename, err);
+        goto out;
+    }
     if (img_add_objects(common.objects) < 0) {
         goto out;
     }
@@ -178,9 +199,9 @@ int img_create(int argc, char **argv)
         img_error(NULL, "Image creation needs a size parameter");
         goto out;
     }
-    if (!common.quiet) {
-        img_print_formatting(filename, fmt, opts);
-    }
+    img_normalize_size_opt(opts);
+    /* Printed once the image is made: not before a refusal. */
+    shown = qemu_opts_copy(opts);
     /* Only a requested sector size pads more than 512-byte rounding. */
     padding_possible = g_hash_table_contains(opts, "sector-size") &&
         !g_hash_table_contains(opts, "detached-header");
@@ -188,17 +209,20 @@ int img_create(int argc, char **argv)
         qemu_strtosz(g_hash_table_lookup(opts, "size"), &size, NULL) < 0) {
         padding_possible = false;   /* bdrv_create reports the bad size */
     }
-    if (bdrv_create(fmt, filename, opts, &err) < 0) {
+    if (bdrv_create(fmt, path, opts, &err) < 0) {
         img_error_free(filename, err);
         goto out;
     }
     if (img_interrupted) {
-        unlink(filename);
+        unlink(path);
         img_error(filename, "Interrupted: the new image was removed");
         goto out;
     }
+    if (!common.quiet) {
+        img_print_formatting(filename, fmt, shown);
+    }
     if (padding_possible) {
-        img_create_check_padding(filename, fmt, size);
+        img_create_check_padding(path, fmt, size);
     }
     ret = 0;
 

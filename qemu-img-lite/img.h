@@ -54,6 +54,9 @@ uint8_t *img_prompt_secret(const char *id, size_t *len);
 /* Merge every -o string into one option set; prints errors. */
 GHashTable *img_parse_create_opts(char **opt_strs);
 
+/* -o size=2M becomes size=2097152, as qemu-img shows it (create.c). */
+void img_normalize_size_opt(GHashTable *opts);
+
 /*
  * "-o help" among the creation options of fmt: lists them (create.c) and
  * returns true.

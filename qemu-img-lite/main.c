@@ -90,7 +90,16 @@ int img_parse_args(int *argc, char ***argv, const char *params,
     g_option_context_add_main_entries(ctx, own, NULL);
     g_option_context_add_main_entries(ctx, common_own, NULL);
     if (!g_option_context_parse(ctx, argc, argv, &gerr)) {
-        img_error(NULL, "%s", gerr->message);
+        const char *unknown = gerr->message + strlen("Unknown option ");
+
+        /* GOption's "Unknown option -x" in qemu-img's (getopt's) words. */
+        if (g_error_matches(gerr, G_OPTION_ERROR,
+                            G_OPTION_ERROR_UNKNOWN_OPTION) &&
+            g_str_has_prefix(gerr->message, "Unknown option ")) {
+            img_error(NULL, "unrecognized option '%s'", unknown);
+        } else {
+            img_error(NULL, "%s", gerr->message);
+        }
         fprintf(stderr, "Try '%s --help' for more information.\n",
                 g_get_prgname());
         return -1;

@@ -64,7 +64,16 @@ int img_measure(int argc, char **argv)
     if (img_add_objects(common.objects) < 0) {
         goto out;
     }
-    if ((size_str != NULL) == (argc == 2) || argc > 2) {
+    /* qemu-img's checks, in its order. */
+    if (argc > 2) {
+        img_error(NULL, "At most one filename argument is allowed.");
+        goto out;
+    }
+    if (size_str && argc == 2) {
+        img_error(NULL, "--size N cannot be used together with a filename.");
+        goto out;
+    }
+    if (!size_str && argc != 2) {
         img_error(NULL, "Either --size N or one filename must be specified.");
         goto out;
     }

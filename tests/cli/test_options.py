@@ -17,7 +17,8 @@ from qiltest import (ITER_TIME, QEMU_IMG, SECRET, TOOL, TestCase, file_bytes,
 
 def same_message(proc):
     """stderr with qemu-img-lite's name replaced by qemu-img's."""
-    return proc.stderr.replace("qemu-img-lite: ", "qemu-img: ")
+    return proc.stderr.replace("qemu-img-lite: ", "qemu-img: ").replace(
+        "'qemu-img-lite --help'", "'qemu-img --help'")
 
 
 class ParityCase(TestCase):
@@ -254,6 +255,96 @@ class TestSalvage(ParityCase):
         self.assertEqual(theirs.stderr.count("warning: error while reading "
                                              "offset"), warnings)
         self.assertEqual(file_bytes(theirs_out), data)
+
+
+class TestMessageParity(ParityCase):
+    """Issue 15 item 13: the messages and exit codes of qemu-img 7.2."""
+
+    def test_resize_device_file(self):
+        mine = self.assertSameFailure("resize", "-f", "raw", "/dev/null",
+                                      "1M", message="Cannot resize device "
+                                      "files")
+        self.assertEqual(mine.stderr, "qemu-img-lite: Cannot resize device "
+                         "files\n")
+
+    def test_measure_size_and_filename(self):
+        img = self.path("m.raw")
+        random_file(img, 4096)
+        self.assertSameFailure("measure", "--size", "1M", img,
+                               message="--size N cannot be used together "
+                               "with a filename.")
+        self.assertSameFailure("measure", img, img, message="At most one "
+                               "filename argument is allowed.")
+        self.assertSameFailure("measure", message="Either --size N or one "
+                               "filename must be specified.")
+
+    def test_compare_usage_errors_exit_1(self):
+        img = self.path("c.raw")
+        random_file(img, 4096)
+        for args in [[img], [img, img, img], []]:
+            with self.subTest(args=args):
+                self.assertSameFailure("compare", *args, message="Expecting "
+                                       "two image file names")
+        for opt in ["-x", "--output=json"]:
+            with self.subTest(opt=opt):
+                mine, theirs = self.both("compare", opt, img, img)
+                self.assertEqual(mine.returncode, 1)
+                self.assertIn(f"unrecognized option '{opt}'", mine.stderr)
+                if theirs:
+                    self.assertEqual(theirs.returncode, 1)
+                    self.assertEqual(theirs.stderr.splitlines()[0],
+                                     same_message(mine).splitlines()[0])
+        # Errors past the usage are exit 2, in both.
+        self.assertSameFailure("compare", "--image-opts", "-f", "raw", img,
+                               img, rc=2, message="--image-opts and --format "
+                               "are mutually exclusive")
+
+    def test_keyid_without_iv(self):
+        key = self.path("master.key")
+        with open(key, "wb") as f:
+            f.write(os.urandom(32))
+        master = f"secret,id=m,file={key}"
+        img = self.path("k.raw")
+        for objs, msg in [
+                ([master, "secret,id=s0,data=abc,keyid=m"],
+                 "IV is required to decrypt secret"),
+                (["secret,id=s0,data=abc,keyid=nokey"],
+                 "No secret with id 'nokey'"),
+                (["secret,id=m,data=short", "secret,id=s0,data=abc,keyid=m,"
+                  "iv=AAAAAAAAAAAAAAAAAAAAAA=="],
+                 "Key should be 32 bytes in length")]:
+            with self.subTest(msg=msg):
+                args = [a for o in objs for a in ("--object", o)]
+                mine = self.assertSameFailure("create", *args, "-f", "raw",
+                                              img, "1M", message=msg)
+                self.assertEqual(mine.stdout, "")
+                self.assertFalse(os.path.exists(img))
+
+    def test_no_formatting_line_before_a_refusal(self):
+        img = self.path("f.luks")
+        for opts in ["key-secret=nope", "key-secret=sec0,cipher-alg=foo",
+                     "key-secret=sec0,bogus=1"]:
+            with self.subTest(opts=opts):
+                proc = qil("create", "--object", SECRET, "-f", "luks", "-o",
+                           opts, img, "1M", check=False)
+                self.assertEqual(proc.returncode, 1)
+                self.assertEqual(proc.stdout, "")
+                self.assertFalse(os.path.exists(img))
+        proc = qil("create", "-f", "raw", self.path("x.raw"), "1M")
+        self.assertEqual(proc.stdout, f"Formatting '{self.path('x.raw')}', "
+                         "fmt=raw size=1048576\n")
+
+    def test_size_option_printed_in_bytes(self):
+        for size, want in [("2M", 2097152), ("1.5k", 1536), ("0x10", 16)]:
+            with self.subTest(size=size):
+                mine = qil("create", "-f", "raw", "-o", f"size={size}",
+                           self.path(f"l{size}"))
+                self.assertIn(f"size={want}\n", mine.stdout)
+                if QEMU_IMG:
+                    theirs = qemu_img("create", "-f", "raw", "-o",
+                                      f"size={size}", self.path(f"q{size}"))
+                    self.assertEqual(mine.stdout.replace("/l", "/q"),
+                                     theirs.stdout)
 
 
 if __name__ == "__main__":
