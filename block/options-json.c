@@ -32,6 +32,13 @@ static int json_flatten_object(GHashTable *opts, const char *prefix,
                                       : g_strdup(name);
         JsonNode *child = json_object_get_member(obj, name);
 
+        /* No option is named so: and "a=b" could not be written back. */
+        if (!*name || strpbrk(name, "=,")) {
+            error_setg(errp, "Invalid option name '%s' in the JSON options",
+                       name);
+            return -1;
+        }
+
         /*
          * A string where a child node belongs names an existing node in
          * QEMU (a node-name); a tool opening one image has none.
