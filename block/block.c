@@ -600,3 +600,56 @@ int bdrv_copy_range(BlockDriverState *src, uint64_t src_offset,
     return s->drv->bdrv_copy_range(s, src_offset, d, dst_offset, bytes,
                                    errp);
 }
+
+static int option_desc_compare(gconstpointer a, gconstpointer b)
+{
+    const BlockOptionDesc *x = *(const BlockOptionDesc *const *)a;
+    const BlockOptionDesc *y = *(const BlockOptionDesc *const *)b;
+
+    return strcmp(x->name, y->name);
+}
+
+static void option_list_add(GPtrArray *list, const BlockOptionDesc *descs)
+{
+    for (; descs && descs->name; descs++) {
+        g_ptr_array_add(list, (gpointer)descs);
+    }
+}
+
+GPtrArray *bdrv_create_option_list(const char *format, bool with_protocol,
+                                   Error **errp)
+{
+    const BlockDriver *drv = bdrv_find_create_driver(format, errp);
+    GPtrArray *list;
+
+    if (!drv) {
+        return NULL;
+    }
+    list = g_ptr_array_new();
+    option_list_add(list, drv->create_opts);
+    if (with_protocol && !drv->is_protocol) {
+        option_list_add(list, bdrv_file.create_opts);
+    }
+    g_ptr_array_sort(list, option_desc_compare);
+    return list;
+}
+
+GPtrArray *bdrv_amend_option_list(const char *format, Error **errp)
+{
+    const BlockDriver *drv = bdrv_find_driver(format);
+    GPtrArray *list;
+
+    if (!drv) {
+        error_setg(errp, "Unknown file format '%s'", format);
+        return NULL;
+    }
+    if (!drv->bdrv_amend) {
+        error_setg(errp, "Format driver '%s' does not support option "
+                   "amendment", format);
+        return NULL;
+    }
+    list = g_ptr_array_new();
+    option_list_add(list, drv->amend_opts);
+    g_ptr_array_sort(list, option_desc_compare);
+    return list;
+}

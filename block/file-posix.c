@@ -508,6 +508,13 @@ static int file_copy_range(BlockDriverState *src, uint64_t src_offset,
     return 0;
 }
 
+/* "-o help" with a file name: what the protocol adds (qemu-img's words). */
+static const BlockOptionDesc file_create_opts[] = {
+    { "preallocation", "str",
+      "Preallocation mode (allowed values: off, falloc, full)" },
+    { NULL }
+};
+
 const BlockDriver bdrv_file = {
     .format_name = "file",
     .instance_size = sizeof(BDRVFileState),
@@ -524,4 +531,5 @@ const BlockDriver bdrv_file = {
     .bdrv_get_allocated_file_size = file_get_allocated_file_size,
     .bdrv_create = file_create,
     .bdrv_copy_range = file_copy_range,
+    .create_opts = file_create_opts,
 };

@@ -193,6 +193,12 @@ static int raw_measure(GHashTable *opts, uint64_t size, uint64_t *required,
     return 0;
 }
 
+/* "-o help" (qemu-img's words; preallocation is the file protocol's). */
+static const BlockOptionDesc raw_create_opts[] = {
+    { "size", "size", "Virtual disk size" },
+    { NULL }
+};
+
 const BlockDriver bdrv_raw = {
     .format_name = "raw",
     .instance_size = sizeof(BDRVRawState),
@@ -207,4 +213,5 @@ const BlockDriver bdrv_raw = {
     .bdrv_passthrough = raw_passthrough,
     .bdrv_create = raw_create,
     .bdrv_measure = raw_measure,
+    .create_opts = raw_create_opts,
 };

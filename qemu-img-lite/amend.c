@@ -5,6 +5,29 @@
  */
 #include "img.h"
 
+/*
+ * "-o help": the amend options of -f's format, or of the image's (opened
+ * for its header only: no key needed). Returns the exit status.
+ */
+static int img_amend_help(GHashTable *opts, const char *fmt, bool image_opts,
+                          const char *filename)
+{
+    g_autoptr(BlockDriverState) bs = NULL;
+
+    if (!fmt || image_opts) {
+        if (!filename) {
+            img_error(NULL, "Expecting one image file name");
+            return 1;
+        }
+        bs = img_open(filename, fmt, image_opts, BDRV_O_NO_IO);
+        if (!bs) {
+            return 1;
+        }
+        fmt = bdrv_get_format_name(bs);
+    }
+    return img_handle_amend_opts_help(opts, fmt) < 0;
+}
+
 int img_amend(int argc, char **argv)
 {
     g_autofree char *fmt = NULL;
@@ -49,6 +72,12 @@ int img_amend(int argc, char **argv)
     }
     opts = img_parse_create_opts(opt_strs);
     if (!opts) {
+        goto out;
+    }
+    if (g_hash_table_contains(opts, "help") ||
+        g_hash_table_contains(opts, "?")) {
+        ret = img_amend_help(opts, fmt, image_opts, argc == 2 ? argv[1]
+                                                              : NULL);
         goto out;
     }
     if (!opt_strs) {

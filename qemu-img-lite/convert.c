@@ -523,7 +523,7 @@ int img_convert(int argc, char **argv)
     uint64_t sparse_size = CONVERT_SPARSE_DEFAULT, rate_limit = 0;
     int64_t len;
     Error *err = NULL;
-    int ret = 1;
+    int r, ret = 1;
 
     if (img_parse_args(&argc, &argv, "SRC DST",
                        "Convert the image SRC into DST (raw <-> luks, or "
@@ -539,6 +539,17 @@ int img_convert(int argc, char **argv)
                        "      driver=luks,key-secret=s0,file.filename="
                        "disk.luks -O raw disk.raw",
                        entries, &common) < 0) {
+        goto out;
+    }
+    opts = img_parse_create_opts(opt_strs);
+    if (!opts) {
+        goto out;
+    }
+    /* "-o help" needs no images; with the target's name, as qemu-img. */
+    r = img_handle_opts_help(opts, out_fmt ? out_fmt : "raw",
+                             argc == 3 ? argv[2] : NULL);
+    if (r) {
+        ret = r < 0;
         goto out;
     }
     if (argc != 3) {
@@ -613,8 +624,7 @@ int img_convert(int argc, char **argv)
         img_error(NULL, "Cannot enable copy offloading when -S is used");
         goto out;
     }
-    opts = img_parse_create_opts(opt_strs);
-    if (!opts || img_add_objects(common.objects) < 0) {
+    if (img_add_objects(common.objects) < 0) {
         goto out;
     }
 

@@ -13,44 +13,23 @@
 
 /*
  * The creation options in the order qemu-img prints them in its
- * "Formatting ..." line, and describes them for "-o help".
+ * "Formatting ..." line (the others are not shown there).
  */
-static const struct {
-    const char *name;
-    const char *help;
-    bool luks_only;
-} img_create_opts[] = {
-    { "size", "Virtual disk size", false },
-    { "key-secret", "ID of the secret that holds the LUKS passphrase", true },
-    { "cipher-alg", "Name of encryption cipher algorithm (aes-128, aes-192, "
-      "aes-256, serpent-128/192/256, twofish-128/192/256, cast5-128, 3des; "
-      "default aes-256)", true },
-    { "cipher-mode", "Name of encryption cipher mode (xts, cbc, ctr, ecb; "
-      "default xts)", true },
-    { "ivgen-alg", "Name of IV generator algorithm (plain, plain64, essiv; "
-      "default plain64)", true },
-    { "ivgen-hash-alg", "Name of IV generator hash algorithm (for essiv, "
-      "default sha256)", true },
-    { "hash-alg", "Name of encryption hash algorithm (sha1, sha256, sha512, "
-      "...; default sha256)", true },
-    { "iter-time", "Time to spend in PBKDF in milliseconds (default 2000)",
-      true },
-    { "preallocation", "Preallocation mode (allowed values: off, falloc, "
-      "full)", false },
-    { "detached-header", "Create a LUKS header only, to be used as the "
-      "'header' child of an image whose data lives in another file", true },
-    { "align-payload", "Align the LUKS payload to this many 512-byte "
-      "sectors, as cryptsetup (2048 = 1 MiB; default: QEMU's layout)", true },
+static const char *const img_formatting_opts[] = {
+    "size", "key-secret", "cipher-alg", "cipher-mode", "ivgen-alg",
+    "ivgen-hash-alg", "hash-alg", "iter-time", "preallocation",
+    "detached-header", "align-payload",
 };
 
-static void img_print_create_help(const char *fmt)
+/* "  name=<type>   - help", qemu-img's layout. */
+static void img_print_option_list(const char *title, GPtrArray *list)
 {
-    printf("Supported options:\n");
-    for (size_t i = 0; i < G_N_ELEMENTS(img_create_opts); i++) {
-        if (!img_create_opts[i].luks_only || g_str_equal(fmt, "luks")) {
-            printf("  %-16s - %s\n", img_create_opts[i].name,
-                   img_create_opts[i].help);
-        }
+    printf("%s\n", title);
+    for (guint i = 0; i < list->len; i++) {
+        const BlockOptionDesc *d = g_ptr_array_index(list, i);
+        g_autofree char *lhs = g_strdup_printf("%s=<%s>", d->name, d->type);
+
+        printf("  %-22s - %s\n", lhs, d->help);
     }
 }
 
@@ -65,15 +44,64 @@ static void img_print_formatting(const char *filename, const char *fmt,
                                  GHashTable *opts)
 {
     printf("Formatting '%s', fmt=%s", filename, fmt);
-    for (size_t i = 0; i < G_N_ELEMENTS(img_create_opts); i++) {
-        const char *v = g_hash_table_lookup(opts, img_create_opts[i].name);
+    for (size_t i = 0; i < G_N_ELEMENTS(img_formatting_opts); i++) {
+        const char *v = g_hash_table_lookup(opts, img_formatting_opts[i]);
 
         if (v) {
-            printf(" %s=%s", img_create_opts[i].name, v);
+            printf(" %s=%s", img_formatting_opts[i], v);
         }
     }
     printf("\n");
     fflush(stdout);
+}
+
+int img_handle_opts_help(GHashTable *opts, const char *fmt,
+                         const char *filename)
+{
+    g_autoptr(GPtrArray) list = NULL;
+    g_autofree char *title = NULL;
+    Error *err = NULL;
+
+    if (!img_opts_want_help(opts)) {
+        return 0;
+    }
+    /*
+     * As qemu-img: with the target's file name, the protocol's options
+     * too, under one title; without, the format's and a hint.
+     */
+    list = bdrv_create_option_list(fmt, filename != NULL, &err);
+    if (!list) {
+        img_error_free(NULL, err);
+        return -1;
+    }
+    if (filename) {
+        img_print_option_list("Supported options:", list);
+        return 1;
+    }
+    title = g_strdup_printf("Supported %s options:", fmt);
+    img_print_option_list(title, list);
+    printf("\nThe protocol level may support further options.\n"
+           "Specify the target filename to include those options.\n");
+    return 1;
+}
+
+int img_handle_amend_opts_help(GHashTable *opts, const char *fmt)
+{
+    g_autoptr(GPtrArray) list = NULL;
+    g_autofree char *title = NULL;
+    Error *err = NULL;
+
+    if (!img_opts_want_help(opts)) {
+        return 0;
+    }
+    list = bdrv_amend_option_list(fmt, &err);
+    if (!list) {
+        img_error_free(NULL, err);
+        return -1;
+    }
+    title = g_strdup_printf("Amend options for '%s':", fmt);
+    img_print_option_list(title, list);
+    return 1;
 }
 
 /*
@@ -89,16 +117,6 @@ void img_normalize_size_opt(GHashTable *opts)
         g_hash_table_insert(opts, g_strdup("size"),
                             g_strdup_printf("%" G_GUINT64_FORMAT, size));
     }
-}
-
-/* Take "-o help" apart from the real options: true if help was printed. */
-bool img_handle_opts_help(GHashTable *opts, const char *fmt)
-{
-    if (img_opts_want_help(opts)) {
-        img_print_create_help(fmt);
-        return true;
-    }
-    return false;
 }
 
 void img_warn_if_padded(const char *filename, BlockDriverState *bs,
@@ -145,7 +163,7 @@ int img_create(int argc, char **argv)
     Error *err = NULL;
     bool padding_possible;
     uint64_t size = 0;
-    int ret = 1;
+    int r, ret = 1;
 
     if (img_parse_args(&argc, &argv, "FILENAME [SIZE]",
                        "Create a new disk image FILENAME of SIZE bytes "
@@ -164,8 +182,9 @@ int img_create(int argc, char **argv)
     if (!opts) {
         goto out;
     }
-    if (img_handle_opts_help(opts, fmt)) {
-        ret = 0;
+    r = img_handle_opts_help(opts, fmt, argc >= 2 ? argv[1] : NULL);
+    if (r) {
+        ret = r < 0;
         goto out;
     }
     if (argc < 2 || argc > 3) {

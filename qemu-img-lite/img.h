@@ -58,10 +58,15 @@ GHashTable *img_parse_create_opts(char **opt_strs);
 void img_normalize_size_opt(GHashTable *opts);
 
 /*
- * "-o help" among the creation options of fmt: lists them (create.c) and
- * returns true.
+ * "-o help" (or "-o ?") among the creation options of fmt (create.c):
+ * lists them as qemu-img does, with the protocol's when filename (the
+ * target's) is given, and returns 1; 0 without "help"; -1 (and a message)
+ * if fmt cannot create images.
  */
-bool img_handle_opts_help(GHashTable *opts, const char *fmt);
+int img_handle_opts_help(GHashTable *opts, const char *fmt,
+                         const char *filename);
+/* The same for amend's options. */
+int img_handle_amend_opts_help(GHashTable *opts, const char *fmt);
 
 /*
  * Warn (create.c) when the new image bs holds more than the size asked

@@ -38,7 +38,7 @@ int img_measure(int argc, char **argv)
     uint64_t size, required, full;
     Error *err = NULL;
     bool json;
-    int ret = 1;
+    int r, ret = 1;
 
     if (img_parse_args(&argc, &argv, "[--size N | FILENAME]",
                        "Print the file size a new image needs to hold SIZE "
@@ -57,8 +57,10 @@ int img_measure(int argc, char **argv)
     if (!opts) {
         goto out;
     }
-    if (img_handle_opts_help(opts, out_fmt)) {
-        ret = 0;
+    /* (qemu-img 7.2 refuses "-o help" here; listing is more useful.) */
+    r = img_handle_opts_help(opts, out_fmt, NULL);
+    if (r) {
+        ret = r < 0;
         goto out;
     }
     if (img_add_objects(common.objects) < 0) {

@@ -88,6 +88,28 @@ int prealloc_mode_parse(const char *name);
 BlockDriverState *bdrv_open(const char *filename, const char *format,
                             GHashTable *options, int flags, Error **errp);
 /*
+ * An option a driver takes at creation or amendment, for "-o help": its
+ * name, its type as qemu-img shows it ("str", "num", "size",
+ * "bool (on/off)") and a line of help. Tables end with a NULL name.
+ */
+typedef struct BlockOptionDesc {
+    const char *name;
+    const char *type;
+    const char *help;
+} BlockOptionDesc;
+
+/*
+ * The creation options of format, sorted by name, as a GPtrArray of
+ * const BlockOptionDesc *; with with_protocol, the file protocol's too
+ * (qemu-img lists those when it is given the target's file name). NULL
+ * and errp set if format is unknown or cannot create images.
+ */
+GPtrArray *bdrv_create_option_list(const char *format, bool with_protocol,
+                                   Error **errp);
+/* The same for amend; NULL if format does not support amendment. */
+GPtrArray *bdrv_amend_option_list(const char *format, Error **errp);
+
+/*
  * filename may also be "json:{...}" (the node's options as JSON, nested
  * objects for children: block/options-json.c) or carry QEMU's "file:"
  * protocol prefix.

@@ -78,6 +78,9 @@ struct BlockDriver {
     bool (*bdrv_is_encrypted)(BlockDriverState *bs);
     /* Optional: what the user should be told about the image, or NULL. */
     const char *(*bdrv_get_warning)(BlockDriverState *bs);
+    /* "-o help": the options bdrv_create and bdrv_amend take. */
+    const BlockOptionDesc *create_opts;
+    const BlockOptionDesc *amend_opts;
     /*
      * Optional, for copy offloading (bdrv_copy_range()): a format node
      * whose bytes are its child's, unchanged, from *offset on, returns

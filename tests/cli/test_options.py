@@ -257,6 +257,90 @@ class TestSalvage(ParityCase):
         self.assertEqual(file_bytes(theirs_out), data)
 
 
+class TestOptionsHelp(ParityCase):
+    """-o help and -o ? list every option, in qemu-img's layout."""
+
+    LUKS2 = ["luks-version", "sector-size", "label", "kdf", "kdf-memory",
+             "kdf-parallel", "detached-header", "align-payload"]
+
+    def lines(self, *args):
+        proc = qil(*args)
+        self.assertEqual(proc.stderr, "")
+        return proc.stdout.splitlines()
+
+    def theirs(self, *args):
+        return qemu_img(*args).stdout.splitlines() if QEMU_IMG else None
+
+    def test_raw_same_as_qemu_img(self):
+        for args in [["create", "-f", "raw", "-o", "help"],
+                     ["create", "-f", "raw", "-o", "?"],
+                     ["convert", "-O", "raw", "-o", "help"]]:
+            with self.subTest(args=args):
+                mine = self.lines(*args)
+                self.assertEqual(mine[:2], ["Supported raw options:",
+                                            "  size=<size>            - "
+                                            "Virtual disk size"])
+                self.assertIn("Specify the target filename to include those "
+                              "options.", mine)
+                if QEMU_IMG:
+                    self.assertEqual(mine, self.theirs(*args))
+
+    def test_raw_with_a_file_name(self):
+        args = ["create", "-f", "raw", "-o", "help", self.path("x.raw")]
+        mine = self.lines(*args)
+        self.assertEqual(mine[0], "Supported options:")
+        self.assertIn("  preallocation=<str>    - Preallocation mode "
+                      "(allowed values: off, falloc, full)", mine)
+        if QEMU_IMG:
+            # qemu-img's file protocol has two options ours does not.
+            theirs = [line for line in self.theirs(*args)
+                      if "extent_size_hint" not in line
+                      and "nocow" not in line]
+            self.assertEqual(mine, theirs)
+        self.assertFalse(os.path.exists(self.path("x.raw")))
+
+    def test_luks_lists_qemu_img_options_and_luks2(self):
+        for cmd in [["create", "-f", "luks"], ["convert", "-O", "luks"],
+                    ["measure", "-O", "luks"]]:
+            for opt in ["help", "?"]:
+                with self.subTest(cmd=cmd, opt=opt):
+                    mine = self.lines(*cmd, "-o", opt)
+                    self.assertEqual(mine[0], "Supported luks options:")
+                    names = [line.split("=")[0].strip() for line in mine
+                             if line.startswith("  ")]
+                    self.assertEqual(names, sorted(names))
+                    for name in self.LUKS2 + ["key-secret", "size"]:
+                        self.assertIn(name, names)
+                    if QEMU_IMG and cmd[0] != "measure":
+                        for line in self.theirs(*cmd, "-o", opt):
+                            self.assertIn(line, mine)
+
+    def test_amend(self):
+        mine = self.lines("amend", "-f", "luks", "-o", "help", "x")
+        self.assertEqual(mine[0], "Amend options for 'luks':")
+        for name in ["state", "keyslot", "old-secret", "new-secret",
+                     "iter-time", "kdf"]:
+            self.assertTrue(any(line.startswith(f"  {name}=")
+                                for line in mine), name)
+        if QEMU_IMG:
+            for line in self.theirs("amend", "-f", "luks", "-o", "help",
+                                    "x"):
+                self.assertIn(line, mine)
+        # The format of an image, found without its key.
+        self.need_luks()
+        luks, _ = self.make_luks("a.luks", "1M")
+        self.assertEqual(self.lines("amend", "-o", "help", luks), mine)
+
+    def test_help_errors(self):
+        self.assertSameFailure("amend", "-f", "raw", "-o", "help", "x",
+                               message="Format driver 'raw' does not support "
+                               "option amendment")
+        self.assertSameFailure("amend", "-o", "help",
+                               message="Expecting one image file name")
+        self.assertSameFailure("create", "-f", "foo", "-o", "help",
+                               message="Unknown file format 'foo'")
+
+
 class TestMessageParity(ParityCase):
     """Issue 15 item 13: the messages and exit codes of qemu-img 7.2."""
 
