@@ -382,7 +382,7 @@ static const ImgCommand img_commands[] = {
     { "convert", img_convert,
       "convert [--object OBJ] [--image-opts] [--target-image-opts] [-f FMT] "
       "[-O FMT] [-o OPTIONS] [-n] [-p] [-q] [-S SIZE] [-t CACHE] [-U] "
-      "SRC DST" },
+      "[-C] [-m N] [-r RATE] [--target-is-zero] [--salvage] SRC DST" },
     { "create", img_create,
       "create [--object OBJ] [-f FMT] [-o OPTIONS] [-q] FILENAME [SIZE]" },
     { "info", img_info,
