@@ -175,22 +175,34 @@ int qemu_opt_take_bool(GHashTable *opts, const char *key, bool def,
     return 0;
 }
 
+int qemu_strtou64_opt(const char *str, uint64_t *value)
+{
+    char *end;
+
+    /* strtoull would take leading blanks and a sign ("-1" wraps around). */
+    if (!g_ascii_isdigit(*str)) {
+        return -1;
+    }
+    errno = 0;
+    /* Base 0, as QEMU's number options: "0x10" is 16, "010" is 8. */
+    *value = g_ascii_strtoull(str, &end, 0);
+    return errno || *end ? -1 : 0;
+}
+
 int qemu_opt_take_uint(GHashTable *opts, const char *key, uint64_t def,
                        uint64_t *value, Error **errp)
 {
     g_autofree char *str = qemu_opt_take(opts, key);
-    guint64 v;
 
     if (!str) {
         *value = def;
         return 0;
     }
-    if (!g_ascii_string_to_unsigned(str, 10, 0, G_MAXUINT64, &v, NULL)) {
+    if (qemu_strtou64_opt(str, value) < 0) {
         error_setg(errp, "Parameter '%s' expects a non-negative number",
                    key);
         return -1;
     }
-    *value = v;
     return 0;
 }
 

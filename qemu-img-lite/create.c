@@ -105,17 +105,26 @@ int img_handle_amend_opts_help(GHashTable *opts, const char *fmt)
 }
 
 /*
- * -o size=2M is printed as qemu-img prints it, in bytes ("size=2097152");
- * a size that does not parse is left for the driver to refuse.
+ * -o size=2M and iter-time=0x10 are printed as qemu-img prints them, in
+ * decimal ("size=2097152", "iter-time=16"); a value that does not parse
+ * is left for the driver to refuse.
  */
 void img_normalize_size_opt(GHashTable *opts)
 {
+    static const char *const numbers[] = { "iter-time", "align-payload" };
     const char *str = g_hash_table_lookup(opts, "size");
-    uint64_t size;
+    uint64_t v;
 
-    if (str && qemu_strtosz(str, &size, NULL) == 0) {
+    if (str && qemu_strtosz(str, &v, NULL) == 0) {
         g_hash_table_insert(opts, g_strdup("size"),
-                            g_strdup_printf("%" G_GUINT64_FORMAT, size));
+                            g_strdup_printf("%" G_GUINT64_FORMAT, v));
+    }
+    for (size_t i = 0; i < G_N_ELEMENTS(numbers); i++) {
+        str = g_hash_table_lookup(opts, numbers[i]);
+        if (str && qemu_strtou64_opt(str, &v) == 0) {
+            g_hash_table_insert(opts, g_strdup(numbers[i]),
+                                g_strdup_printf("%" G_GUINT64_FORMAT, v));
+        }
     }
 }
 

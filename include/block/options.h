@@ -43,7 +43,12 @@ char *qemu_opt_take(GHashTable *opts, const char *key);
 /* Take key as a boolean (on/off, true/false, yes/no), def if absent. */
 int qemu_opt_take_bool(GHashTable *opts, const char *key, bool def,
                        bool *value, Error **errp);
-/* Take key as a non-negative decimal number, def if absent. */
+/*
+ * A number option's value as QEMU reads it: decimal, "0x" hex or "0"
+ * octal, nothing else (no sign, no blanks, no suffix).
+ */
+int qemu_strtou64_opt(const char *str, uint64_t *value);
+/* Take key as a non-negative number (qemu_strtou64_opt()), def if absent. */
 int qemu_opt_take_uint(GHashTable *opts, const char *key, uint64_t def,
                        uint64_t *value, Error **errp);
 /* Take key as a size ("512", "4k", "1.5G"), def if absent. */

@@ -84,6 +84,23 @@ class TestHexSizes(ParityCase):
         qil("create", "-f", "raw", "-o", "size=0x100000", out)
         self.assertEqual(os.path.getsize(out), 1 << 20)
 
+    def test_number_options_in_hex_and_octal(self):
+        # qemu-img's number options take base 0: 0x10 is 16, 010 is 8; the
+        # Formatting line shows them in decimal.
+        self.need_luks()
+        for value, want in [("0x10", 16), ("010", 8)]:
+            with self.subTest(value=value):
+                out = self.path(f"n{value}.luks")
+                proc = qil("create", "--object", SECRET, "-f", "luks", "-o",
+                           f"key-secret=sec0,iter-time={value}", out, "1M")
+                self.assertIn(f" iter-time={want}\n", proc.stdout)
+        for value in ["08", "0x", "1k", "-1"]:
+            with self.subTest(value=value):
+                proc = qil("measure", "-O", "luks", "-o",
+                           f"iter-time={value}", "--size", "1M", check=False)
+                self.assertEqual(proc.returncode, 1)
+                self.assertIn("Parameter 'iter-time' expects", proc.stderr)
+
     def test_hex_measure(self):
         proc = qil("measure", "--size", "0x200000")
         self.assertIn("required size: 2097152", proc.stdout)
