@@ -15,6 +15,7 @@
 #ifndef BLOCK_BLOCK_H
 #define BLOCK_BLOCK_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -224,13 +225,34 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(BlockImageInfo, bdrv_image_info_free)
  * the format's creation options (-o); the ones understood are removed,
  * and any left over is an error. The file must not exist yet: it is
  * created exclusively, so that nothing the user had is ever overwritten.
- * On failure, nothing is left behind.
+ *
+ * The new file has no name until the image is complete
+ * (block/file-create.h): bdrv_create() syncs it and names it before it
+ * returns 0. On failure, on bdrv_interrupted(), or if the process is
+ * killed, nothing is left behind.
  */
 int bdrv_create(const char *format, const char *filename, GHashTable *opts,
                 Error **errp);
-/* The same, and return the new image open read-write (with flags). */
+/*
+ * The same, but return the new image open read-write (with flags) and
+ * still without its name: write it, then call bdrv_create_finish().
+ * Closing it before that (or a kill) leaves nothing behind.
+ */
 BlockDriverState *bdrv_create_open(const char *format, const char *filename,
                                    GHashTable *opts, int flags, Error **errp);
+/*
+ * Flush bs, sync the new files under it and give them their names (never
+ * replacing a file that took the name meanwhile: "File exists"). Refused
+ * with "Interrupted" once bdrv_interrupted(). Harmless on other images.
+ */
+int bdrv_create_finish(BlockDriverState *bs, Error **errp);
+
+/*
+ * Long operations inside the block layer (full preallocation) and the
+ * naming of new images stop with "Interrupted" once *flag is non-zero:
+ * the tool passes the flag its signal handlers set. NULL: never.
+ */
+void bdrv_set_interrupt_flag(volatile sig_atomic_t *flag);
 
 /*
  * Bytes a new image of this format needs for size bytes of data
