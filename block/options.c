@@ -286,9 +286,18 @@ int qemu_strtosz(const char *str, uint64_t *size, Error **errp)
         if (!g_ascii_isxdigit(p[2])) {
             goto invalid;
         }
+        const char *digits_end = p + 2;
+
         hex = true;
+        while (g_ascii_isxdigit(*digits_end)) {
+            digits_end++;
+        }
         errno = 0;
         whole = g_ascii_strtoull(p + 2, &end, 16);
+        /* strtoull takes a second "0x" ("0x0x10"): digits only. */
+        if (end != digits_end) {
+            goto invalid;
+        }
     } else {
         errno = 0;
         whole = g_ascii_strtoull(p, &end, 10);

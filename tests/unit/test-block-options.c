@@ -192,7 +192,7 @@ static void test_strtosz(void)
     static const char *const bad[] = {
         "", "k", "-1", "1.5", "12Q", "1GG", "1 G", "16E", "99999999999999E",
         "1.", "abc", "0x", "0x1.5M", "0xg", "0x1Q", "x10", "00x10",
-        "0x4000000000000000000",
+        "0x4000000000000000000", "0x0x10", "0x0x11000k",
     };
 
     for (size_t i = 0; i < G_N_ELEMENTS(good); i++) {
