@@ -653,6 +653,18 @@ GPtrArray *bdrv_create_option_list(const char *format, bool with_protocol,
     if (!drv) {
         return NULL;
     }
+    if (!drv->create_opts) {
+        /*
+         * A format without a table may be one that only refuses (those of
+         * block/foreign.c): its refusal, as create -f would give it.
+         */
+        g_autoptr(GHashTable) none = qemu_opts_new();
+        uint64_t required, full;
+
+        if (bdrv_measure(format, none, 0, &required, &full, errp) < 0) {
+            return NULL;
+        }
+    }
     list = g_ptr_array_new();
     option_list_add(list, drv->create_opts);
     if (with_protocol && !drv->is_protocol) {

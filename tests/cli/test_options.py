@@ -366,6 +366,11 @@ class TestOptionsHelp(ParityCase):
                                message="Expecting one image file name")
         self.assertSameFailure("create", "-f", "foo", "-o", "help",
                                message="Unknown file format 'foo'")
+        # A format recognised only to be refused says so, as create does.
+        for args in [["create", "-f", "vmdk"], ["convert", "-O", "vdi"]]:
+            with self.subTest(args=args):
+                self.assertFails([*args, "-o", "help"], "Image format '"
+                                 f"{args[-1]}' is not supported")
 
 
 class TestMessageParity(ParityCase):
