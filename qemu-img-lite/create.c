@@ -115,6 +115,11 @@ void img_normalize_size_opt(GHashTable *opts)
     uint64_t v;
 
     if (str && qemu_strtosz(str, &v, NULL) == 0) {
+        if (qemu_strtosz_is_hex_with_suffix(str)) {
+            /* (qemu-img says it twice, we once) */
+            img_error(NULL, "warning: Using a multiplier suffix on hex "
+                      "numbers is deprecated: %s", str);
+        }
         g_hash_table_insert(opts, g_strdup("size"),
                             g_strdup_printf("%" G_GUINT64_FORMAT, v));
     }

@@ -83,6 +83,13 @@ class TestHexSizes(ParityCase):
         out = self.path("o.img")
         qil("create", "-f", "raw", "-o", "size=0x100000", out)
         self.assertEqual(os.path.getsize(out), 1 << 20)
+        out = self.path("k.img")
+        proc = qil("create", "-f", "raw", "-o", "size=0x100k", out)
+        self.assertEqual(os.path.getsize(out), 0x100 << 10)
+        self.assertIn("size=262144\n", proc.stdout)
+        self.assertEqual(proc.stderr, "qemu-img-lite: warning: Using a "
+                         "multiplier suffix on hex numbers is deprecated: "
+                         "0x100k\n")
 
     def test_number_options_in_hex_and_octal(self):
         # qemu-img's number options take base 0: 0x10 is 16, 010 is 8; the
