@@ -139,6 +139,12 @@ class TestJsonFilenames(FilenameCase):
                          check=False)
             self.assertEqual(theirs.stderr, proc.stderr.replace(
                 "qemu-img-lite", "qemu-img"))
+        # convert makes a new target the same way: refused too.
+        proc = qil("convert", "-f", "raw", "-O", "raw", self.raw, name,
+                   check=False)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("Unknown protocol 'json'", proc.stderr)
+        self.assertFalse(os.path.exists(self.path("new.img")))
 
     def test_null_and_types(self):
         # null leaves an option out; integers are numbers.
