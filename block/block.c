@@ -3,6 +3,7 @@
  * The block layer core: driver lookup, opening nodes from options, and the
  * checks every request passes before it reaches a driver.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "block/block_int.h"
@@ -692,4 +693,22 @@ GPtrArray *bdrv_amend_option_list(const char *format, Error **errp)
     option_list_add(list, drv->amend_opts);
     g_ptr_array_sort(list, option_desc_compare);
     return list;
+}
+
+int bdrv_check(BlockDriverState *bs, BdrvCheckResult *res, BdrvCheckMode fix)
+{
+    void (*report)(void *, const char *) = res->report;
+    void *opaque = res->report_opaque;
+
+    if (!bs->drv->bdrv_check) {
+        return -ENOTSUP;
+    }
+    /* Repairs write: the caller opened the image read-write for them. */
+    if (fix && bdrv_is_read_only(bs)) {
+        return -EACCES;
+    }
+    memset(res, 0, sizeof(*res));
+    res->report = report;
+    res->report_opaque = opaque;
+    return bs->drv->bdrv_check(bs, res, fix);
 }
