@@ -625,6 +625,11 @@ int img_convert(int argc, char **argv)
         img_error(NULL, "Cannot enable copy offloading when -S is used");
         goto out;
     }
+    if (copy_range && salvage) {
+        /* Nor can they turn a read error into zeroes. */
+        img_error(NULL, "Cannot use copy offloading in salvaging mode");
+        goto out;
+    }
     if (img_add_objects(common.objects) < 0) {
         goto out;
     }

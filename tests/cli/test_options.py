@@ -238,6 +238,8 @@ class TestConvertOptions(ParityCase):
                           "offloading when -S is used")
         self.convert_both("-C", "-S", "0", message="Cannot enable copy "
                           "offloading when -S is used")
+        self.convert_both("-C", "--salvage", message="Cannot use copy "
+                          "offloading in salvaging mode")
 
 
 class TestSalvage(ParityCase):
