@@ -414,6 +414,28 @@ int bdrv_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
     return bs->drv->bdrv_pwrite(bs, offset, buf, bytes, flags, errp);
 }
 
+bool bdrv_supports_compressed_writes(BlockDriverState *bs)
+{
+    return bs->drv->bdrv_pwrite_compressed != NULL;
+}
+
+int bdrv_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
+                           const void *buf, size_t bytes, Error **errp)
+{
+    if (!bdrv_supports_compressed_writes(bs)) {
+        error_setg(errp, "Compression not supported for this file format");
+        return -1;
+    }
+    if (bdrv_is_read_only(bs)) {
+        error_setg(errp, "Image is read-only");
+        return -1;
+    }
+    if (bdrv_check_request(bs, offset, bytes, errp) < 0) {
+        return -1;
+    }
+    return bs->drv->bdrv_pwrite_compressed(bs, offset, buf, bytes, errp);
+}
+
 int bdrv_flush(BlockDriverState *bs, Error **errp)
 {
     if (bdrv_is_read_only(bs)) {

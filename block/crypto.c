@@ -761,6 +761,32 @@ out:
     return ret;
 }
 
+/* For the formats with LUKS inside (qcow2's encrypt.* options). */
+int block_crypto_take_luks_create_opts(GHashTable *opts,
+                                       QCryptoBlockCreateOptions *copts,
+                                       bool need_secret, Error **errp)
+{
+    return block_crypto_take_create_opts(opts, copts, need_secret, errp);
+}
+
+void block_crypto_clear_luks_create_opts(QCryptoBlockCreateOptions *copts)
+{
+    block_crypto_create_opts_clear(copts);
+}
+
+int block_crypto_take_luks_amend_opts(GHashTable *opts,
+                                      QCryptoBlockAmendOptions *aopts,
+                                      Error **errp)
+{
+    return block_crypto_take_amend_opts(opts, aopts, errp);
+}
+
+void block_crypto_clear_luks_amend_opts(QCryptoBlockAmendOptions *aopts)
+{
+    block_crypto_secret_free(&aopts->old_secret);
+    block_crypto_secret_free(&aopts->new_secret);
+}
+
 /*
  * "-o help": qemu-img's options in its words, then ours (LUKS2, detached
  * headers, payload alignment: docs/luks.md, docs/luks2.md).

@@ -88,8 +88,8 @@ void qcow2_compressed_extent(const Qcow2Geometry *g, uint64_t l2_entry,
 }
 
 /* The L2 table at l2_offset, from the cache or the file. Lock held. */
-static const uint8_t *qcow2_get_l2_table(BlockDriverState *bs,
-                                         uint64_t l2_offset, Error **errp)
+const uint8_t *qcow2_get_l2_table(BlockDriverState *bs, uint64_t l2_offset,
+                                  Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
     const uint8_t *table = qcow2_cache_lookup(s->l2_cache, l2_offset);

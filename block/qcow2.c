@@ -677,6 +677,10 @@ static int qcow2_open_crypto(BlockDriverState *bs, GHashTable *opts,
     bool no_io = flags & BDRV_O_NO_IO;
     int ret;
 
+    if (s->crypto) {
+        /* Made by create, with the key it made (qcow2_open_created). */
+        return 0;
+    }
     if (s->header.crypt_method == QCOW2_CRYPT_NONE) {
         if (format || g_hash_table_contains(opts, "encrypt.key-secret")) {
             error_setg(errp, "Image is not encrypted, but encryption "
@@ -711,6 +715,10 @@ static void qcow2_close(BlockDriverState *bs)
 {
     BDRVQcow2State *s = bs->opaque;
 
+    if (s->dirty) {
+        /* Every refcount was written before its cluster was used. */
+        qcow2_mark_dirty(bs, false, NULL);
+    }
     qcow2_crypto_free(s->crypto);
     if (s->own_data_file) {
         bdrv_close(s->data_file);
@@ -721,8 +729,40 @@ static void qcow2_close(BlockDriverState *bs)
     g_free(s->full_backing_filename);
     g_free(s->warning);
     qcow2_extensions_clear(&s->ext);
+    g_free(s->reftable);
     g_mutex_clear(&s->lock);
+    g_mutex_clear(&s->alloc_lock);
     /* The block layer closes bs->backing. */
+}
+
+/* What the write path (qcow2-write.c) does not change: refuse it. */
+static int qcow2_open_writable(BlockDriverState *bs, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    const Qcow2Header *h = &s->header;
+    const char *why = NULL;
+
+    if (h->crypt_method == QCOW2_CRYPT_AES) {
+        why = "it uses the legacy AES encryption";
+    } else if (h->nb_snapshots) {
+        why = "it has internal snapshots";
+    } else if (h->incompatible_features & QCOW2_INCOMPAT_DATA_FILE) {
+        why = "its data is in an external data file";
+    } else if (h->incompatible_features & QCOW2_INCOMPAT_CORRUPT) {
+        why = "it is marked corrupt (run 'qemu-img check -r all')";
+    } else if (h->incompatible_features & QCOW2_INCOMPAT_DIRTY) {
+        why = "its dirty bit is set: its refcounts may be stale (run "
+              "'qemu-img check -r all')";
+    } else if (h->autoclear_features) {
+        why = "it has bitmaps or other autoclear features";
+    }
+    if (why) {
+        error_setg(errp, "qcow2 image '%s' cannot be written by "
+                   "qemu-img-lite: %s", bdrv_get_filename(bs->file), why);
+        return -1;
+    }
+    s->next_free = ROUND_UP(s->file_size, s->g.cluster_size);
+    return qcow2_refcount_init(bs, errp);
 }
 
 static int qcow2_open_image(BlockDriverState *bs, GHashTable *opts, int flags,
@@ -731,13 +771,6 @@ static int qcow2_open_image(BlockDriverState *bs, GHashTable *opts, int flags,
     BDRVQcow2State *s = bs->opaque;
     int64_t len;
 
-    /* "check -r" writes through qcow2-check.c alone. */
-    if ((flags & BDRV_O_RDWR) && !(flags & BDRV_O_CHECK)) {
-        error_setg(errp, "qcow2 images are read-only in qemu-img-lite: "
-                   "convert '%s' to raw or LUKS to change it",
-                   bdrv_get_filename(bs->file));
-        return -1;
-    }
     len = bdrv_getlength_exact(bs->file, errp);
     if (len < 0) {
         return -1;
@@ -755,6 +788,13 @@ static int qcow2_open_image(BlockDriverState *bs, GHashTable *opts, int flags,
         qcow2_open_backing(bs, opts, flags, errp) < 0) {
         return -1;
     }
+    /*
+     * "check -r" writes through qcow2-check.c alone, and must open the
+     * dirty and corrupt images the write path refuses.
+     */
+    if ((flags & BDRV_O_RDWR) && !(flags & BDRV_O_CHECK)) {
+        return qcow2_open_writable(bs, errp);
+    }
     return 0;
 }
 
@@ -764,6 +804,7 @@ static int qcow2_open(BlockDriverState *bs, GHashTable *opts, int flags,
     int ret;
 
     g_mutex_init(&((BDRVQcow2State *)bs->opaque)->lock);
+    g_mutex_init(&((BDRVQcow2State *)bs->opaque)->alloc_lock);
     qcow2_chain_push(qcow2_file_identity(bdrv_get_filename(bs->file)));
     ret = qcow2_open_image(bs, opts, flags, errp);
     qcow2_chain_pop();
@@ -773,6 +814,36 @@ static int qcow2_open(BlockDriverState *bs, GHashTable *opts, int flags,
         qcow2_close(bs);
     }
     return ret;
+}
+
+int qcow2_open_created(BlockDriverState *bs, Qcow2Crypto *crypto, int flags,
+                       Error **errp)
+{
+    g_autoptr(GHashTable) opts = qemu_opts_new();
+
+    ((BDRVQcow2State *)bs->opaque)->crypto = crypto;
+    return qcow2_open(bs, opts, flags, errp);
+}
+
+static int qcow2_flush(BlockDriverState *bs, Error **errp)
+{
+    return bdrv_flush(bs->file, errp);
+}
+
+/* Unallocated clusters read as zeroes, and no preallocated encrypted data. */
+static bool qcow2_has_zero_init(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    if (bs->backing) {
+        return false;
+    }
+    for (uint64_t i = 0; s->crypto && i < s->l1_size; i++) {
+        if (s->l1_table[i]) {
+            return false;
+        }
+    }
+    return true;
 }
 
 /* ---- Reads */
@@ -869,8 +940,9 @@ static int qcow2_read_extent(BlockDriverState *bs, const Qcow2Extent *ext,
     g_assert_not_reached();
 }
 
-static int qcow2_read_mapped(BlockDriverState *bs, uint64_t offset,
-                             uint8_t *buf, uint64_t bytes, Error **errp)
+/* Also the write path's COW reads (qcow2-write.c). */
+int qcow2_read_mapped(BlockDriverState *bs, uint64_t offset, uint8_t *buf,
+                      uint64_t bytes, Error **errp)
 {
     while (bytes) {
         Qcow2Extent ext;
@@ -1008,6 +1080,54 @@ static int qcow2_get_info(BlockDriverState *bs, BlockImageInfo *info,
     return 0;
 }
 
+/* "-o help" (qemu-img's options and words; what qcow2-create.c takes). */
+static const BlockOptionDesc qcow2_create_opts[] = {
+    { "size", "size", "Virtual disk size" },
+    { "compat", "str", "Compatibility level (v2 [0.10] or v3 [1.1])" },
+    { "backing_file", "str", "File name of a base image" },
+    { "backing_fmt", "str", "Image format of the base image" },
+    { "encrypt.format", "str", "Encrypt the image, format choices: 'luks' "
+      "('aes' is refused)" },
+    { "encrypt.key-secret", "str",
+      "ID of secret providing qcow AES key or LUKS passphrase" },
+    { "encrypt.cipher-alg", "str", "Name of encryption cipher algorithm" },
+    { "encrypt.cipher-mode", "str", "Name of encryption cipher mode" },
+    { "encrypt.ivgen-alg", "str", "Name of IV generator algorithm" },
+    { "encrypt.ivgen-hash-alg", "str",
+      "Name of IV generator hash algorithm" },
+    { "encrypt.hash-alg", "str", "Name of encryption hash algorithm" },
+    { "encrypt.iter-time", "num", "Time to spend in PBKDF in milliseconds" },
+    { "cluster_size", "size", "qcow2 cluster size" },
+    { "extended_l2", "bool (on/off)", "Extended L2 tables" },
+    { "preallocation", "str", "Preallocation mode (allowed values: off, "
+      "metadata, falloc, full)" },
+    { "lazy_refcounts", "bool (on/off)", "Postpone refcount updates" },
+    { "refcount_bits", "num", "Width of a reference count entry in bits" },
+    { "compression_type", "str",
+      "Compression method used for image cluster compression" },
+    { NULL }
+};
+
+/* "-o help" for amend (qemu-img's list, less the external data file). */
+static const BlockOptionDesc qcow2_amend_opts[] = {
+    { "size", "size", "Virtual disk size" },
+    { "compat", "str", "Compatibility level (v2 [0.10] or v3 [1.1])" },
+    { "backing_file", "str", "File name of a base image" },
+    { "backing_fmt", "str", "Image format of the base image" },
+    { "lazy_refcounts", "bool (on/off)", "Postpone refcount updates" },
+    { "refcount_bits", "num", "Width of a reference count entry in bits" },
+    { "encrypt.state", "str",
+      "Select new state of affected keyslots (active/inactive)" },
+    { "encrypt.keyslot", "num",
+      "Select a single keyslot to modify explicitly" },
+    { "encrypt.old-secret", "str",
+      "Select all keyslots that match this password" },
+    { "encrypt.new-secret", "str", "New secret to set in the matching "
+      "keyslots. Empty string to erase" },
+    { "encrypt.iter-time", "num", "Time to spend in PBKDF in milliseconds" },
+    { NULL }
+};
+
 const BlockDriver bdrv_qcow2 = {
     .format_name = "qcow2",
     .instance_size = sizeof(BDRVQcow2State),
@@ -1021,4 +1141,13 @@ const BlockDriver bdrv_qcow2 = {
     .bdrv_get_warning = qcow2_get_warning,
     .bdrv_get_info = qcow2_get_info,
     .bdrv_check = qcow2_check,
+    .bdrv_pwrite = qcow2_pwrite,
+    .bdrv_flush = qcow2_flush,
+    .bdrv_has_zero_init = qcow2_has_zero_init,
+    .bdrv_create = qcow2_create,
+    .bdrv_pwrite_compressed = qcow2_pwrite_compressed,
+    .bdrv_truncate = qcow2_truncate,
+    .bdrv_amend = qcow2_amend,
+    .create_opts = qcow2_create_opts,
+    .amend_opts = qcow2_amend_opts,
 };

@@ -38,12 +38,45 @@ static bool img_opts_want_help(GHashTable *opts)
         g_hash_table_contains(opts, "?");
 }
 
+/* qemu-img's order for qcow2, with the defaults it prints. */
+static const struct {
+    const char *name;
+    const char *dflt;
+} img_qcow2_formatting[] = {
+    { "encrypt.format" }, { "encrypt.key-secret" }, { "encrypt.cipher-alg" },
+    { "encrypt.cipher-mode" }, { "encrypt.ivgen-alg" },
+    { "encrypt.ivgen-hash-alg" }, { "encrypt.hash-alg" },
+    { "encrypt.iter-time" }, { "cluster_size", "65536" },
+    { "extended_l2", "off" }, { "preallocation" },
+    { "compression_type", "zlib" }, { "size" }, { "compat" },
+    { "backing_file" }, { "backing_fmt" }, { "data_file" },
+    { "data_file_raw" }, { "lazy_refcounts", "off" },
+    { "refcount_bits", "16" },
+};
+
 /* "Formatting 'x', fmt=luks size=N key-secret=s0 iter-time=10" */
 static void img_print_formatting(const char *filename, const char *fmt,
                                  GHashTable *opts)
 {
     printf("Formatting '%s', fmt=%s", filename, fmt);
-    for (size_t i = 0; i < G_N_ELEMENTS(img_formatting_opts); i++) {
+    for (size_t i = 0; g_str_equal(fmt, "qcow2") &&
+         i < G_N_ELEMENTS(img_qcow2_formatting); i++) {
+        const char *v = g_hash_table_lookup(opts,
+                                            img_qcow2_formatting[i].name);
+
+        uint64_t bytes;
+
+        v = v ? v : img_qcow2_formatting[i].dflt;
+        /* qemu-img prints the cluster size in bytes ("4k": 4096). */
+        if (v && g_str_equal(img_qcow2_formatting[i].name, "cluster_size") &&
+            qemu_strtosz(v, &bytes, NULL) == 0) {
+            printf(" cluster_size=%" G_GUINT64_FORMAT, bytes);
+        } else if (v) {
+            printf(" %s=%s", img_qcow2_formatting[i].name, v);
+        }
+    }
+    for (size_t i = 0; !g_str_equal(fmt, "qcow2") &&
+         i < G_N_ELEMENTS(img_formatting_opts); i++) {
         const char *v = g_hash_table_lookup(opts, img_formatting_opts[i]);
 
         if (v) {
@@ -161,12 +194,17 @@ static void img_create_check_padding(const char *filename, const char *fmt,
 int img_create(int argc, char **argv)
 {
     g_autofree char *fmt = NULL;
+    g_autofree char *backing = NULL, *backing_fmt = NULL;
     g_auto(GStrv) opt_strs = NULL;
     g_autoptr(GHashTable) opts = NULL, shown = NULL;
     ImgCommonOpts common = { 0 };
     const GOptionEntry entries[] = {
         { "format", 'f', 0, G_OPTION_ARG_STRING, &fmt,
-          "image format: raw (default) or luks", "FMT" },
+          "image format: raw (default), luks or qcow2", "FMT" },
+        { "backing", 'b', 0, G_OPTION_ARG_STRING, &backing,
+          "backing file of a new qcow2 overlay (-o backing_file)", "FILE" },
+        { "backing-format", 'F', 0, G_OPTION_ARG_STRING, &backing_fmt,
+          "its format, raw or qcow2 (-o backing_fmt)", "FMT" },
         { "options", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &opt_strs,
           "creation options, comma separated ('-o help' lists them)",
           "OPTIONS" },
@@ -200,6 +238,14 @@ int img_create(int argc, char **argv)
         ret = r < 0;
         goto out;
     }
+    if (backing) {
+        g_hash_table_insert(opts, g_strdup("backing_file"),
+                            g_steal_pointer(&backing));
+    }
+    if (backing_fmt) {
+        g_hash_table_insert(opts, g_strdup("backing_fmt"),
+                            g_steal_pointer(&backing_fmt));
+    }
     if (argc < 2 || argc > 3) {
         img_error(NULL, argc < 2 ? "Expecting image file name" :
                   "Unexpected argument: %s", argv[argc - 1]);
@@ -227,7 +273,8 @@ int img_create(int argc, char **argv)
         g_hash_table_insert(opts, g_strdup("size"),
                             g_strdup_printf("%" G_GUINT64_FORMAT, size));
     } else if (!g_hash_table_contains(opts, "size") &&
-               !g_hash_table_contains(opts, "detached-header")) {
+               !g_hash_table_contains(opts, "detached-header") &&
+               !g_hash_table_contains(opts, "backing_file")) {
         img_error(NULL, "Image creation needs a size parameter");
         goto out;
     }

@@ -162,6 +162,14 @@ int bdrv_pread(BlockDriverState *bs, uint64_t offset, void *buf,
 int bdrv_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
                 size_t bytes, int flags, Error **errp);
 int bdrv_flush(BlockDriverState *bs, Error **errp);
+/*
+ * Write compressed (qcow2 clusters, "convert -c"): whole clusters are
+ * compressed in the calling thread. An error for formats without
+ * compression, in qemu-img's words.
+ */
+int bdrv_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
+                           const void *buf, size_t bytes, Error **errp);
+bool bdrv_supports_compressed_writes(BlockDriverState *bs);
 /* Resize to size bytes of virtual size. */
 int bdrv_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
                   Error **errp);

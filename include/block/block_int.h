@@ -123,6 +123,10 @@ struct BlockDriver {
     /* Optional: "check" (see bdrv_check()); res is zeroed by the caller. */
     int (*bdrv_check)(BlockDriverState *bs, BdrvCheckResult *res,
                       BdrvCheckMode fix);
+    /* Optional: write compressed where the format can (convert -c). */
+    int (*bdrv_pwrite_compressed)(BlockDriverState *bs, uint64_t offset,
+                                  const void *buf, size_t bytes,
+                                  Error **errp);
 };
 
 extern const BlockDriver bdrv_file;
