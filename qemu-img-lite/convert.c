@@ -778,15 +778,19 @@ int img_convert(int argc, char **argv)
             goto out;
         }
     } else {
+        /* The new file's path: "file:x" is x (bdrv_parse_filename()). */
+        const char *path = bdrv_parse_filename(dst_name, &err);
+        bool on_device;
         struct stat st;
 
-        /* The new file's path: "file:x" is x (bdrv_parse_filename()). */
-        dst_path = bdrv_parse_filename(dst_name, &err);
-        if (!dst_path) {
+        if (!path) {
             img_error_free(dst_name, err);
             goto out;
         }
-        if (stat(dst_path, &st) == 0) {
+        dst_path = path;
+        /* A block device is written in place, as by qemu-img. */
+        on_device = bdrv_block_device_size(dst_path) >= 0;
+        if (!on_device && stat(dst_path, &st) == 0) {
             img_error(dst_name, "The target exists: it is only written with "
                       "-n (or remove it first)");
             goto out;
@@ -799,7 +803,10 @@ int img_convert(int argc, char **argv)
             img_error_free(dst_name, err);
             goto out;
         }
-        img_warn_if_padded(dst_name, dst, len);
+        /* An image on a device has the device's size: no padding to tell. */
+        if (!on_device) {
+            img_warn_if_padded(dst_name, dst, len);
+        }
         created = true;
     }
 
