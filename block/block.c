@@ -231,6 +231,45 @@ BlockDriverState *bdrv_open_child(GHashTable *opts, const char *name,
     return bdrv_open_opts(sub, flags, errp);
 }
 
+const char *bdrv_parse_filename(const char *filename, Error **errp)
+{
+    /* QEMU's path_has_protocol(): a colon before any slash. */
+    size_t n = strcspn(filename, ":/");
+    g_autofree char *proto = NULL;
+
+    if (filename[n] != ':') {
+        return filename;
+    }
+    proto = g_strndup(filename, n);
+    if (g_str_equal(proto, "file")) {
+        return filename + n + 1;
+    }
+    error_setg(errp, "Unknown protocol '%s'", proto);
+    return NULL;
+}
+
+/*
+ * Add the options of a "json:{...}" file name to opts; the user's -f wins
+ * over its "driver", as in qemu-img.
+ */
+static int bdrv_merge_json_filename(GHashTable *opts, const char *filename,
+                                    Error **errp)
+{
+    g_autoptr(GHashTable) json = qemu_opts_from_json(filename + 5, errp);
+    GHashTableIter iter;
+    gpointer key, value;
+
+    if (!json) {
+        return -1;
+    }
+    g_hash_table_iter_init(&iter, json);
+    while (g_hash_table_iter_next(&iter, &key, &value)) {
+        g_hash_table_iter_steal(&iter);
+        g_hash_table_insert(opts, key, value);
+    }
+    return 0;
+}
+
 BlockDriverState *bdrv_open(const char *filename, const char *format,
                             GHashTable *options, int flags, Error **errp)
 {
@@ -238,6 +277,20 @@ BlockDriverState *bdrv_open(const char *filename, const char *format,
                                          : qemu_opts_new();
     const char *driver;
 
+    if (filename && g_str_has_prefix(filename, "json:")) {
+        if (bdrv_merge_json_filename(opts, filename, errp) < 0) {
+            return NULL;
+        }
+        if (format) {
+            g_hash_table_insert(opts, g_strdup("driver"), g_strdup(format));
+        }
+        filename = NULL;
+    } else if (filename) {
+        filename = bdrv_parse_filename(filename, errp);
+        if (!filename) {
+            return NULL;
+        }
+    }
     if (format) {
         driver = g_hash_table_lookup(opts, "driver");
         if (driver && !g_str_equal(driver, format)) {
@@ -666,6 +719,98 @@ int bdrv_amend(BlockDriverState *bs, GHashTable *opts, bool force,
         return -1;
     }
     return bs->drv->bdrv_amend(bs, opts, force, errp);
+}
+
+/* The node holding bs's bytes, down through pass-through nodes. */
+static BlockDriverState *bdrv_skip_passthrough(BlockDriverState *bs,
+                                               uint64_t *offset)
+{
+    while (bs && bs->drv->bdrv_passthrough) {
+        bs = bs->drv->bdrv_passthrough(bs, offset);
+    }
+    return bs;
+}
+
+int bdrv_copy_range(BlockDriverState *src, uint64_t src_offset,
+                    BlockDriverState *dst, uint64_t dst_offset,
+                    uint64_t bytes, Error **errp)
+{
+    BlockDriverState *s = bdrv_skip_passthrough(src, &src_offset);
+    BlockDriverState *d = bdrv_skip_passthrough(dst, &dst_offset);
+
+    if (!s || !d || !s->drv->bdrv_copy_range || s->drv != d->drv) {
+        error_setg(errp, "Copy offloading is not supported between '%s' "
+                   "and '%s' nodes", src->drv->format_name,
+                   dst->drv->format_name);
+        return -1;
+    }
+    return s->drv->bdrv_copy_range(s, src_offset, d, dst_offset, bytes,
+                                   errp);
+}
+
+static int option_desc_compare(gconstpointer a, gconstpointer b)
+{
+    const BlockOptionDesc *x = *(const BlockOptionDesc *const *)a;
+    const BlockOptionDesc *y = *(const BlockOptionDesc *const *)b;
+
+    return strcmp(x->name, y->name);
+}
+
+static void option_list_add(GPtrArray *list, const BlockOptionDesc *descs)
+{
+    for (; descs && descs->name; descs++) {
+        g_ptr_array_add(list, (gpointer)descs);
+    }
+}
+
+GPtrArray *bdrv_create_option_list(const char *format, bool with_protocol,
+                                   Error **errp)
+{
+    const BlockDriver *drv = bdrv_find_create_driver(format, errp);
+    GPtrArray *list;
+
+    if (!drv) {
+        return NULL;
+    }
+    if (!drv->create_opts) {
+        /*
+         * A format without a table may be one that only refuses (those of
+         * block/foreign.c): its refusal, as create -f would give it.
+         */
+        g_autoptr(GHashTable) none = qemu_opts_new();
+        BlockMeasureInfo info;
+
+        if (bdrv_measure(format, none, NULL, 0, &info, errp) < 0) {
+            return NULL;
+        }
+    }
+    list = g_ptr_array_new();
+    option_list_add(list, drv->create_opts);
+    if (with_protocol && !drv->is_protocol) {
+        option_list_add(list, bdrv_file.create_opts);
+    }
+    g_ptr_array_sort(list, option_desc_compare);
+    return list;
+}
+
+GPtrArray *bdrv_amend_option_list(const char *format, Error **errp)
+{
+    const BlockDriver *drv = bdrv_find_driver(format);
+    GPtrArray *list;
+
+    if (!drv) {
+        error_setg(errp, "Unknown file format '%s'", format);
+        return NULL;
+    }
+    if (!drv->bdrv_amend) {
+        error_setg(errp, "Format driver '%s' does not support option "
+                   "amendment", format);
+        return NULL;
+    }
+    list = g_ptr_array_new();
+    option_list_add(list, drv->amend_opts);
+    g_ptr_array_sort(list, option_desc_compare);
+    return list;
 }
 
 int bdrv_check(BlockDriverState *bs, BdrvCheckResult *res, BdrvCheckMode fix)

@@ -827,6 +827,58 @@ void block_crypto_clear_luks_amend_opts(QCryptoBlockAmendOptions *aopts)
     block_crypto_secret_free(&aopts->new_secret);
 }
 
+/*
+ * "-o help": qemu-img's options in its words, then ours (LUKS2, detached
+ * headers, payload alignment: docs/luks.md, docs/luks2.md).
+ */
+static const BlockOptionDesc block_crypto_create_opts[] = {
+    { "size", "size", "Virtual disk size" },
+    { "key-secret", "str",
+      "ID of the secret that provides the keyslot passphrase" },
+    { "cipher-alg", "str", "Name of encryption cipher algorithm" },
+    { "cipher-mode", "str", "Name of encryption cipher mode" },
+    { "ivgen-alg", "str", "Name of IV generator algorithm" },
+    { "ivgen-hash-alg", "str", "Name of IV generator hash algorithm" },
+    { "hash-alg", "str", "Name of encryption hash algorithm" },
+    { "iter-time", "num", "Time to spend in PBKDF in milliseconds" },
+    { "luks-version", "num", "LUKS version: 1 (default, as qemu-img) or 2 "
+      "(as cryptsetup 2.x)" },
+    { "sector-size", "num", "LUKS2 encryption sector size in bytes: 512, "
+      "1024, 2048 or 4096 (default: 4096 where the size is whole 4096-byte "
+      "sectors, else 512)" },
+    { "label", "str", "LUKS2 label" },
+    { "kdf", "str", "LUKS2 key slot PBKDF: pbkdf2, argon2i or argon2id "
+      "(default)" },
+    { "kdf-memory", "num", "LUKS2 argon2 memory cost in KiB, 32 to 4194304 "
+      "(default 1048576)" },
+    { "kdf-parallel", "num", "LUKS2 argon2 threads, at most 16 (default: "
+      "min(4, CPUs))" },
+    { "detached-header", "bool (on/off)", "Create a LUKS header only, to be "
+      "used as the 'header' child of an image whose data lives in another "
+      "file" },
+    { "align-payload", "num", "Align the LUKS payload to this many 512-byte "
+      "sectors, as cryptsetup (2048 = 1 MiB; default: QEMU's layout)" },
+    { NULL }
+};
+
+/* "-o help" for amend (qemu-img's words). */
+static const BlockOptionDesc block_crypto_amend_opts[] = {
+    { "state", "str",
+      "Select new state of affected keyslots (active/inactive)" },
+    { "keyslot", "num", "Select a single keyslot to modify explicitly" },
+    { "old-secret", "str", "Select all keyslots that match this password" },
+    { "new-secret", "str", "New secret to set in the matching keyslots. "
+      "Empty string to erase" },
+    { "iter-time", "num", "Time to spend in PBKDF in milliseconds" },
+    { "kdf", "str", "LUKS2: the new key slot's PBKDF: pbkdf2, argon2i or "
+      "argon2id (default)" },
+    { "kdf-memory", "num", "LUKS2 argon2 memory cost in KiB, 32 to 4194304 "
+      "(default 1048576)" },
+    { "kdf-parallel", "num", "LUKS2 argon2 threads, at most 16 (default: "
+      "min(4, CPUs))" },
+    { NULL }
+};
+
 const BlockDriver bdrv_luks = {
     .format_name = "luks",
     .instance_size = sizeof(BlockCrypto),
@@ -845,4 +897,6 @@ const BlockDriver bdrv_luks = {
     .bdrv_measure = block_crypto_measure,
     .bdrv_get_info = block_crypto_get_info,
     .bdrv_amend = block_crypto_amend,
+    .create_opts = block_crypto_create_opts,
+    .amend_opts = block_crypto_amend_opts,
 };

@@ -1175,6 +1175,54 @@ static int qcow2_get_info(BlockDriverState *bs, BlockImageInfo *info,
     return 0;
 }
 
+/* "-o help" (qemu-img's options and words; what qcow2-create.c takes). */
+static const BlockOptionDesc qcow2_create_opts[] = {
+    { "size", "size", "Virtual disk size" },
+    { "compat", "str", "Compatibility level (v2 [0.10] or v3 [1.1])" },
+    { "backing_file", "str", "File name of a base image" },
+    { "backing_fmt", "str", "Image format of the base image" },
+    { "encrypt.format", "str", "Encrypt the image, format choices: 'luks' "
+      "('aes' is refused)" },
+    { "encrypt.key-secret", "str",
+      "ID of secret providing qcow AES key or LUKS passphrase" },
+    { "encrypt.cipher-alg", "str", "Name of encryption cipher algorithm" },
+    { "encrypt.cipher-mode", "str", "Name of encryption cipher mode" },
+    { "encrypt.ivgen-alg", "str", "Name of IV generator algorithm" },
+    { "encrypt.ivgen-hash-alg", "str",
+      "Name of IV generator hash algorithm" },
+    { "encrypt.hash-alg", "str", "Name of encryption hash algorithm" },
+    { "encrypt.iter-time", "num", "Time to spend in PBKDF in milliseconds" },
+    { "cluster_size", "size", "qcow2 cluster size" },
+    { "extended_l2", "bool (on/off)", "Extended L2 tables" },
+    { "preallocation", "str", "Preallocation mode (allowed values: off, "
+      "metadata, falloc, full)" },
+    { "lazy_refcounts", "bool (on/off)", "Postpone refcount updates" },
+    { "refcount_bits", "num", "Width of a reference count entry in bits" },
+    { "compression_type", "str",
+      "Compression method used for image cluster compression" },
+    { NULL }
+};
+
+/* "-o help" for amend (qemu-img's list, less the external data file). */
+static const BlockOptionDesc qcow2_amend_opts[] = {
+    { "size", "size", "Virtual disk size" },
+    { "compat", "str", "Compatibility level (v2 [0.10] or v3 [1.1])" },
+    { "backing_file", "str", "File name of a base image" },
+    { "backing_fmt", "str", "Image format of the base image" },
+    { "lazy_refcounts", "bool (on/off)", "Postpone refcount updates" },
+    { "refcount_bits", "num", "Width of a reference count entry in bits" },
+    { "encrypt.state", "str",
+      "Select new state of affected keyslots (active/inactive)" },
+    { "encrypt.keyslot", "num",
+      "Select a single keyslot to modify explicitly" },
+    { "encrypt.old-secret", "str",
+      "Select all keyslots that match this password" },
+    { "encrypt.new-secret", "str", "New secret to set in the matching "
+      "keyslots. Empty string to erase" },
+    { "encrypt.iter-time", "num", "Time to spend in PBKDF in milliseconds" },
+    { NULL }
+};
+
 const BlockDriver bdrv_qcow2 = {
     .format_name = "qcow2",
     .instance_size = sizeof(BDRVQcow2State),
@@ -1198,4 +1246,6 @@ const BlockDriver bdrv_qcow2 = {
     .bdrv_pwrite_compressed = qcow2_pwrite_compressed,
     .bdrv_truncate = qcow2_truncate,
     .bdrv_amend = qcow2_amend,
+    .create_opts = qcow2_create_opts,
+    .amend_opts = qcow2_amend_opts,
 };

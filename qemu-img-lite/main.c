@@ -90,7 +90,16 @@ int img_parse_args(int *argc, char ***argv, const char *params,
     g_option_context_add_main_entries(ctx, own, NULL);
     g_option_context_add_main_entries(ctx, common_own, NULL);
     if (!g_option_context_parse(ctx, argc, argv, &gerr)) {
-        img_error(NULL, "%s", gerr->message);
+        const char *unknown = gerr->message + strlen("Unknown option ");
+
+        /* GOption's "Unknown option -x" in qemu-img's (getopt's) words. */
+        if (g_error_matches(gerr, G_OPTION_ERROR,
+                            G_OPTION_ERROR_UNKNOWN_OPTION) &&
+            g_str_has_prefix(gerr->message, "Unknown option ")) {
+            img_error(NULL, "unrecognized option '%s'", unknown);
+        } else {
+            img_error(NULL, "%s", gerr->message);
+        }
         fprintf(stderr, "Try '%s --help' for more information.\n",
                 g_get_prgname());
         return -1;
@@ -301,16 +310,27 @@ BlockDriverState *img_open(const char *name, const char *fmt,
     return bs;
 }
 
-int img_parse_size(const char *str, uint64_t *size)
+int img_parse_size_as(const char *str, const char *what, uint64_t *size)
 {
     /* Image sizes are signed in QEMU: stay below 2^63. */
     if (qemu_strtosz(str, size, NULL) < 0 || *size > G_MAXINT64) {
-        img_error(NULL, "Invalid image size specified. You may use k, M, G, "
-                  "T, P or E suffixes for kilobytes, megabytes, gigabytes, "
-                  "terabytes, petabytes and exabytes.");
+        /* qemu-img's two lines, word for word. */
+        img_error(NULL, "Invalid %s specified. You may use k, M, G, T, P or "
+                  "E suffixes for", what);
+        img_error(NULL, "kilobytes, megabytes, gigabytes, terabytes, "
+                  "petabytes and exabytes.");
         return -1;
     }
+    if (qemu_strtosz_is_hex_with_suffix(str)) {
+        img_error(NULL, "warning: Using a multiplier suffix on hex numbers "
+                  "is deprecated: %s", str);
+    }
     return 0;
+}
+
+int img_parse_size(const char *str, uint64_t *size)
+{
+    return img_parse_size_as(str, "image size", size);
 }
 
 char *img_size_to_str(uint64_t size)
@@ -365,7 +385,7 @@ static const ImgCommand img_commands[] = {
     { "convert", img_convert,
       "convert [--object OBJ] [--image-opts] [--target-image-opts] [-f FMT] "
       "[-O FMT] [-o OPTIONS] [-n] [-p] [-q] [-S SIZE] [-t CACHE] [-U] "
-      "SRC DST" },
+      "[-C] [-m N] [-r RATE] [--target-is-zero] [--salvage] SRC DST" },
     { "create", img_create,
       "create [--object OBJ] [-f FMT] [-o OPTIONS] [-q] FILENAME [SIZE]" },
     { "dd", img_dd,

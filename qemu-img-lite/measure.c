@@ -39,7 +39,7 @@ int img_measure(int argc, char **argv)
     uint64_t size;
     Error *err = NULL;
     bool json;
-    int ret = 1;
+    int r, ret = 1;
 
     if (img_parse_args(&argc, &argv, "[--size N | FILENAME]",
                        "Print the file size a new image needs to hold SIZE "
@@ -58,14 +58,25 @@ int img_measure(int argc, char **argv)
     if (!opts) {
         goto out;
     }
-    if (img_handle_opts_help(opts, out_fmt)) {
-        ret = 0;
+    /* (qemu-img 7.2 refuses "-o help" here; listing is more useful.) */
+    r = img_handle_opts_help(opts, out_fmt, NULL);
+    if (r) {
+        ret = r < 0;
         goto out;
     }
     if (img_add_objects(common.objects) < 0) {
         goto out;
     }
-    if ((size_str != NULL) == (argc == 2) || argc > 2) {
+    /* qemu-img's checks, in its order. */
+    if (argc > 2) {
+        img_error(NULL, "At most one filename argument is allowed.");
+        goto out;
+    }
+    if (size_str && argc == 2) {
+        img_error(NULL, "--size N cannot be used together with a filename.");
+        goto out;
+    }
+    if (!size_str && argc != 2) {
         img_error(NULL, "Either --size N or one filename must be specified.");
         goto out;
     }

@@ -95,6 +95,41 @@ const char *prealloc_mode_str(PreallocMode mode);
  */
 BlockDriverState *bdrv_open(const char *filename, const char *format,
                             GHashTable *options, int flags, Error **errp);
+/*
+ * An option a driver takes at creation or amendment, for "-o help": its
+ * name, its type as qemu-img shows it ("str", "num", "size",
+ * "bool (on/off)") and a line of help. Tables end with a NULL name.
+ */
+typedef struct BlockOptionDesc {
+    const char *name;
+    const char *type;
+    const char *help;
+} BlockOptionDesc;
+
+/*
+ * The creation options of format, sorted by name, as a GPtrArray of
+ * const BlockOptionDesc *; with with_protocol, the file protocol's too
+ * (qemu-img lists those when it is given the target's file name). NULL
+ * and errp set if format is unknown or cannot create images.
+ */
+GPtrArray *bdrv_create_option_list(const char *format, bool with_protocol,
+                                   Error **errp);
+/* The same for amend; NULL if format does not support amendment. */
+GPtrArray *bdrv_amend_option_list(const char *format, Error **errp);
+
+/*
+ * filename may also be "json:{...}" (the node's options as JSON, nested
+ * objects for children: block/options-json.c) or carry QEMU's "file:"
+ * protocol prefix.
+ */
+/*
+ * A file name given as such, as QEMU reads it: "PROTO:rest" with the
+ * colon before any '/' names a protocol. "file:x" is the file x (the
+ * result points into filename); any other protocol, "json:" among them
+ * (options, which bdrv_open() alone takes), is unknown: NULL, errp set.
+ * A name without a protocol is returned as it is.
+ */
+const char *bdrv_parse_filename(const char *filename, Error **errp);
 /* Close a node and its children, flushing them first. NULL is allowed. */
 void bdrv_close(BlockDriverState *bs);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(BlockDriverState, bdrv_close)
@@ -153,6 +188,17 @@ int bdrv_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
  */
 bool bdrv_block_status_is_data(BlockDriverState *bs, uint64_t offset,
                                uint64_t bytes, uint64_t *pnum);
+/*
+ * Copy offloading (qemu-img convert -C): copy bytes from src to dst below
+ * this process (copy_file_range(2)), where both reach files through nodes
+ * that pass bytes through unchanged (raw). Fails, setting errp, where that
+ * is not possible (an encrypted node, or a file system that cannot): the
+ * caller then copies the usual way.
+ */
+int bdrv_copy_range(BlockDriverState *src, uint64_t src_offset,
+                    BlockDriverState *dst, uint64_t dst_offset,
+                    uint64_t bytes, Error **errp);
+
 /*
  * What bdrv_block_status() says of a run of bytes (QEMU's BDRV_BLOCK_*
  * flags, with its values): DATA, it may hold data (read it); ZERO, it

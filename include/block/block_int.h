@@ -94,6 +94,23 @@ struct BlockDriver {
     bool (*bdrv_is_encrypted)(BlockDriverState *bs);
     /* Optional: what the user should be told about the image, or NULL. */
     const char *(*bdrv_get_warning)(BlockDriverState *bs);
+    /* "-o help": the options bdrv_create and bdrv_amend take. */
+    const BlockOptionDesc *create_opts;
+    const BlockOptionDesc *amend_opts;
+    /*
+     * Optional, for copy offloading (bdrv_copy_range()): a format node
+     * whose bytes are its child's, unchanged, from *offset on, returns
+     * that child and adds its start to *offset (raw).
+     */
+    BlockDriverState *(*bdrv_passthrough)(BlockDriverState *bs,
+                                          uint64_t *offset);
+    /*
+     * Optional, protocol nodes: copy bytes from src to dst (a node of the
+     * same driver) without passing them through this process.
+     */
+    int (*bdrv_copy_range)(BlockDriverState *src, uint64_t src_offset,
+                           BlockDriverState *dst, uint64_t dst_offset,
+                           uint64_t bytes, Error **errp);
 
     /*
      * opts holds "size" and the creation options. Take what is understood,
