@@ -3,8 +3,8 @@
  * The block layer core: driver lookup, opening nodes from options, and the
  * checks every request passes before it reaches a driver.
  */
+#include <errno.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "block/block_int.h"
 
@@ -481,6 +481,18 @@ int bdrv_create_take_size_prealloc(GHashTable *opts, uint64_t *size,
     return 0;
 }
 
+static volatile sig_atomic_t *bdrv_interrupt_flag;
+
+void bdrv_set_interrupt_flag(volatile sig_atomic_t *flag)
+{
+    bdrv_interrupt_flag = flag;
+}
+
+bool bdrv_interrupted(void)
+{
+    return bdrv_interrupt_flag && *bdrv_interrupt_flag;
+}
+
 int bdrv_create(const char *format, const char *filename, GHashTable *opts,
                 Error **errp)
 {
@@ -489,7 +501,11 @@ int bdrv_create(const char *format, const char *filename, GHashTable *opts,
     if (!drv) {
         return -1;
     }
-    return drv->bdrv_create(filename, opts, 0, NULL, errp);
+    if (drv->bdrv_create(filename, opts, 0, NULL, errp) < 0) {
+        bdrv_create_file_release(filename);     /* nothing is left */
+        return -1;
+    }
+    return bdrv_create_file_commit(filename, errp);
 }
 
 BlockDriverState *bdrv_create_open(const char *format, const char *filename,
@@ -499,17 +515,30 @@ BlockDriverState *bdrv_create_open(const char *format, const char *filename,
     BlockDriverState *bs = NULL;
 
     flags |= BDRV_O_RDWR;
-    if (!drv || drv->bdrv_create(filename, opts, flags, &bs, errp) < 0) {
-        return NULL;
-    }
-    if (!bs) {
+    if (drv && drv->bdrv_create(filename, opts, flags, &bs, errp) == 0 &&
+        !bs) {
         bs = bdrv_open(filename, format, NULL, flags, errp);
-        if (!bs) {
-            /* Made but cannot be opened: do not leave it behind. */
-            unlink(filename);
+    }
+    /*
+     * The new file now lives in bs, unnamed until bdrv_create_finish();
+     * if the creation failed, it goes.
+     */
+    bdrv_create_file_release(filename);
+    return bs;
+}
+
+int bdrv_create_finish(BlockDriverState *bs, Error **errp)
+{
+    if (bdrv_flush(bs, errp) < 0) {
+        return -1;
+    }
+    for (; bs; bs = bs->file) {
+        if (bs->drv->bdrv_create_finish &&
+            bs->drv->bdrv_create_finish(bs, errp) < 0) {
+            return -1;
         }
     }
-    return bs;
+    return 0;
 }
 
 int bdrv_measure(const char *format, GHashTable *opts, uint64_t size,
@@ -541,4 +570,22 @@ int bdrv_amend(BlockDriverState *bs, GHashTable *opts, bool force,
         return -1;
     }
     return bs->drv->bdrv_amend(bs, opts, force, errp);
+}
+
+int bdrv_check(BlockDriverState *bs, BdrvCheckResult *res, BdrvCheckMode fix)
+{
+    void (*report)(void *, const char *) = res->report;
+    void *opaque = res->report_opaque;
+
+    if (!bs->drv->bdrv_check) {
+        return -ENOTSUP;
+    }
+    /* Repairs write: the caller opened the image read-write for them. */
+    if (fix && bdrv_is_read_only(bs)) {
+        return -EACCES;
+    }
+    memset(res, 0, sizeof(*res));
+    res->report = report;
+    res->report_opaque = opaque;
+    return bs->drv->bdrv_check(bs, res, fix);
 }

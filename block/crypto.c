@@ -622,9 +622,9 @@ static int block_crypto_create(const char *filename, GHashTable *opts,
         bdrv_create_file(filename, 0, PREALLOC_MODE_OFF, errp) < 0) {
         goto out;
     }
+    /* The new file, unnamed until the creation ends (bdrv_create()). */
     cs.file = bdrv_open(filename, "file", NULL, BDRV_O_RDWR | flags, errp);
     if (!cs.file) {
-        unlink(filename);
         goto out;
     }
     block = qcrypto_block_create(&copts, block_crypto_create_init,
@@ -632,7 +632,6 @@ static int block_crypto_create(const char *filename, GHashTable *opts,
     if (!block || block_crypto_create_zero_padding(block, &cs, errp) < 0 ||
         bdrv_flush(cs.file, errp) < 0) {
         bdrv_close(cs.file);
-        unlink(filename);
         goto out;
     }
     ret = 0;

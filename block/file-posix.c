@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "block/block_int.h"
+#include "file-create.h"
 #include "file-direct.h"
 #include "file-lock.h"
 
@@ -45,6 +46,11 @@ typedef struct BDRVFileState {
     FileExtentCache extent;
     /* This process's record of the open file (see file-lock.h). */
     FileLockClaim *claim;
+    /*
+     * A new file that has no name yet (see file-create.h), shared with
+     * the creation that made it; bdrv_create_finish() names it.
+     */
+    FileCreate *create;
 } BDRVFileState;
 
 /* Zero-filled chunk used by full preallocation. */
@@ -110,11 +116,34 @@ static int file_open_lock(BlockDriverState *bs, const struct stat *st,
     return 0;
 }
 
+/*
+ * A descriptor of a new file being created (see file-create.h), with
+ * O_DIRECT if direct: a flag of the open file, shared with the creation's
+ * own descriptor, which only syncs it. -1 with errno on failure.
+ */
+static int file_open_pending(FileCreate *create, bool direct)
+{
+    int fd = fcntl(file_create_fd(create), F_DUPFD_CLOEXEC, 0);
+    int fl, err;
+
+    if (fd >= 0 && direct) {
+        fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl | O_DIRECT) < 0) {
+            err = errno;
+            close(fd);
+            errno = err;
+            return -1;
+        }
+    }
+    return fd;
+}
+
 static int file_open(BlockDriverState *bs, GHashTable *opts, int flags,
                      Error **errp)
 {
     BDRVFileState *s = bs->opaque;
     g_autofree char *filename = qemu_opt_take(opts, "filename");
+    g_autoptr(FileCreate) create = NULL;
     struct stat st;
     bool use_lock;
 
@@ -128,10 +157,19 @@ static int file_open(BlockDriverState *bs, GHashTable *opts, int flags,
     if (file_take_locking_opt(opts, &use_lock, errp) < 0) {
         return -1;
     }
-    /* Read-only opens are O_RDONLY: a source image is never writable. */
     s->direct = flags & BDRV_O_NOCACHE;
-    s->fd = open(filename, ((flags & BDRV_O_RDWR) ? O_RDWR : O_RDONLY) |
-                 (s->direct ? O_DIRECT : 0) | O_CLOEXEC);
+    /*
+     * A file this process is creating under that name is not there yet:
+     * the node writes the new, unnamed file.
+     */
+    create = file_create_find_pending(filename);
+    if (create) {
+        s->fd = file_open_pending(create, s->direct);
+    } else {
+        /* Read-only opens are O_RDONLY: a source image is never writable. */
+        s->fd = open(filename, ((flags & BDRV_O_RDWR) ? O_RDWR : O_RDONLY) |
+                     (s->direct ? O_DIRECT : 0) | O_CLOEXEC);
+    }
     if (s->fd < 0 && s->direct && errno == EINVAL) {
         /* open(2): the file system does not take O_DIRECT. */
         error_setg(errp, "Could not open '%s': filesystem does not support "
@@ -157,6 +195,7 @@ static int file_open(BlockDriverState *bs, GHashTable *opts, int flags,
         s->fd = -1;
         return -1;
     }
+    s->create = g_steal_pointer(&create);
     return 0;
 }
 
@@ -168,6 +207,7 @@ static void file_close(BlockDriverState *bs)
         close(s->fd);   /* drops the locks too */
     }
     file_lock_unclaim(s->claim);
+    file_create_unref(s->create);
     g_mutex_clear(&s->write_lock);
     g_mutex_clear(&s->extent_lock);
 }
@@ -215,7 +255,8 @@ static int file_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
     if (s->direct) {
         /*
          * Under write_lock: a partial block's read-modify-write is atomic
-         * against this process's other writers.
+         * against this process's other writers. O_DIRECT leaves nothing
+         * for write-back to do.
          */
         return file_direct_pwrite(s->fd, bs->filename, offset, buf, bytes,
                                   errp);
@@ -235,6 +276,9 @@ static int file_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
         offset += n;
         bytes -= n;
     }
+    if (s->create) {
+        file_create_wrote(s->create, p - (const uint8_t *)buf);
+    }
     return 0;
 }
 
@@ -252,28 +296,34 @@ static int64_t file_getlength(BlockDriverState *bs, Error **errp)
     return len;
 }
 
+/*
+ * Full preallocation: zeroes written from offset to end. It can take
+ * minutes, so it stops when the tool is interrupted (bdrv_interrupted()).
+ * create is the new file being written, if it is one (write-back hints).
+ */
 static int file_write_zeroes(int fd, bool direct, uint64_t offset,
-                             uint64_t end, Error **errp)
+                             uint64_t end, FileCreate *create, Error **errp)
 {
     g_autofree uint8_t *zeroes = g_malloc0(FILE_PREALLOC_CHUNK);
 
-    if (direct) {
-        while (offset < end) {
-            size_t n = MIN(end - offset, FILE_PREALLOC_CHUNK);
+    while (offset < end) {
+        size_t n = MIN(end - offset, FILE_PREALLOC_CHUNK);
+        ssize_t r;
 
+        if (bdrv_interrupted()) {
+            error_setg(errp, "Interrupted");
+            return -1;
+        }
+        if (direct) {
             if (file_direct_pwrite(fd, "the image", offset, zeroes, n,
                                    errp) < 0) {
                 error_prepend(errp, "Could not preallocate data: ");
                 return -1;
             }
             offset += n;
+            continue;
         }
-        return 0;
-    }
-    while (offset < end) {
-        size_t n = MIN(end - offset, FILE_PREALLOC_CHUNK);
-        ssize_t r = pwrite(fd, zeroes, n, offset);
-
+        r = pwrite(fd, zeroes, n, offset);
         if (r < 0) {
             if (errno == EINTR) {
                 continue;
@@ -282,13 +332,17 @@ static int file_write_zeroes(int fd, bool direct, uint64_t offset,
             return -1;
         }
         offset += r;
+        if (create) {
+            file_create_wrote(create, r);
+        }
     }
     return 0;
 }
 
 /* Resize fd to size; grown space is allocated as prealloc says. */
 static int file_resize_fd(int fd, bool direct, uint64_t size,
-                          PreallocMode prealloc, Error **errp)
+                          PreallocMode prealloc, FileCreate *create,
+                          Error **errp)
 {
     struct stat st;
 
@@ -306,7 +360,7 @@ static int file_resize_fd(int fd, bool direct, uint64_t size,
                 error_setg_errno(errp, ret, "Could not preallocate data");
                 return -1;
             }
-        } else if (file_write_zeroes(fd, direct, st.st_size, size,
+        } else if (file_write_zeroes(fd, direct, st.st_size, size, create,
                                      errp) < 0) {
             return -1;
         }
@@ -323,7 +377,8 @@ static int file_truncate(BlockDriverState *bs, uint64_t size,
 {
     BDRVFileState *s = bs->opaque;
 
-    return file_resize_fd(s->fd, s->direct, size, prealloc, errp);
+    return file_resize_fd(s->fd, s->direct, size, prealloc, s->create,
+                          errp);
 }
 
 static int file_flush(BlockDriverState *bs, Error **errp)
@@ -428,23 +483,53 @@ static int64_t file_get_allocated_file_size(BlockDriverState *bs)
 int bdrv_create_file(const char *filename, uint64_t size,
                      PreallocMode prealloc, Error **errp)
 {
-    /* O_EXCL: never overwrite what is there (see bdrv_create()). */
-    int fd = open(filename, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    int ret;
+    /* Never overwrites what is there (see bdrv_create()). */
+    g_autoptr(FileCreate) fc = file_create_new(filename, errp);
 
-    if (fd < 0) {
-        error_setg_errno(errp, errno, "Could not create '%s'", filename);
+    if (!fc || file_resize_fd(file_create_fd(fc), false, size, prealloc, fc,
+                              errp) < 0) {
+        return -1;      /* dropping fc leaves nothing */
+    }
+    file_create_add_pending(fc);
+    return 0;
+}
+
+int bdrv_create_file_commit(const char *filename, Error **errp)
+{
+    g_autoptr(FileCreate) fc = file_create_take_pending(filename);
+
+    if (!fc) {
+        return 0;
+    }
+    if (bdrv_interrupted()) {
+        error_setg(errp, "Interrupted");
         return -1;
     }
-    ret = file_resize_fd(fd, false, size, prealloc, errp);
-    if (close(fd) < 0 && ret == 0) {
-        error_setg_errno(errp, errno, "Could not create '%s'", filename);
-        ret = -1;
+    return file_create_commit(fc, errp);
+}
+
+void bdrv_create_file_release(const char *filename)
+{
+    file_create_unref(file_create_take_pending(filename));
+}
+
+/* Name the new file this node writes: see bdrv_create_finish(). */
+static int file_create_finish(BlockDriverState *bs, Error **errp)
+{
+    BDRVFileState *s = bs->opaque;
+
+    if (!s->create) {
+        return 0;
     }
-    if (ret < 0) {
-        unlink(filename);   /* ours: O_EXCL made it */
+    if (bdrv_interrupted()) {
+        error_setg(errp, "Interrupted");
+        return -1;
     }
-    return ret;
+    if (file_create_commit(s->create, errp) < 0) {
+        return -1;
+    }
+    g_clear_pointer(&s->create, file_create_unref);
+    return 0;
 }
 
 static int file_create(const char *filename, GHashTable *opts, int flags,
@@ -474,4 +559,5 @@ const BlockDriver bdrv_file = {
     .bdrv_has_zero_init = file_has_zero_init,
     .bdrv_get_allocated_file_size = file_get_allocated_file_size,
     .bdrv_create = file_create,
+    .bdrv_create_finish = file_create_finish,
 };

@@ -788,7 +788,8 @@ static int qcow2_open_image(BlockDriverState *bs, GHashTable *opts, int flags,
         qcow2_open_backing(bs, opts, flags, errp) < 0) {
         return -1;
     }
-    if (flags & BDRV_O_RDWR) {
+    /* "check -r" writes through qcow2-check.c alone, whatever the image. */
+    if ((flags & BDRV_O_RDWR) && !(flags & BDRV_O_CHECK)) {
         return qcow2_open_writable(bs, errp);
     }
     return 0;
@@ -1095,4 +1096,5 @@ const BlockDriver bdrv_qcow2 = {
     .bdrv_pwrite_compressed = qcow2_pwrite_compressed,
     .bdrv_truncate = qcow2_truncate,
     .bdrv_amend = qcow2_amend,
+    .bdrv_check = qcow2_check,
 };

@@ -16,13 +16,14 @@
  * raw source are not even read: they are skipped whole, one extent at a
  * time, so a huge sparse image costs what its data costs.
  *
- * Nothing half-written is left behind: on an error, or on SIGINT/SIGTERM
- * (checked between chunks), the target is removed if this run created it.
+ * Nothing half-written is ever seen: a new target has no name until the
+ * copy is complete and synced (bdrv_create_open(), bdrv_create_finish()),
+ * so an error, SIGINT/SIGTERM/SIGHUP (checked between chunks) or even
+ * SIGKILL leaves nothing. An existing target (-n) is written in place.
  */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "img.h"
 
@@ -517,8 +518,8 @@ int img_convert(int argc, char **argv)
     if (img_parse_args(&argc, &argv, "SRC DST",
                        "Convert the image SRC into DST (raw <-> luks, or "
                        "luks -> luks to re-encrypt).",
-                       "DST must not exist (it is created, and removed if "
-                       "the copy fails or is interrupted), unless -n is "
+                       "DST must not exist (it is created, and appears "
+                       "only once the copy is complete), unless -n is "
                        "given.\n\nExamples:\n"
                        "  qemu-img-lite convert --object secret,id=s0,"
                        "data=pass -O luks -o key-secret=s0 disk.raw "
@@ -688,13 +689,16 @@ int img_convert(int argc, char **argv)
         img_error_free(dst_name, err);
         goto out;
     }
+    /* A new target: synced, then named; until here it had no name. */
+    if (created && bdrv_create_finish(dst, &err) < 0) {
+        img_error_free(dst_name, err);
+        goto out;
+    }
     ret = 0;
 
 out:
+    /* A new target not finished goes with its last descriptor. */
     bdrv_close(dst);
-    if (ret && created) {
-        unlink(dst_name);
-    }
     img_common_opts_clear(&common);
     return ret;
 }

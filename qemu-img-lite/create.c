@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "img.h"
 
@@ -269,13 +268,9 @@ int img_create(int argc, char **argv)
         qemu_strtosz(g_hash_table_lookup(opts, "size"), &size, NULL) < 0) {
         padding_possible = false;   /* bdrv_create reports the bad size */
     }
+    /* Interrupted, it fails: the new image is never named. */
     if (bdrv_create(fmt, filename, opts, &err) < 0) {
         img_error_free(filename, err);
-        goto out;
-    }
-    if (img_interrupted) {
-        unlink(filename);
-        img_error(filename, "Interrupted: the new image was removed");
         goto out;
     }
     if (padding_possible) {

@@ -11,9 +11,12 @@
 #include "block/block.h"
 #include "block/options.h"
 
-/* Set by SIGINT / SIGTERM; long-running loops check it and stop. */
+/* Set by SIGINT / SIGTERM / SIGHUP; long-running loops check it and stop. */
 extern volatile sig_atomic_t img_interrupted;
-/* Route SIGINT and SIGTERM to img_interrupted (signals.c). */
+/*
+ * Route SIGINT, SIGTERM and SIGHUP to img_interrupted, for the block layer
+ * too; ignore SIGPIPE (signals.c).
+ */
 void img_install_signal_handlers(void);
 
 /* "qemu-img-lite: <file>: <message>" (file may be NULL) on stderr. */
@@ -100,5 +103,6 @@ int img_amend(int argc, char **argv);
 int img_compare(int argc, char **argv);
 int img_measure(int argc, char **argv);
 int img_resize(int argc, char **argv);
+int img_check(int argc, char **argv);
 
 #endif

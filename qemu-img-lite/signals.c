@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * qemu-img-lite: SIGINT and SIGTERM set a flag that long-running loops
- * (and the passphrase prompt) check, so that they stop cleanly.
+ * qemu-img-lite: SIGINT, SIGTERM and SIGHUP set a flag that long-running
+ * loops (the block layer's too, and the passphrase prompt) check, so that
+ * they stop cleanly: a new image is then never given its name.
  */
 #include "img.h"
 
@@ -19,4 +20,12 @@ void img_install_signal_handlers(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    /* A closed terminal or ssh session: stop as for SIGTERM. */
+    sigaction(SIGHUP, &sa, NULL);
+    /*
+     * As qemu-img: a reader of -p output that goes away ("| head") makes
+     * writes to stdout fail with EPIPE, and the copy goes on.
+     */
+    signal(SIGPIPE, SIG_IGN);
+    bdrv_set_interrupt_flag(&img_interrupted);
 }

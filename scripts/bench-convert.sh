@@ -19,6 +19,8 @@
 #                    whichever is tmpfs; "none" skips them)
 #   BENCH_QEMU_IMG=0 skip qemu-img (its runs take ten times ours)
 #   BENCH_SPARSE=0   skip the sparse file
+#   BENCH_DIRECT=0   skip the O_DIRECT runs (-t none -T none against
+#                    dd iflag=direct oflag=direct)
 #
 # Needs 3 x SIZE free in each directory (and as much RAM for the page
 # cache). PBKDF2 is kept at iter-time=10 for both tools so the data path is
@@ -59,6 +61,7 @@ trap 'rm -rf "${SCRATCH[@]+"${SCRATCH[@]}"}"' EXIT
 # bench_dir DIR: the dense 1 GiB runs in a scratch directory under DIR.
 bench_dir() {
     local dir t_dd t_enc t_encn t_dec t_q_enc='' t_q_dec=''
+    local t_ddd='' t_encd='' t_decd=''
 
     dir=$(mktemp -d "$1/qil-bench.XXXXXX")
     SCRATCH+=("$dir")
@@ -79,6 +82,23 @@ bench_dir() {
     t_encn=$(best none "$QIL" convert -n --object "$SECRET" -f raw \
              --target-image-opts src.raw "${LUKS_OPEN}qil.luks")
     rm -f qil.luks
+    # Around the page cache (O_DIRECT), where the file system takes it
+    if [ "${BENCH_DIRECT:-1}" != 0 ] &&
+       dd if=src.raw of=probe.raw bs=4K count=1 iflag=direct oflag=direct \
+           status=none 2>/dev/null; then
+        rm -f probe.raw
+        t_ddd=$(best dd.raw dd if=src.raw of=dd.raw bs=256K iflag=direct \
+                oflag=direct)
+        rm -f dd.raw
+        t_encd=$(best qil.luks "$QIL" convert -t none -T none \
+                 --object "$SECRET" -f raw -O luks -o "$OPTS" src.raw \
+                 qil.luks)
+        t_decd=$(best qil.raw "$QIL" convert -t none -T none \
+                 --object "$SECRET" --image-opts "${LUKS_OPEN}qil.luks" \
+                 -O raw qil.raw)
+        cmp src.raw qil.raw
+        rm -f qil.raw qil.luks
+    fi
 
     if [ -n "$QEMU_IMG" ]; then
         t_q_enc=$(best q.luks "$QEMU_IMG" convert --object "$SECRET" \
@@ -99,6 +119,12 @@ bench_dir() {
     row "raw -> luks" "$t_enc" "$t_dd" "$t_q_enc"
     row "raw -> luks (-n)" "$t_encn" "$t_dd"
     row "luks -> raw" "$t_dec" "$t_dd" "$t_q_dec"
+    if [ -n "$t_ddd" ]; then
+        echo "-- O_DIRECT (convert -t none -T none; dd iflag/oflag=direct)"
+        row "dd bs=256K direct" "$t_ddd" "$t_ddd"
+        row "raw -> luks" "$t_encd" "$t_ddd"
+        row "luks -> raw" "$t_decd" "$t_ddd"
+    fi
     cd /
     rm -rf "$dir"       # give tmpfs its memory back now
 }

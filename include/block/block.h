@@ -15,6 +15,7 @@
 #ifndef BLOCK_BLOCK_H
 #define BLOCK_BLOCK_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -48,6 +49,12 @@ typedef struct BlockDriverState BlockDriverState;
  * ignore other processes' (block/file-lock.c).
  */
 #define BDRV_O_FORCE_SHARE (1 << 4)
+/*
+ * Opened for "check" (QEMU's BDRV_O_CHECK): no repair or dirty-bit
+ * handling at open, and a qcow2 image may be opened read-write for
+ * "check -r" alone.
+ */
+#define BDRV_O_CHECK (1 << 5)
 /*
  * QEMU's cache.direct=on (cache modes none and directsync): the file is
  * opened with O_DIRECT, its data goes to the device around the page cache.
@@ -187,13 +194,34 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(BlockImageInfo, bdrv_image_info_free)
  * the format's creation options (-o); the ones understood are removed,
  * and any left over is an error. The file must not exist yet: it is
  * created exclusively, so that nothing the user had is ever overwritten.
- * On failure, nothing is left behind.
+ *
+ * The new file has no name until the image is complete
+ * (block/file-create.h): bdrv_create() syncs it and names it before it
+ * returns 0. On failure, on bdrv_interrupted(), or if the process is
+ * killed, nothing is left behind.
  */
 int bdrv_create(const char *format, const char *filename, GHashTable *opts,
                 Error **errp);
-/* The same, and return the new image open read-write (with flags). */
+/*
+ * The same, but return the new image open read-write (with flags) and
+ * still without its name: write it, then call bdrv_create_finish().
+ * Closing it before that (or a kill) leaves nothing behind.
+ */
 BlockDriverState *bdrv_create_open(const char *format, const char *filename,
                                    GHashTable *opts, int flags, Error **errp);
+/*
+ * Flush bs, sync the new files under it and give them their names (never
+ * replacing a file that took the name meanwhile: "File exists"). Refused
+ * with "Interrupted" once bdrv_interrupted(). Harmless on other images.
+ */
+int bdrv_create_finish(BlockDriverState *bs, Error **errp);
+
+/*
+ * Long operations inside the block layer (full preallocation) and the
+ * naming of new images stop with "Interrupted" once *flag is non-zero:
+ * the tool passes the flag its signal handlers set. NULL: never.
+ */
+void bdrv_set_interrupt_flag(volatile sig_atomic_t *flag);
 
 /*
  * Bytes a new image of this format needs for size bytes of data
@@ -201,6 +229,41 @@ BlockDriverState *bdrv_create_open(const char *format, const char *filename,
  */
 int bdrv_measure(const char *format, GHashTable *opts, uint64_t size,
                  uint64_t *required, uint64_t *fully_allocated, Error **errp);
+
+/* What "check -r" may repair (QEMU's BdrvCheckMode). */
+typedef enum {
+    BDRV_FIX_LEAKS = 1,     /* free clusters nothing references */
+    BDRV_FIX_ERRORS = 2,    /* refcounts too low, flags, where safe */
+} BdrvCheckMode;
+
+/*
+ * What "check" found (QEMU's BdrvCheckResult). report, if set, receives
+ * each finding as qemu-img prints it ("Leaked cluster 5 refcount=2
+ * reference=1"), in order; the tool prints them, the library never does.
+ */
+typedef struct BdrvCheckResult {
+    int64_t corruptions;
+    int64_t leaks;
+    int64_t check_errors;
+    int64_t corruptions_fixed;
+    int64_t leaks_fixed;
+    int64_t image_end_offset;
+    int64_t total_clusters;
+    int64_t allocated_clusters;
+    int64_t fragmented_clusters;
+    int64_t compressed_clusters;
+    void (*report)(void *opaque, const char *msg);
+    void *report_opaque;
+} BdrvCheckResult;
+
+/*
+ * Check an image's metadata for consistency, and repair what fix allows
+ * (the image must then be open read-write). res is zeroed first, except
+ * report. Returns 0 when the check ran (its findings are in res),
+ * -ENOTSUP if the format has no check, or another negative errno if it
+ * could not complete (qemu-img's "Check failed: <strerror>").
+ */
+int bdrv_check(BlockDriverState *bs, BdrvCheckResult *res, BdrvCheckMode fix);
 
 /* Change format options in place ("qemu-img amend -o ..."). */
 int bdrv_amend(BlockDriverState *bs, GHashTable *opts, bool force,

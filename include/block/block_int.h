@@ -91,6 +91,11 @@ struct BlockDriver {
      */
     int (*bdrv_create)(const char *filename, GHashTable *opts, int flags,
                        BlockDriverState **pbs, Error **errp);
+    /*
+     * Optional, for protocols: give the new file this node writes its
+     * name (see bdrv_create_finish()); nothing to do for other nodes.
+     */
+    int (*bdrv_create_finish)(BlockDriverState *bs, Error **errp);
     int (*bdrv_measure)(GHashTable *opts, uint64_t size, uint64_t *required,
                         uint64_t *fully_allocated, Error **errp);
     /* Fill in the format-specific part of info (optional). */
@@ -102,6 +107,9 @@ struct BlockDriver {
     int (*bdrv_pwrite_compressed)(BlockDriverState *bs, uint64_t offset,
                                   const void *buf, size_t bytes,
                                   Error **errp);
+    /* Optional: "check" (see bdrv_check()); res is zeroed by the caller. */
+    int (*bdrv_check)(BlockDriverState *bs, BdrvCheckResult *res,
+                      BdrvCheckMode fix);
 };
 
 extern const BlockDriver bdrv_file;
@@ -160,11 +168,25 @@ BlockDriverState *bdrv_open_child(GHashTable *opts, const char *name,
 
 /*
  * Create a protocol-level file (for a format's bdrv_create): exclusively,
- * size bytes, with prealloc. The file is left for the caller to open; on
- * failure, nothing is left.
+ * size bytes, with prealloc. The file has no name yet
+ * (block/file-create.h): it waits for the caller, who opens it by
+ * filename as usual ("file" nodes opening that name get the new file).
+ * bdrv_create() and bdrv_create_open() end the wait (below). On failure,
+ * nothing is left.
  */
 int bdrv_create_file(const char *filename, uint64_t size,
                      PreallocMode prealloc, Error **errp);
+/*
+ * The end of a creation: sync the new file made for filename and give it
+ * that name (0 if none is waiting; "Interrupted" if bdrv_interrupted()),
+ * or just let it go: it then lives on in the nodes that have it open, or,
+ * if none has, vanishes.
+ */
+int bdrv_create_file_commit(const char *filename, Error **errp);
+void bdrv_create_file_release(const char *filename);
+
+/* Whether the tool was interrupted (see bdrv_set_interrupt_flag()). */
+bool bdrv_interrupted(void);
 
 /*
  * A node of drv on file, opened by its creator (bdrv_create) rather than by

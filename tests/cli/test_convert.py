@@ -4,7 +4,6 @@ progress, sparse targets, and never a half-written target."""
 import os
 import signal
 import subprocess
-import time
 
 from qiltest import (ITER_TIME, SECRET, TOOL, TestCase, file_bytes, luks_opts,
                      main, qil, random_file)
@@ -194,18 +193,23 @@ class ConvertLuks(TestCase):
             f.truncate(2 << 30)     # sparse: costs nothing on disk
         dst = self.path("dst.luks")
         proc = subprocess.Popen(
-            [TOOL, "convert", "-m", "1", "--object", SECRET, "-O", "luks",
-             "-o", f"key-secret=sec0,iter-time={ITER_TIME}", src, dst],
+            [TOOL, "convert", "-p", "-m", "1", "--object", SECRET, "-O",
+             "luks", "-o", f"key-secret=sec0,iter-time={ITER_TIME}", src,
+             dst],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + 30
-        while not os.path.exists(dst) and time.time() < deadline:
-            time.sleep(0.005)
-        time.sleep(0.05)
+        # The copy is under way once -p shows 1% (the target, which has
+        # no name until the copy is complete, cannot tell).
+        shown = ""
+        while "(1.00/100%)" not in shown:
+            c = proc.stdout.read(1)
+            self.assertTrue(c, "convert ended before 1%")
+            shown += c
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
         self.assertEqual(proc.returncode, 1, err)
         self.assertIn("Interrupted", err)
         self.assertFalse(os.path.exists(dst))
+        self.assertEqual(os.listdir(os.path.dirname(dst)), ["big.raw"])
 
 
 if __name__ == "__main__":

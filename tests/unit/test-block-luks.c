@@ -66,6 +66,8 @@ static BlockDriverState *luks_create(const char *path, const char *extra,
         g_test_message("create: %s", error_get_pretty(err));
     }
     g_assert_nonnull(bs);
+    /* Named now, so that the tests can open it again by name. */
+    g_assert_cmpint(bdrv_create_finish(bs, &err), ==, 0);
     return bs;
 }
 
