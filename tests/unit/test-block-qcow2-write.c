@@ -217,6 +217,8 @@ static void test_random_writes(gconstpointer data)
     }
     check_model(bs, model, size);
     check_refcounts(bs);
+    /* The new image gets its name now (block/file-create.h). */
+    g_assert_cmpint(bdrv_create_finish(bs, &error_abort), ==, 0);
     bdrv_close(bs);
 
     /* Reopened: the same, and the dirty bit of lazy refcounts is clear. */
