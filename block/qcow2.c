@@ -788,7 +788,10 @@ static int qcow2_open_image(BlockDriverState *bs, GHashTable *opts, int flags,
         qcow2_open_backing(bs, opts, flags, errp) < 0) {
         return -1;
     }
-    /* "check -r" writes through qcow2-check.c alone, whatever the image. */
+    /*
+     * "check -r" writes through qcow2-check.c alone, and must open the
+     * dirty and corrupt images the write path refuses.
+     */
     if ((flags & BDRV_O_RDWR) && !(flags & BDRV_O_CHECK)) {
         return qcow2_open_writable(bs, errp);
     }
@@ -1089,6 +1092,7 @@ const BlockDriver bdrv_qcow2 = {
     .bdrv_is_encrypted = qcow2_is_encrypted,
     .bdrv_get_warning = qcow2_get_warning,
     .bdrv_get_info = qcow2_get_info,
+    .bdrv_check = qcow2_check,
     .bdrv_pwrite = qcow2_pwrite,
     .bdrv_flush = qcow2_flush,
     .bdrv_has_zero_init = qcow2_has_zero_init,
@@ -1096,5 +1100,4 @@ const BlockDriver bdrv_qcow2 = {
     .bdrv_pwrite_compressed = qcow2_pwrite_compressed,
     .bdrv_truncate = qcow2_truncate,
     .bdrv_amend = qcow2_amend,
-    .bdrv_check = qcow2_check,
 };

@@ -103,13 +103,13 @@ struct BlockDriver {
                          Error **errp);
     int (*bdrv_amend)(BlockDriverState *bs, GHashTable *opts, bool force,
                       Error **errp);
+    /* Optional: "check" (see bdrv_check()); res is zeroed by the caller. */
+    int (*bdrv_check)(BlockDriverState *bs, BdrvCheckResult *res,
+                      BdrvCheckMode fix);
     /* Optional: write compressed where the format can (convert -c). */
     int (*bdrv_pwrite_compressed)(BlockDriverState *bs, uint64_t offset,
                                   const void *buf, size_t bytes,
                                   Error **errp);
-    /* Optional: "check" (see bdrv_check()); res is zeroed by the caller. */
-    int (*bdrv_check)(BlockDriverState *bs, BdrvCheckResult *res,
-                      BdrvCheckMode fix);
 };
 
 extern const BlockDriver bdrv_file;

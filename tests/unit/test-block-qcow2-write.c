@@ -217,7 +217,7 @@ static void test_random_writes(gconstpointer data)
     }
     check_model(bs, model, size);
     check_refcounts(bs);
-    /* The new image gets its name now (block/file-create.h). */
+    /* bdrv_create_open(): the image gets its name only now. */
     g_assert_cmpint(bdrv_create_finish(bs, &error_abort), ==, 0);
     bdrv_close(bs);
 
