@@ -59,6 +59,8 @@ enum {
 /* Spec, compatible_features / autoclear_features */
 #define QCOW2_COMPAT_LAZY_REFCOUNTS (1ull << 0)
 #define QCOW2_AUTOCLEAR_DATA_FILE_RAW (1ull << 1)
+/* Spec, autoclear bit 0: without it the bitmaps extension is stale. */
+#define QCOW2_AUTOCLEAR_BITMAPS (1ull << 0)
 
 /* Spec, "Header extensions": types */
 #define QCOW2_EXT_END               0x00000000u
@@ -117,6 +119,10 @@ typedef struct Qcow2Extensions {
     bool has_crypto_header;
     uint64_t crypto_header_offset;  /* bytes into the image file */
     uint64_t crypto_header_length;
+    /* Spec, "Bitmaps extension" (0 bitmaps: none, or a stale extension) */
+    uint32_t nb_bitmaps;
+    uint64_t bitmap_directory_size;
+    uint64_t bitmap_directory_offset;
     /* Names of incompatible features (feature name table), bit -> name */
     char *incompat_names[64];
 } Qcow2Extensions;
@@ -199,7 +205,10 @@ void qcow2_compressed_extent(const Qcow2Geometry *g, uint64_t l2_entry,
 /*
  * A run of guest bytes that maps the same way: *type for all of it; for
  * NORMAL, host_offset of the first byte and contiguous on the host; for
- * COMPRESSED, one cluster's descriptor in l2_entry.
+ * COMPRESSED, one cluster's descriptor in l2_entry. A zero or unallocated
+ * run either has host clusters (an L2 entry with an offset: QEMU's
+ * ZERO_ALLOC, UNALLOCATED_ALLOC), contiguous like NORMAL ones, or none:
+ * "qemu-img map" shows the difference.
  */
 typedef struct Qcow2Extent {
     Qcow2SubclusterType type;
@@ -207,6 +216,9 @@ typedef struct Qcow2Extent {
     uint64_t host_offset;
     uint64_t l2_entry;
 } Qcow2Extent;
+
+/* Whether a run of type whose L2 entry is l2_entry has host clusters. */
+bool qcow2_extent_has_host(Qcow2SubclusterType type, uint64_t l2_entry);
 
 typedef struct Qcow2Cache Qcow2Cache;
 typedef struct BDRVQcow2State BDRVQcow2State;
@@ -392,6 +404,9 @@ struct BDRVQcow2State {
     uint64_t reftable_entries;
     bool dirty;                     /* the dirty bit is set on disk */
     uint64_t compressed_next;       /* free bytes for compressed data, 0 */
+    /* Block status: preallocation=metadata looked for, and found. */
+    bool prealloc_checked;
+    bool metadata_prealloc;
 };
 
 /*

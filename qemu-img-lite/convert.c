@@ -630,9 +630,11 @@ int img_convert(int argc, char **argv)
             goto out;
         }
     } else {
+        /* A block device is written in place, as by qemu-img. */
+        bool on_device = bdrv_block_device_size(dst_name) >= 0;
         struct stat st;
 
-        if (stat(dst_name, &st) == 0) {
+        if (!on_device && stat(dst_name, &st) == 0) {
             img_error(dst_name, "The target exists: it is only written with "
                       "-n (or remove it first)");
             goto out;
@@ -645,7 +647,10 @@ int img_convert(int argc, char **argv)
             img_error_free(dst_name, err);
             goto out;
         }
-        img_warn_if_padded(dst_name, dst, len);
+        /* An image on a device has the device's size: no padding to tell. */
+        if (!on_device) {
+            img_warn_if_padded(dst_name, dst, len);
+        }
         created = true;
     }
 

@@ -178,6 +178,40 @@ static void img_create_check_padding(const char *filename, const char *fmt,
     }
 }
 
+/*
+ * No size given: an image on a block device fills it (qemu-img wants a
+ * size): its size is what the device holds after the format's header.
+ * Anywhere else the size is missing. Prints errors.
+ */
+static int img_create_size_from_device(const char *filename,
+                                       const char *fmt, GHashTable *opts)
+{
+    int64_t dev_size = bdrv_block_device_size(filename);
+    g_autoptr(GHashTable) copy = NULL;
+    uint64_t header, fully_allocated;
+    Error *err = NULL;
+
+    if (dev_size < 0) {
+        img_error(NULL, "Image creation needs a size parameter");
+        return -1;
+    }
+    /* What a format needs for no data is its header. */
+    copy = qemu_opts_copy(opts);
+    if (bdrv_measure(fmt, copy, 0, &header, &fully_allocated, &err) < 0) {
+        img_error_free(filename, err);
+        return -1;
+    }
+    if (header > (uint64_t)dev_size) {
+        img_error(filename, "Cannot grow device files");
+        return -1;
+    }
+    g_hash_table_insert(opts, g_strdup("size"),
+                        g_strdup_printf("%" G_GUINT64_FORMAT,
+                                        ROUND_DOWN(dev_size - header,
+                                                   BDRV_SECTOR_SIZE)));
+    return 0;
+}
+
 int img_create(int argc, char **argv)
 {
     g_autofree char *fmt = NULL;
@@ -254,8 +288,8 @@ int img_create(int argc, char **argv)
                             g_strdup_printf("%" G_GUINT64_FORMAT, size));
     } else if (!g_hash_table_contains(opts, "size") &&
                !g_hash_table_contains(opts, "detached-header") &&
-               !g_hash_table_contains(opts, "backing_file")) {
-        img_error(NULL, "Image creation needs a size parameter");
+               !g_hash_table_contains(opts, "backing_file") &&
+               img_create_size_from_device(filename, fmt, opts) < 0) {
         goto out;
     }
     if (!common.quiet) {
