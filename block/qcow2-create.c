@@ -20,7 +20,6 @@
  * write path (qcow2-write.c) never has to move it.
  */
 #include <string.h>
-#include <unistd.h>
 
 #include "block/crypto.h"
 #include "block/qcow2.h"
@@ -694,6 +693,7 @@ int qcow2_create(const char *filename, GHashTable *opts, int flags,
         bdrv_create_file(filename, 0, PREALLOC_MODE_OFF, errp) < 0) {
         goto out;
     }
+    /* The new file, unnamed until the creation ends (bdrv_create()). */
     file = bdrv_open(filename, "file", NULL, BDRV_O_RDWR | flags, errp);
     if (!file) {
         goto out;
@@ -725,6 +725,7 @@ int qcow2_create(const char *filename, GHashTable *opts, int flags,
     goto out;
 
 fail:
+    /* Dropping the unnamed new file leaves nothing behind. */
     qcrypto_block_free(block);
     bdrv_close(file);
 out:

@@ -5,7 +5,9 @@ while it writes into an existing one with -n. Afterwards the real
 `qemu-img check` finds no corruption (leaked clusters are allowed, as
 qemu-img allows them), and every 4 KiB block of the image reads either
 what was there before or what was being written: never anything else
-(an L2 entry is written only after the data it points at).
+(an L2 entry is written only after the data it points at). A new image
+only gets its name when complete: killed, there is no file, or a whole
+image.
 """
 import os
 import random
@@ -72,6 +74,14 @@ class Qcow2Crash(TestCase):
         qil(*args)
         return time.monotonic() - start
 
+    def qemu_raw_all(self, img, enc):
+        out = self.path("all.raw")
+        if os.path.exists(out):
+            os.unlink(out)
+        subprocess.run([shutil.which("qemu-img"), "convert",
+                        *image_args(img, enc), "-O", "raw", out], check=True)
+        return file_bytes(out)
+
     def assert_consistent(self, img, enc, old, new):
         check = subprocess.run([shutil.which("qemu-img"), "check",
                                 *image_args(img, enc)],
@@ -112,13 +122,13 @@ class Qcow2Crash(TestCase):
                     if os.path.exists(img):
                         os.unlink(img)
                     killed += self.kill_during([*args, src, img], duration)
-                    if not os.path.exists(img) or os.path.getsize(img) == 0:
-                        continue    # killed before the header was written
-                    # Killed during create: the header may be incomplete.
-                    with open(img, "rb") as f:
-                        if f.read(4) != b"QFI\xfb":
-                            continue
+                    # A new image gets its name only when complete
+                    # (block/file-create.h): killed, there is none.
+                    if not os.path.exists(img):
+                        continue
                     self.assert_consistent(img, "encrypt" in opts, zero, new)
+                    self.assertEqual(self.qemu_raw_all(img, "encrypt" in opts),
+                                     new, "a named image is a complete one")
             # Not a timing test: a machine so slow that no run was cut
             # short still checked complete images.
             print(f"{opts or 'default'}: {killed}/{ROUNDS} runs killed "

@@ -1000,11 +1000,13 @@ static void test_open_refused(Fixture *f, gconstpointer data)
     g_assert_null(bs);
     test_error_expect(&err, "Unknown incompatible feature: 400");
 
-    stq_be_p(img->buf->data + 72, 0);
+    /* Read-write (the write path, qcow2-write.c): not a dirty image. */
+    stq_be_p(img->buf->data + 72, QCOW2_INCOMPAT_DIRTY);
     img_save(img, f->path);
-    /* Writable since qcow2-write.c. */
-    bs = bdrv_open(f->path, "qcow2", NULL, BDRV_O_RDWR, &error_abort);
-    bdrv_close(bs);
+    bs = bdrv_open(f->path, "qcow2", NULL, BDRV_O_RDWR, &err);
+    g_assert_null(bs);
+    test_error_expect(&err, "cannot be written by qemu-img-lite: its dirty "
+                      "bit is set");
 
     /* An external data file is named by the image or the options. */
     stq_be_p(img->buf->data + 72, QCOW2_INCOMPAT_DATA_FILE);
