@@ -442,7 +442,7 @@ block_crypto_take_luks2_create_opts(GHashTable *opts,
                                       &copts->kdf_parallel, errp);
 }
 
-static void block_crypto_create_opts_clear(QCryptoBlockCreateOptions *copts)
+void block_crypto_create_opts_clear(QCryptoBlockCreateOptions *copts)
 {
     block_crypto_secret_free(&copts->secret);
     g_free((char *)copts->label);
@@ -527,7 +527,7 @@ block_crypto_take_create_opts_inner(GHashTable *opts,
 }
 
 /* On failure nothing is left to free in copts. */
-static int block_crypto_take_create_opts(GHashTable *opts,
+int block_crypto_take_create_opts(GHashTable *opts,
                                          QCryptoBlockCreateOptions *copts,
                                          bool need_secret, Error **errp)
 {

@@ -22,4 +22,14 @@ int block_crypto_take_secret(GHashTable *opts, const char *key,
                              bool required, bool *has,
                              QCryptoBlockSecret *secret, Error **errp);
 
+/*
+ * The LUKS creation options (-o of create -O luks) from opts, taken out of
+ * it; the secret (key-secret) is required when need_secret. Free with
+ * block_crypto_create_opts_clear(); on failure nothing is left to free.
+ */
+int block_crypto_take_create_opts(GHashTable *opts,
+                                  QCryptoBlockCreateOptions *copts,
+                                  bool need_secret, Error **errp);
+void block_crypto_create_opts_clear(QCryptoBlockCreateOptions *copts);
+
 #endif
