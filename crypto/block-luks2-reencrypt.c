@@ -82,6 +82,17 @@ static int reenc_block_write(QCryptoBlock *block, uint64_t offset,
     return io->write(io->opaque, offset, buf, len, errp);
 }
 
+/* Writes of the secondary header copy only (the primary is at 0). */
+static int reenc_secondary_write(QCryptoBlock *block, uint64_t offset,
+                                 const uint8_t *buf, size_t len,
+                                 void *opaque, Error **errp)
+{
+    if (offset == 0) {
+        return 0;
+    }
+    return reenc_block_write(block, offset, buf, len, opaque, errp);
+}
+
 /* ---- JSON helpers ---- */
 
 static void set_u64(JsonObject *o, const char *key, uint64_t v)
@@ -875,10 +886,19 @@ int qcrypto_reencrypt_encrypt_init(const QCryptoBlockCreateOptions *options,
         io->sync(io->opaque, errp) < 0) {
         goto out;
     }
-    /* Key-slot area, then both header copies with the new state. */
+    /*
+     * The key-slot area, at once the secondary header (so that the state
+     * can be found even if the primary copy never lands: cryptsetup and we
+     * both look for it), then both copies. Only a crash between the first
+     * two writes leaves a file that is neither raw nor LUKS2; the data is
+     * in the copy at the end then (docs/reencrypt.md).
+     */
     if (io->write(io->opaque, 2 * r.hdr->bin.hdr_size,
                   m.buf + 2 * r.hdr->bin.hdr_size,
                   m.len - 2 * r.hdr->bin.hdr_size, errp) < 0 ||
+        qcrypto_luks2_header_write(r.hdr, json, r.block,
+                                   reenc_secondary_write, (void *)io,
+                                   errp) < 0 ||
         io->sync(io->opaque, errp) < 0 ||
         qcrypto_luks2_header_write(r.hdr, json, r.block, reenc_block_write,
                                    (void *)io, errp) < 0 ||

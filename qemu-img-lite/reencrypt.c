@@ -94,14 +94,30 @@ static bool ctx_progress(void *opaque, uint64_t done, uint64_t total)
     return false;
 }
 
+/*
+ * A LUKS header at the start, or a LUKS2 secondary header at one of the
+ * header sizes (16 KiB .. 4 MiB): an encryption whose primary header was
+ * not yet written when it stopped must be resumed, not started again.
+ */
 static bool file_is_luks(BlockDriverState *file)
 {
     static const uint8_t magic[6] = { 'L', 'U', 'K', 'S', 0xba, 0xbe };
+    static const uint8_t magic2[6] = { 'S', 'K', 'U', 'L', 0xba, 0xbe };
+    int64_t len = bdrv_getlength(file, NULL);
     uint8_t buf[6];
 
-    return bdrv_getlength(file, NULL) >= 6 &&
-        bdrv_pread(file, 0, buf, sizeof(buf), NULL) == 0 &&
-        !memcmp(buf, magic, sizeof(magic));
+    if (len >= 6 && bdrv_pread(file, 0, buf, sizeof(buf), NULL) == 0 &&
+        !memcmp(buf, magic, sizeof(magic))) {
+        return true;
+    }
+    for (int64_t off = 16 << 10; off <= 4 << 20 && off + 6 <= len;
+         off *= 2) {
+        if (bdrv_pread(file, off, buf, sizeof(buf), NULL) == 0 &&
+            !memcmp(buf, magic2, sizeof(magic2))) {
+            return true;
+        }
+    }
+    return false;
 }
 
 int img_reencrypt(int argc, char **argv)
