@@ -1004,8 +1004,19 @@ static int reenc_position(Reenc *r, uint64_t *lin, uint64_t *zone,
             break;
         }
         type = json_object_get_string_member_with_default(s, "type", "");
-        if (get_u64(s, "segment", "offset", &off, errp) < 0 ||
-            get_u64(s, "segment", "size", &size, errp) < 0) {
+        if (get_u64(s, "segment", "offset", &off, errp) < 0) {
+            return -1;
+        }
+        /*
+         * cryptsetup writes the encrypted part as "dynamic" once it
+         * reaches the end of the device (its last state before the final
+         * one): whatever is left.
+         */
+        if (g_str_equal(type, "crypt") &&
+            g_str_equal(json_object_get_string_member_with_default(
+                            s, "size", ""), "dynamic")) {
+            size = r->size - MIN(r->size, *lin + *zone + done);
+        } else if (get_u64(s, "segment", "size", &size, errp) < 0) {
             return -1;
         }
         if (g_str_equal(type, "linear") && !*zone && !done) {
