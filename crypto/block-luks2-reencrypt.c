@@ -37,6 +37,8 @@
 #define REENC_DIGEST_SALT_LEN 32
 /* cryptsetup rejects longer strings when it serialises for the digest */
 #define REENC_MAX_STR 256
+/* Larger offsets and sizes are refused: sums of a few never wrap. */
+#define REENC_MAX_BYTES (1ull << 60)
 
 typedef struct Reenc {
     const QCryptoReencryptIO *io;
@@ -529,7 +531,11 @@ static int reenc_parse(Reenc *r, Error **errp)
                     &r->moved_size, errp) < 0) {
             return -1;
         }
-        if (off != 0 || !g_str_equal(ft, "crypt") || fo != r->shift ||
+        /* Bounds first: no sum below may wrap (hostile numbers). */
+        if (r->size > REENC_MAX_BYTES || r->shift > REENC_MAX_BYTES ||
+            r->moved_offset > REENC_MAX_BYTES ||
+            r->moved_size > REENC_MAX_BYTES ||
+            off != 0 || !g_str_equal(ft, "crypt") || fo != r->shift ||
             !g_str_equal(fs, "dynamic") || r->shift == 0 ||
             r->shift % QCRYPTO_LUKS2_AREA_ALIGN ||
             r->moved_size != MIN(r->shift, r->size) ||
@@ -1115,6 +1121,7 @@ int qcrypto_reencrypt_resume(const QCryptoBlockSecret *secret,
     Reenc r = { .io = io };
     g_autofree uint8_t *buf = NULL;
     uint64_t lin, zone;
+    int64_t flen;
     int ret = -1;
 
     r.block = qcrypto_block_new(QCRYPTO_BLOCK_FORMAT_LUKS, NULL);
@@ -1136,8 +1143,11 @@ int qcrypto_reencrypt_resume(const QCryptoBlockSecret *secret,
         reenc_unlock(&r, secret, errp) < 0) {
         goto out;
     }
-    if (r.moved_offset + r.moved_size > (uint64_t)io->length(io->opaque,
-                                                             errp)) {
+    flen = io->length(io->opaque, errp);
+    if (flen < 0) {
+        goto out;
+    }
+    if (r.moved_offset + r.moved_size > (uint64_t)flen) {
         error_setg(errp, "The moved data lies beyond the end of the file: "
                    "was it truncated?");
         goto out;
