@@ -3,6 +3,7 @@
  * The block layer core: driver lookup, opening nodes from options, and the
  * checks every request passes before it reaches a driver.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "block/block_int.h"
@@ -547,4 +548,22 @@ int bdrv_amend(BlockDriverState *bs, GHashTable *opts, bool force,
         return -1;
     }
     return bs->drv->bdrv_amend(bs, opts, force, errp);
+}
+
+int bdrv_check(BlockDriverState *bs, BdrvCheckResult *res, BdrvCheckMode fix)
+{
+    void (*report)(void *, const char *) = res->report;
+    void *opaque = res->report_opaque;
+
+    if (!bs->drv->bdrv_check) {
+        return -ENOTSUP;
+    }
+    /* Repairs write: the caller opened the image read-write for them. */
+    if (fix && bdrv_is_read_only(bs)) {
+        return -EACCES;
+    }
+    memset(res, 0, sizeof(*res));
+    res->report = report;
+    res->report_opaque = opaque;
+    return bs->drv->bdrv_check(bs, res, fix);
 }

@@ -731,7 +731,8 @@ static int qcow2_open_image(BlockDriverState *bs, GHashTable *opts, int flags,
     BDRVQcow2State *s = bs->opaque;
     int64_t len;
 
-    if (flags & BDRV_O_RDWR) {
+    /* "check -r" writes through qcow2-check.c alone. */
+    if ((flags & BDRV_O_RDWR) && !(flags & BDRV_O_CHECK)) {
         error_setg(errp, "qcow2 images are read-only in qemu-img-lite: "
                    "convert '%s' to raw or LUKS to change it",
                    bdrv_get_filename(bs->file));
@@ -1019,4 +1020,5 @@ const BlockDriver bdrv_qcow2 = {
     .bdrv_is_encrypted = qcow2_is_encrypted,
     .bdrv_get_warning = qcow2_get_warning,
     .bdrv_get_info = qcow2_get_info,
+    .bdrv_check = qcow2_check,
 };

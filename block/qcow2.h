@@ -286,6 +286,17 @@ int qcow2_crypto_decrypt(Qcow2Crypto *c, uint64_t host_offset,
 /* LUKS header info for "info", or NULL (AES, or no header). */
 QCryptoBlockInfo *qcow2_crypto_get_info(Qcow2Crypto *c, Error **errp);
 
+/* ---- qcow2-check.c */
+
+/*
+ * "check": rebuild every cluster's reference count from the header, the
+ * L1/L2 tables, snapshots, bitmaps and the refcount structures, compare
+ * with the refcount blocks, and repair what fix allows (QEMU's
+ * qcow2_co_check). See bdrv_check().
+ */
+int qcow2_check(BlockDriverState *bs, BdrvCheckResult *res,
+                BdrvCheckMode fix);
+
 /* ---- The driver state (qcow2.c) */
 
 struct BDRVQcow2State {

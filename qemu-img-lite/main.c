@@ -356,6 +356,9 @@ static const ImgCommand img_commands[] = {
     { "amend", img_amend,
       "amend [--object OBJ] [--image-opts] [-f FMT] [--force] -o OPTIONS "
       "FILENAME" },
+    { "check", img_check,
+      "check [--object OBJ] [--image-opts] [-f FMT] [--output=human|json] "
+      "[-q] [-r leaks|all] [-T CACHE] [-U] FILENAME" },
     { "compare", img_compare,
       "compare [--object OBJ] [--image-opts] [-f FMT] [-F FMT] [-p] [-q] "
       "[-s] [-U] FILE1 FILE2" },

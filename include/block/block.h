@@ -50,6 +50,12 @@ typedef struct BlockDriverState BlockDriverState;
  */
 #define BDRV_O_FORCE_SHARE (1 << 4)
 /*
+ * Opened for "check" (QEMU's BDRV_O_CHECK): no repair or dirty-bit
+ * handling at open, and a qcow2 image may be opened read-write for
+ * "check -r" alone.
+ */
+#define BDRV_O_CHECK (1 << 5)
+/*
  * QEMU's cache.direct=on (cache modes none and directsync): the file is
  * opened with O_DIRECT, its data goes to the device around the page cache.
  */
@@ -215,6 +221,41 @@ void bdrv_set_interrupt_flag(volatile sig_atomic_t *flag);
  */
 int bdrv_measure(const char *format, GHashTable *opts, uint64_t size,
                  uint64_t *required, uint64_t *fully_allocated, Error **errp);
+
+/* What "check -r" may repair (QEMU's BdrvCheckMode). */
+typedef enum {
+    BDRV_FIX_LEAKS = 1,     /* free clusters nothing references */
+    BDRV_FIX_ERRORS = 2,    /* refcounts too low, flags, where safe */
+} BdrvCheckMode;
+
+/*
+ * What "check" found (QEMU's BdrvCheckResult). report, if set, receives
+ * each finding as qemu-img prints it ("Leaked cluster 5 refcount=2
+ * reference=1"), in order; the tool prints them, the library never does.
+ */
+typedef struct BdrvCheckResult {
+    int64_t corruptions;
+    int64_t leaks;
+    int64_t check_errors;
+    int64_t corruptions_fixed;
+    int64_t leaks_fixed;
+    int64_t image_end_offset;
+    int64_t total_clusters;
+    int64_t allocated_clusters;
+    int64_t fragmented_clusters;
+    int64_t compressed_clusters;
+    void (*report)(void *opaque, const char *msg);
+    void *report_opaque;
+} BdrvCheckResult;
+
+/*
+ * Check an image's metadata for consistency, and repair what fix allows
+ * (the image must then be open read-write). res is zeroed first, except
+ * report. Returns 0 when the check ran (its findings are in res),
+ * -ENOTSUP if the format has no check, or another negative errno if it
+ * could not complete (qemu-img's "Check failed: <strerror>").
+ */
+int bdrv_check(BlockDriverState *bs, BdrvCheckResult *res, BdrvCheckMode fix);
 
 /* Change format options in place ("qemu-img amend -o ..."). */
 int bdrv_amend(BlockDriverState *bs, GHashTable *opts, bool force,

@@ -103,6 +103,9 @@ struct BlockDriver {
                          Error **errp);
     int (*bdrv_amend)(BlockDriverState *bs, GHashTable *opts, bool force,
                       Error **errp);
+    /* Optional: "check" (see bdrv_check()); res is zeroed by the caller. */
+    int (*bdrv_check)(BlockDriverState *bs, BdrvCheckResult *res,
+                      BdrvCheckMode fix);
 };
 
 extern const BlockDriver bdrv_file;
