@@ -324,8 +324,15 @@ class Reencrypt(TestCase):
         """Resume whatever a kill left, alternating the resuming tool."""
         if not has_luks_header(img):
             # Killed before its header: still the raw image, maybe grown.
-            self.assertEqual(file_bytes(img)[:size], file_bytes(orig),
-                             f"seed {self.seed}")
+            data, want = file_bytes(img), file_bytes(orig)
+            if data[:size] != want:
+                # The one window docs/reencrypt.md names: key-slot area
+                # written, no header yet; the start is in the copy.
+                self.assertEqual(data[size + SHIFT:size + 2 * SHIFT],
+                                 want[:SHIFT], f"seed {self.seed}")
+                with open(img, "r+b") as f:
+                    f.write(want[:SHIFT])
+            self.assertEqual(file_bytes(img)[:size], want)
             os.truncate(img, size)
             self.encrypt(img)
             return
