@@ -1080,36 +1080,37 @@ static int reenc_zone(Reenc *r, uint64_t a, uint64_t len, uint8_t *buf,
     return reenc_write_root(r, after, errp);
 }
 
-/* Give back the room the moved copy used, wiping it first. */
+/*
+ * Wipe the moved copy (plain text, no longer needed once the last zone is
+ * recorded), write the final metadata, give the room back. The wipe comes
+ * first so that no crash leaves plain text behind a finished header.
+ */
 static int reenc_finish(Reenc *r, Error **errp)
 {
     const QCryptoReencryptIO *io = r->io;
     g_autoptr(JsonNode) fin = reenc_final_root(r);
-    int64_t len;
+    g_autofree uint8_t *zero = g_malloc0(1 << 20);
+    int64_t len = io->length(io->opaque, errp);
+    uint64_t end;
 
-    if (reenc_write_root(r, fin, errp) < 0) {
-        return -1;
-    }
-    len = io->length(io->opaque, errp);
     if (len < 0) {
         return -1;
     }
-    if (io->truncate && (uint64_t)len > r->shift + r->size) {
-        g_autofree uint8_t *zero = g_malloc0(1 << 20);
-        uint64_t end = MIN((uint64_t)len, r->moved_offset + r->moved_size);
-
-        /* The copy holds plain text: overwrite it before freeing it. */
-        for (uint64_t o = r->moved_offset; o < end; o += 1 << 20) {
-            if (io->write(io->opaque, o, zero, MIN(1 << 20, end - o),
-                          errp) < 0) {
-                return -1;
-            }
-        }
-        if (io->sync(io->opaque, errp) < 0 ||
-            io->truncate(io->opaque, r->shift + r->size, errp) < 0 ||
-            io->sync(io->opaque, errp) < 0) {
+    end = MIN((uint64_t)len, r->moved_offset + r->moved_size);
+    for (uint64_t o = r->moved_offset; o < end; o += 1 << 20) {
+        if (io->write(io->opaque, o, zero, MIN(1 << 20, end - o),
+                      errp) < 0) {
             return -1;
         }
+    }
+    if (io->sync(io->opaque, errp) < 0 ||
+        reenc_write_root(r, fin, errp) < 0) {
+        return -1;
+    }
+    if (io->truncate && (uint64_t)len > r->shift + r->size &&
+        (io->truncate(io->opaque, r->shift + r->size, errp) < 0 ||
+         io->sync(io->opaque, errp) < 0)) {
+        return -1;
     }
     return 0;
 }

@@ -211,6 +211,16 @@ class Reencrypt(TestCase):
                           image_opts(img)], "unfinished re-encryption")
         self.resume_cryptsetup(img)
         self.check_data(img, orig)
+        # cryptsetup leaves the file S longer, the copy overwritten; a
+        # shrink gives the virtual size back.
+        self.assertEqual(os.path.getsize(img), 5 * MiB + 2 * SHIFT)
+        with open(img, "rb") as f:
+            f.seek(5 * MiB + SHIFT)
+            self.assertNotEqual(f.read(SHIFT), file_bytes(orig)[:SHIFT])
+        qil("resize", "--shrink", "--image-opts",
+            f"driver=luks,file.filename={img}", str(5 * MiB))
+        self.assertEqual(os.path.getsize(img), 5 * MiB + SHIFT)
+        self.check_data(img, orig)
 
     def test_cryptsetup_init_resumed_by_us(self):
         """cryptsetup reencrypt --encrypt --init-only, finished by us."""
