@@ -84,17 +84,6 @@ static int reenc_block_write(QCryptoBlock *block, uint64_t offset,
     return io->write(io->opaque, offset, buf, len, errp);
 }
 
-/* Writes of the secondary header copy only (the primary is at 0). */
-static int reenc_secondary_write(QCryptoBlock *block, uint64_t offset,
-                                 const uint8_t *buf, size_t len,
-                                 void *opaque, Error **errp)
-{
-    if (offset == 0) {
-        return 0;
-    }
-    return reenc_block_write(block, offset, buf, len, opaque, errp);
-}
-
 /* ---- JSON helpers ---- */
 
 static void set_u64(JsonObject *o, const char *key, uint64_t v)
@@ -690,6 +679,14 @@ static int mem_read(QCryptoBlock *block, uint64_t offset, uint8_t *buf,
     return 0;
 }
 
+/* The secondary copy only, into the memory image. */
+static int mem_secondary_write(QCryptoBlock *block, uint64_t offset,
+                               const uint8_t *buf, size_t len, void *opaque,
+                               Error **errp)
+{
+    return offset ? mem_write(block, offset, buf, len, opaque, errp) : 0;
+}
+
 /* Copy len bytes from src to dst in the file, in 1 MiB pieces. */
 static int io_copy(const QCryptoReencryptIO *io, uint64_t src, uint64_t dst,
                    uint64_t len, Error **errp)
@@ -893,18 +890,16 @@ int qcrypto_reencrypt_encrypt_init(const QCryptoBlockCreateOptions *options,
         goto out;
     }
     /*
-     * The key-slot area, at once the secondary header (so that the state
-     * can be found even if the primary copy never lands: cryptsetup and we
-     * both look for it), then both copies. Only a crash between the first
-     * two writes leaves a file that is neither raw nor LUKS2; the data is
-     * in the copy at the end then (docs/reencrypt.md).
+     * The secondary header and the key-slot area behind it in one write,
+     * so that no kill between two writes leaves key material without a
+     * header that says where the data went (cryptsetup and we both find
+     * a header by its secondary copy); then both copies.
      */
-    if (io->write(io->opaque, 2 * r.hdr->bin.hdr_size,
-                  m.buf + 2 * r.hdr->bin.hdr_size,
-                  m.len - 2 * r.hdr->bin.hdr_size, errp) < 0 ||
-        qcrypto_luks2_header_write(r.hdr, json, r.block,
-                                   reenc_secondary_write, (void *)io,
-                                   errp) < 0 ||
+    if (qcrypto_luks2_header_write(r.hdr, json, r.block, mem_secondary_write,
+                                   &m, errp) < 0 ||
+        io->write(io->opaque, r.hdr->bin.hdr_size,
+                  m.buf + r.hdr->bin.hdr_size,
+                  m.len - r.hdr->bin.hdr_size, errp) < 0 ||
         io->sync(io->opaque, errp) < 0 ||
         qcrypto_luks2_header_write(r.hdr, json, r.block, reenc_block_write,
                                    (void *)io, errp) < 0 ||
@@ -1121,7 +1116,7 @@ int qcrypto_reencrypt_resume(const QCryptoBlockSecret *secret,
 {
     Reenc r = { .io = io };
     g_autofree uint8_t *buf = NULL;
-    uint64_t lin, zone;
+    uint64_t lin, zone, bufsize = 0;
     int64_t flen;
     int ret = -1;
 
@@ -1159,7 +1154,9 @@ int qcrypto_reencrypt_resume(const QCryptoBlockSecret *secret,
         error_setg(errp, "The hot zone must hold at least one sector");
         goto out;
     }
-    buf = g_malloc(MAX(hotzone, zone));
+    /* A zone is at most the hot zone, a cut one, or the moved copy. */
+    bufsize = MAX(MAX(hotzone, zone), r.moved_size);
+    buf = g_malloc(bufsize);
     /* A zone cut short: its source is intact, do it again. */
     if (zone && reenc_zone(&r, lin, zone, buf, errp) < 0) {
         goto out;
@@ -1171,8 +1168,12 @@ int qcrypto_reencrypt_resume(const QCryptoBlockSecret *secret,
             ret = 1;
             goto out;
         }
-        /* Never across the end of the moved copy (as cryptsetup). */
-        len = MIN(hotzone, lin - floor);
+        /*
+         * Never across the end of the moved copy, and the copy in one
+         * zone whatever the hot-zone size: cryptsetup cannot load a state
+         * with less than a whole data shift of plain text left.
+         */
+        len = floor ? MIN(hotzone, lin - floor) : lin;
         if (reenc_zone(&r, lin - len, len, buf, errp) < 0) {
             goto out;
         }
@@ -1187,7 +1188,7 @@ int qcrypto_reencrypt_resume(const QCryptoBlockSecret *secret,
     ret = 0;
 out:
     if (buf) {
-        explicit_bzero(buf, MAX(hotzone, zone));
+        explicit_bzero(buf, bufsize);
     }
     reenc_clear(&r);
     return ret;

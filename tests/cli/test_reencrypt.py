@@ -346,7 +346,12 @@ class Reencrypt(TestCase):
             os.truncate(img, size)
             self.encrypt(img)
             return
-        if round_ % 2:
+        if "requirements" not in self.dump(img)["config"]:
+            # Cut between the final header and the truncation: finished,
+            # S bytes too long (docs/reencrypt.md): shrink it.
+            qil("resize", "--shrink", "--image-opts",
+                f"driver=luks,file.filename={img}", str(size))
+        elif round_ % 2:
             self.resume_ours(img)
         else:
             self.resume_cryptsetup(img)
