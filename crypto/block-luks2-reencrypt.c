@@ -20,6 +20,7 @@
  * as cryptsetup writes it, so either tool can pick up where the other
  * stopped.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "crypto/blockpriv.h"
@@ -613,8 +614,17 @@ static JsonNode *reenc_state_root(Reenc *r, uint64_t lin, uint64_t zone)
         ADD(crypt_seg(r, lin, zone, "in-reencryption"));
     }
     if (done) {
+        JsonObject *seg = crypt_seg(r, lin + zone, done, NULL);
+
+        /*
+         * All done: "dynamic", as cryptsetup writes its last state before
+         * the final one (it cannot load a fixed size there).
+         */
+        if (!lin && !zone) {
+            json_object_set_string_member(seg, "size", "dynamic");
+        }
         crypt_ids[ncrypt++] = id;
-        ADD(crypt_seg(r, lin + zone, done, NULL));
+        ADD(seg);
     }
     ADD(seg_copy(r->prev, "backup-previous"));
     crypt_ids[ncrypt++] = id;
@@ -1178,6 +1188,11 @@ int qcrypto_reencrypt_resume(const QCryptoBlockSecret *secret,
             goto out;
         }
         lin -= len;
+    }
+    /* For tests only: stop in the last state before the final one. */
+    if (g_getenv("QIL_TEST_REENCRYPT_STOP_BEFORE_FINISH")) {
+        ret = 1;
+        goto out;
     }
     if (reenc_finish(&r, errp) < 0) {
         goto out;
