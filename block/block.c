@@ -3,6 +3,7 @@
  * The block layer core: driver lookup, opening nodes from options, and the
  * checks every request passes before it reaches a driver.
  */
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 
@@ -22,6 +23,11 @@ int prealloc_mode_parse(const char *name)
         }
     }
     return -1;
+}
+
+const char *prealloc_mode_str(PreallocMode mode)
+{
+    return prealloc_mode_names[mode];
 }
 
 static const BlockDriver *bdrv_find_driver(const char *name)
@@ -361,6 +367,28 @@ int bdrv_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
     return bs->drv->bdrv_pwrite(bs, offset, buf, bytes, flags, errp);
 }
 
+bool bdrv_supports_compressed_writes(BlockDriverState *bs)
+{
+    return bs->drv->bdrv_pwrite_compressed != NULL;
+}
+
+int bdrv_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
+                           const void *buf, size_t bytes, Error **errp)
+{
+    if (!bdrv_supports_compressed_writes(bs)) {
+        error_setg(errp, "Compression not supported for this file format");
+        return -1;
+    }
+    if (bdrv_is_read_only(bs)) {
+        error_setg(errp, "Image is read-only");
+        return -1;
+    }
+    if (bdrv_check_request(bs, offset, bytes, errp) < 0) {
+        return -1;
+    }
+    return bs->drv->bdrv_pwrite_compressed(bs, offset, buf, bytes, errp);
+}
+
 int bdrv_flush(BlockDriverState *bs, Error **errp)
 {
     if (bdrv_is_read_only(bs)) {
@@ -395,6 +423,93 @@ bool bdrv_block_status_is_data(BlockDriverState *bs, uint64_t offset,
     }
     *pnum = bytes;
     return true;
+}
+
+/*
+ * Data of a format node at offset map of file: a hole there reads as
+ * zeroes, and so does all of the run when the file ends in a hole, or
+ * before map (QEMU's rule; errors are ignored: this only adds to what the
+ * format said).
+ */
+static void bdrv_block_status_recurse(BlockDriverState *file, uint64_t map,
+                                      uint64_t *pnum, int *ret)
+{
+    uint64_t file_pnum;
+    int ret2 = bdrv_block_status(file, map, *pnum, &file_pnum, NULL, NULL,
+                                 NULL);
+
+    if (ret2 < 0) {
+        return;
+    }
+    if ((ret2 & BDRV_BLOCK_EOF) &&
+        (!file_pnum || (ret2 & BDRV_BLOCK_ZERO))) {
+        *ret |= BDRV_BLOCK_ZERO;
+    } else {
+        *pnum = file_pnum;
+        *ret |= ret2 & BDRV_BLOCK_ZERO;
+    }
+}
+
+int bdrv_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
+                      uint64_t *pnum, uint64_t *map, BlockDriverState **file,
+                      Error **errp)
+{
+    int64_t len = bdrv_getlength(bs, errp), backing_len;
+    uint64_t local_map = 0;
+    BlockDriverState *local_file = NULL;
+    int ret;
+
+    if (len < 0) {
+        return -1;
+    }
+    if (offset >= (uint64_t)len || !bytes) {
+        *pnum = 0;
+        return offset >= (uint64_t)len ? BDRV_BLOCK_EOF : 0;
+    }
+    bytes = MIN(bytes, (uint64_t)len - offset);
+    if (bs->drv->bdrv_block_status) {
+        ret = bs->drv->bdrv_block_status(bs, offset, bytes, pnum, &local_map,
+                                         &local_file, errp);
+        if (ret < 0) {
+            return -1;
+        }
+        assert(*pnum > 0);
+        *pnum = MIN(*pnum, bytes);
+    } else {
+        *pnum = bytes;
+        ret = BDRV_BLOCK_DATA;
+        if (bs->drv->is_protocol) {
+            ret |= BDRV_BLOCK_OFFSET_VALID;
+            local_map = offset;
+            local_file = bs;
+        }
+    }
+    if ((ret & BDRV_BLOCK_RECURSE) && local_file && local_file != bs &&
+        (ret & (BDRV_BLOCK_DATA | BDRV_BLOCK_ZERO | BDRV_BLOCK_OFFSET_VALID))
+        == (BDRV_BLOCK_DATA | BDRV_BLOCK_OFFSET_VALID)) {
+        bdrv_block_status_recurse(local_file, local_map, pnum, &ret);
+    }
+    ret &= ~BDRV_BLOCK_RECURSE;
+    if (ret & (BDRV_BLOCK_DATA | BDRV_BLOCK_ZERO)) {
+        ret |= BDRV_BLOCK_ALLOCATED;
+    } else if (bs->drv->supports_backing) {
+        /* No backing file, or one that ends before: zeroes (QEMU's rule). */
+        backing_len = bs->backing ? bdrv_getlength(bs->backing, NULL) : 0;
+        if (!bs->backing ||
+            (backing_len >= 0 && offset >= (uint64_t)backing_len)) {
+            ret |= BDRV_BLOCK_ZERO;
+        }
+    }
+    if (offset + *pnum == (uint64_t)len) {
+        ret |= BDRV_BLOCK_EOF;
+    }
+    if (map) {
+        *map = local_map;
+    }
+    if (file) {
+        *file = local_file;
+    }
+    return ret;
 }
 
 bool bdrv_has_zero_init(BlockDriverState *bs)
@@ -519,12 +634,14 @@ int bdrv_create_finish(BlockDriverState *bs, Error **errp)
     return 0;
 }
 
-int bdrv_measure(const char *format, GHashTable *opts, uint64_t size,
-                 uint64_t *required, uint64_t *fully_allocated, Error **errp)
+int bdrv_measure(const char *format, GHashTable *opts, BlockDriverState *in_bs,
+                 uint64_t size, BlockMeasureInfo *info, Error **errp)
 {
-    const BlockDriver *drv = bdrv_find_create_driver(format, errp);
+    /* Not bdrv_find_create_driver(): qcow2 is measured, not created. */
+    const BlockDriver *drv = bdrv_find_driver(format);
 
     if (!drv) {
+        error_setg(errp, "Unknown file format '%s'", format);
         return -1;
     }
     if (!drv->bdrv_measure) {
@@ -532,7 +649,8 @@ int bdrv_measure(const char *format, GHashTable *opts, uint64_t size,
                    "measurement", format);
         return -1;
     }
-    return drv->bdrv_measure(opts, size, required, fully_allocated, errp);
+    memset(info, 0, sizeof(*info));
+    return drv->bdrv_measure(opts, in_bs, size, info, errp);
 }
 
 int bdrv_amend(BlockDriverState *bs, GHashTable *opts, bool force,

@@ -23,6 +23,11 @@ typedef struct BlockCrypto {
     /* Where the header lives: the "header" child, or bs->file. */
     BlockDriverState *header;
     bool detached;
+    /*
+     * A file that holds a header and no payload (a detached header, or
+     * cryptsetup luksHeaderBackup output), opened for info only: no data.
+     */
+    bool header_only;
     uint64_t payload_offset;        /* bytes into bs->file */
     uint64_t sector_size;
 } BlockCrypto;
@@ -133,6 +138,40 @@ static int block_crypto_take_new_secret(GHashTable *opts, const char *key,
     return 0;
 }
 
+/*
+ * Read the header. For info (BDRV_O_NO_IO), a file that is a header and
+ * no payload opens too, as cryptsetup luksDump shows it: one whose
+ * payload offset is 0 (a detached header) or past its end (a header
+ * backup). It is read as a detached header of no data (size 0, "detached
+ * header: true"); the first error stands if that fails as well.
+ */
+static QCryptoBlock *block_crypto_open_block(BlockDriverState *bs,
+                                             QCryptoBlockOpenOptions *o,
+                                             unsigned int qflags, int flags,
+                                             Error **errp)
+{
+    BlockCrypto *s = bs->opaque;
+    BlockDriverState *hdr = s->detached ? s->header : bs->file;
+    Error *err = NULL;
+    QCryptoBlock *block;
+
+    block = qcrypto_block_open(o, block_crypto_header_read, hdr, qflags,
+                               &err);
+    if (block || s->detached || !(flags & BDRV_O_NO_IO)) {
+        error_propagate(errp, err);
+        return block;
+    }
+    block = qcrypto_block_open(o, block_crypto_header_read, hdr,
+                               qflags | QCRYPTO_BLOCK_OPEN_DETACHED, NULL);
+    if (!block) {
+        error_propagate(errp, err);
+        return NULL;
+    }
+    error_free(err);
+    s->header_only = true;
+    return block;
+}
+
 static int block_crypto_open(BlockDriverState *bs, GHashTable *opts, int flags,
                              Error **errp)
 {
@@ -172,9 +211,7 @@ static int block_crypto_open(BlockDriverState *bs, GHashTable *opts, int flags,
     }
     open_opts.size = hdr_len;
 
-    s->block = qcrypto_block_open(&open_opts, block_crypto_header_read,
-                                  s->detached ? s->header : bs->file,
-                                  qflags, errp);
+    s->block = block_crypto_open_block(bs, &open_opts, qflags, flags, errp);
     if (!s->block) {
         goto out;
     }
@@ -185,7 +222,7 @@ static int block_crypto_open(BlockDriverState *bs, GHashTable *opts, int flags,
     if (file_len < 0) {
         goto out;
     }
-    if ((uint64_t)file_len < s->payload_offset) {
+    if (!s->header_only && (uint64_t)file_len < s->payload_offset) {
         error_setg(errp, "The LUKS payload starts at offset %" G_GUINT64_FORMAT
                    ", beyond the end of '%s' (%" G_GINT64_FORMAT " bytes)",
                    s->payload_offset, bdrv_get_filename(bs->file), file_len);
@@ -318,6 +355,9 @@ static int64_t block_crypto_getlength(BlockDriverState *bs, Error **errp)
     if (len < 0) {
         return -1;
     }
+    if (s->header_only) {
+        return 0;
+    }
     return len - s->payload_offset;     /* checked at open: not negative */
 }
 
@@ -442,7 +482,7 @@ block_crypto_take_luks2_create_opts(GHashTable *opts,
                                       &copts->kdf_parallel, errp);
 }
 
-void block_crypto_create_opts_clear(QCryptoBlockCreateOptions *copts)
+static void block_crypto_create_opts_clear(QCryptoBlockCreateOptions *copts)
 {
     block_crypto_secret_free(&copts->secret);
     g_free((char *)copts->label);
@@ -527,7 +567,7 @@ block_crypto_take_create_opts_inner(GHashTable *opts,
 }
 
 /* On failure nothing is left to free in copts. */
-int block_crypto_take_create_opts(GHashTable *opts,
+static int block_crypto_take_create_opts(GHashTable *opts,
                                          QCryptoBlockCreateOptions *copts,
                                          bool need_secret, Error **errp)
 {
@@ -557,7 +597,7 @@ static int block_crypto_create_init(QCryptoBlock *block, uint64_t headerlen,
     /* A detached header file holds the header only: no payload. */
     size = cs->detached ? headerlen : headerlen + cs->payload;
 
-    return bdrv_truncate(cs->file, size, cs->prealloc, errp);
+    return bdrv_create_fit(cs->file, size, cs->prealloc, errp);
 }
 
 static int block_crypto_create_write(QCryptoBlock *block, uint64_t offset,
@@ -651,8 +691,8 @@ out:
     return ret;
 }
 
-static int block_crypto_measure(GHashTable *opts, uint64_t size,
-                                uint64_t *required, uint64_t *fully_allocated,
+static int block_crypto_measure(GHashTable *opts, BlockDriverState *in_bs,
+                                uint64_t size, BlockMeasureInfo *info,
                                 Error **errp)
 {
     QCryptoBlockCreateOptions copts;
@@ -671,7 +711,7 @@ static int block_crypto_measure(GHashTable *opts, uint64_t size,
     }
     /* The header plus the payload as create makes it (whole sectors). */
     copts.size = size;
-    *required = *fully_allocated =
+    info->required = info->fully_allocated =
         header + qcrypto_block_create_payload_size(&copts);
     ret = 0;
 
@@ -759,6 +799,32 @@ out:
     block_crypto_secret_free(&aopts.old_secret);
     block_crypto_secret_free(&aopts.new_secret);
     return ret;
+}
+
+/* For the formats with LUKS inside (qcow2's encrypt.* options). */
+int block_crypto_take_luks_create_opts(GHashTable *opts,
+                                       QCryptoBlockCreateOptions *copts,
+                                       bool need_secret, Error **errp)
+{
+    return block_crypto_take_create_opts(opts, copts, need_secret, errp);
+}
+
+void block_crypto_clear_luks_create_opts(QCryptoBlockCreateOptions *copts)
+{
+    block_crypto_create_opts_clear(copts);
+}
+
+int block_crypto_take_luks_amend_opts(GHashTable *opts,
+                                      QCryptoBlockAmendOptions *aopts,
+                                      Error **errp)
+{
+    return block_crypto_take_amend_opts(opts, aopts, errp);
+}
+
+void block_crypto_clear_luks_amend_opts(QCryptoBlockAmendOptions *aopts)
+{
+    block_crypto_secret_free(&aopts->old_secret);
+    block_crypto_secret_free(&aopts->new_secret);
 }
 
 const BlockDriver bdrv_luks = {

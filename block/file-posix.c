@@ -460,6 +460,26 @@ static bool file_block_status_is_data(BlockDriverState *bs, uint64_t offset,
     return data;
 }
 
+/*
+ * The extent at offset as QEMU's file driver reports it: data, or a hole
+ * (zeroes; a hole at or past the end of the file too), its bytes at their
+ * own offset in this node.
+ */
+static int file_block_status(BlockDriverState *bs, uint64_t offset,
+                             uint64_t bytes, uint64_t *pnum, uint64_t *map,
+                             BlockDriverState **file, Error **errp)
+{
+    BDRVFileState *s = bs->opaque;
+    uint64_t end;
+    bool data = file_seek_extent(s->fd, offset, bytes, &end);
+
+    *pnum = MIN(bytes, end - offset);
+    *map = offset;
+    *file = bs;
+    return (data ? BDRV_BLOCK_DATA : BDRV_BLOCK_ZERO) |
+           BDRV_BLOCK_OFFSET_VALID;
+}
+
 static bool file_has_zero_init(BlockDriverState *bs)
 {
     BDRVFileState *s = bs->opaque;
@@ -480,12 +500,85 @@ static int64_t file_get_allocated_file_size(BlockDriverState *bs)
     return (int64_t)st.st_blocks * 512;     /* st_blocks: 512-byte units */
 }
 
+int64_t bdrv_block_device_size(const char *filename)
+{
+    struct stat st;
+    off_t len;
+    int fd;
+
+    if (stat(filename, &st) < 0 || !S_ISBLK(st.st_mode)) {
+        return -1;
+    }
+    fd = open(filename, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    len = lseek(fd, 0, SEEK_END);
+    close(fd);
+    return len;
+}
+
+/*
+ * "Creating" an image on a block device (QEMU's host_device driver): there
+ * is nothing to make and nothing is cleared; the device must hold size
+ * bytes and cannot be preallocated (QEMU's messages).
+ */
+static int file_create_on_device(const char *filename, int64_t dev_size,
+                                 uint64_t size, PreallocMode prealloc,
+                                 Error **errp)
+{
+    if (prealloc != PREALLOC_MODE_OFF) {
+        error_setg(errp, "Unsupported preallocation mode '%s'",
+                   prealloc_mode_str(prealloc));
+        return -1;
+    }
+    if (size > (uint64_t)dev_size) {
+        error_setg(errp, "Cannot grow device files");
+        return -1;
+    }
+    return 0;
+}
+
+int bdrv_create_fit(BlockDriverState *bs, uint64_t size,
+                    PreallocMode prealloc, Error **errp)
+{
+    BDRVFileState *s = bs->opaque;
+    struct stat st;
+    int64_t len;
+
+    if (bs->drv != &bdrv_file || fstat(s->fd, &st) < 0 ||
+        !S_ISBLK(st.st_mode)) {
+        return bdrv_truncate(bs, size, prealloc, errp);
+    }
+    /* QEMU's truncate of a device that need not be exact. */
+    if (prealloc != PREALLOC_MODE_OFF) {
+        error_setg(errp, "Preallocation mode '%s' unsupported for this "
+                   "non-regular file", prealloc_mode_str(prealloc));
+        return -1;
+    }
+    len = bdrv_getlength_exact(bs, errp);
+    if (len < 0) {
+        return -1;
+    }
+    if (size > (uint64_t)len) {
+        error_setg(errp, "Cannot grow device files");
+        return -1;
+    }
+    return 0;
+}
+
 int bdrv_create_file(const char *filename, uint64_t size,
                      PreallocMode prealloc, Error **errp)
 {
-    /* Never overwrites what is there (see bdrv_create()). */
-    g_autoptr(FileCreate) fc = file_create_new(filename, errp);
+    int64_t dev_size = bdrv_block_device_size(filename);
+    g_autoptr(FileCreate) fc = NULL;
 
+    if (dev_size >= 0) {
+        return file_create_on_device(filename, dev_size, size, prealloc,
+                                     errp);
+    }
+    /* Never overwrites what is there (see bdrv_create()). */
+    fc = file_create_new(filename, errp);
     if (!fc || file_resize_fd(file_create_fd(fc), false, size, prealloc, fc,
                               errp) < 0) {
         return -1;      /* dropping fc leaves nothing */
@@ -556,6 +649,7 @@ const BlockDriver bdrv_file = {
     .bdrv_truncate = file_truncate,
     .bdrv_flush = file_flush,
     .bdrv_block_status_is_data = file_block_status_is_data,
+    .bdrv_block_status = file_block_status,
     .bdrv_has_zero_init = file_has_zero_init,
     .bdrv_get_allocated_file_size = file_get_allocated_file_size,
     .bdrv_create = file_create,

@@ -46,6 +46,14 @@ static bool raw_block_status_is_data(BlockDriverState *bs, uint64_t offset,
     return bdrv_block_status_is_data(bs->file, offset, bytes, pnum);
 }
 
+/* The file's status at the same offset (QEMU's BDRV_BLOCK_RAW). */
+static int raw_block_status(BlockDriverState *bs, uint64_t offset,
+                            uint64_t bytes, uint64_t *pnum, uint64_t *map,
+                            BlockDriverState **file, Error **errp)
+{
+    return bdrv_block_status(bs->file, offset, bytes, pnum, map, file, errp);
+}
+
 static bool raw_has_zero_init(BlockDriverState *bs)
 {
     return bdrv_has_zero_init(bs->file);
@@ -65,8 +73,8 @@ static int raw_create(const char *filename, GHashTable *opts, int flags,
                             prealloc, errp);
 }
 
-static int raw_measure(GHashTable *opts, uint64_t size, uint64_t *required,
-                       uint64_t *fully_allocated, Error **errp)
+static int raw_measure(GHashTable *opts, BlockDriverState *in_bs,
+                       uint64_t size, BlockMeasureInfo *info, Error **errp)
 {
     PreallocMode prealloc;
 
@@ -76,7 +84,7 @@ static int raw_measure(GHashTable *opts, uint64_t size, uint64_t *required,
     if (bdrv_create_check_leftovers(opts, errp) < 0) {
         return -1;
     }
-    *required = *fully_allocated = ROUND_UP(size, BDRV_SECTOR_SIZE);
+    info->required = info->fully_allocated = ROUND_UP(size, BDRV_SECTOR_SIZE);
     return 0;
 }
 
@@ -89,6 +97,7 @@ const BlockDriver bdrv_raw = {
     .bdrv_getlength = raw_getlength,
     .bdrv_truncate = raw_truncate,
     .bdrv_block_status_is_data = raw_block_status_is_data,
+    .bdrv_block_status = raw_block_status,
     .bdrv_has_zero_init = raw_has_zero_init,
     .bdrv_create = raw_create,
     .bdrv_measure = raw_measure,

@@ -72,6 +72,11 @@ int img_amend(int argc, char **argv)
                                                   NULL);
         key_secret = o ? g_strdup(g_hash_table_lookup(o, "key-secret"))
                        : NULL;
+        /* qcow2's LUKS header is unlocked with encrypt.key-secret. */
+        if (o && !key_secret) {
+            key_secret = g_strdup(g_hash_table_lookup(o,
+                                                      "encrypt.key-secret"));
+        }
     }
     if (!key_secret) {
         flags |= BDRV_O_NO_IO;

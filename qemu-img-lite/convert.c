@@ -47,6 +47,11 @@ typedef struct ConvertState {
     /* The target reads as zeroes: skip zero runs of sparse_size bytes. */
     bool skip_zeroes;
     size_t sparse_size;
+    /* -c: whole clusters compressed, in the job's thread (qcow2). */
+    bool compress;
+    /* -B: the target's backing file; blocks equal to it are not written. */
+    BlockDriverState *backing;
+    uint64_t backing_len;
 
     GMutex lock;
     GCond cond;
@@ -79,11 +84,87 @@ static bool buffer_is_zero(const uint8_t *buf, size_t len)
  * Write buf to the target, leaving out runs of sparse_size-aligned zero
  * blocks when the target already reads as zeroes there.
  */
+/* Blocks of -B's comparison: qemu-img's default qcow2 cluster. */
+#define CONVERT_BACKING_BLOCK (64 * 1024)
+
+static int convert_write_1(ConvertState *s, uint64_t offset, uint8_t *buf,
+                           size_t len, Error **errp);
+
+/*
+ * -B: only the blocks that differ from the backing file are written
+ * (zeroes included: the target's driver makes zero clusters of them).
+ */
+static int convert_write_over_backing(ConvertState *s, uint64_t offset,
+                                      uint8_t *buf, size_t len, Error **errp)
+{
+    g_autofree uint8_t *old = g_malloc(CONVERT_BACKING_BLOCK);
+    size_t pos = 0;
+
+    while (pos < len) {
+        size_t start = pos;
+
+        /* Skip the blocks equal to the backing file's, then write the
+         * run of differing ones. */
+        while (pos < len) {
+            uint64_t at = offset + pos;
+            size_t n = MIN(CONVERT_BACKING_BLOCK -
+                           at % CONVERT_BACKING_BLOCK, len - pos);
+            size_t in = at < s->backing_len ?
+                        MIN(n, s->backing_len - at) : 0;
+
+            memset(old, 0, n);
+            if (in && bdrv_pread(s->backing, at, old, in, errp) < 0) {
+                return -1;
+            }
+            if (memcmp(old, buf + pos, n) != 0) {
+                break;
+            }
+            pos += n;
+            start = pos;
+        }
+        while (pos < len) {
+            uint64_t at = offset + pos;
+            size_t n = MIN(CONVERT_BACKING_BLOCK -
+                           at % CONVERT_BACKING_BLOCK, len - pos);
+            size_t in = at < s->backing_len ?
+                        MIN(n, s->backing_len - at) : 0;
+
+            memset(old, 0, n);
+            if (in && bdrv_pread(s->backing, at, old, in, errp) < 0) {
+                return -1;
+            }
+            if (memcmp(old, buf + pos, n) == 0) {
+                break;
+            }
+            pos += n;
+        }
+        if (pos > start &&
+            convert_write_1(s, offset + start, buf + start, pos - start,
+                            errp) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int convert_write(ConvertState *s, uint64_t offset, uint8_t *buf,
                          size_t len, Error **errp)
 {
+    if (s->backing) {
+        return convert_write_over_backing(s, offset, buf, len, errp);
+    }
+    return convert_write_1(s, offset, buf, len, errp);
+}
+
+static int convert_write_1(ConvertState *s, uint64_t offset, uint8_t *buf,
+                           size_t len, Error **errp)
+{
     size_t pos = 0;
 
+    if (s->compress) {
+        /* The driver leaves zero clusters out and compresses the rest. */
+        return bdrv_pwrite_compressed(s->dst, offset, buf, len, errp);
+    }
     if (!s->skip_zeroes) {
         return bdrv_pwrite(s->dst, offset, buf, len, BDRV_REQ_MAY_CLOBBER,
                            errp);
@@ -369,13 +450,14 @@ int img_convert(int argc, char **argv)
 {
     g_autofree char *fmt = NULL, *out_fmt = NULL, *cache = NULL;
     g_autofree char *src_cache = NULL, *sparse_str = NULL;
+    g_autofree char *backing = NULL, *backing_fmt = NULL;
     g_auto(GStrv) opt_strs = NULL;
     g_autoptr(GHashTable) opts = NULL;
     g_autoptr(BlockDriverState) src = NULL;
     BlockDriverState *dst = NULL;
     gboolean image_opts = FALSE, target_image_opts = FALSE;
     gboolean no_create = FALSE, progress = FALSE, out_of_order = FALSE;
-    gboolean force_share = FALSE;
+    gboolean force_share = FALSE, compress = FALSE;
     gint num_threads = 0;
     ImgCommonOpts common = { 0 };
     const GOptionEntry entries[] = {
@@ -386,6 +468,14 @@ int img_convert(int argc, char **argv)
         { "options", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &opt_strs,
           "target creation options (as for create; with -n only "
           "key-secret)", "OPTIONS" },
+        { "compress", 'c', 0, G_OPTION_ARG_NONE, &compress,
+          "write compressed clusters (qcow2 target; compressed by the "
+          "copying threads in parallel)", NULL },
+        { "backing", 'B', 0, G_OPTION_ARG_STRING, &backing,
+          "backing file of the new qcow2 target: only what differs from "
+          "it is written", "FILE" },
+        { "backing-format", 'F', 0, G_OPTION_ARG_STRING, &backing_fmt,
+          "format of -B's file (required)", "FMT" },
         { "no-create", 'n', 0, G_OPTION_ARG_NONE, &no_create,
           "write into an existing target instead of creating it", NULL },
         { "progress", 'p', 0, G_OPTION_ARG_NONE, &progress,
@@ -419,6 +509,7 @@ int img_convert(int argc, char **argv)
     const char *src_name, *dst_name;
     int dst_flags = BDRV_O_RDWR, src_flags = 0;
     bool created = false, flush, direct, src_direct, src_flush;
+    bool with_backing = false;
     uint64_t sparse_size = CONVERT_SPARSE_DEFAULT;
     int64_t len;
     Error *err = NULL;
@@ -485,6 +576,28 @@ int img_convert(int argc, char **argv)
     if (!opts || img_add_objects(common.objects) < 0) {
         goto out;
     }
+    if (backing) {
+        if (no_create) {
+            img_error(NULL, "-B cannot be used with -n (the target exists "
+                      "with its own backing file)");
+            goto out;
+        }
+        if (!backing_fmt) {
+            img_error(NULL, "Use of backing file requires explicit backing "
+                      "format");
+            goto out;
+        }
+        if (!out_fmt || !g_str_equal(out_fmt, "qcow2")) {
+            img_error(NULL, "Backing file not supported for file format "
+                      "'%s'", out_fmt ? out_fmt : "raw");
+            goto out;
+        }
+        with_backing = true;
+        g_hash_table_insert(opts, g_strdup("backing_file"),
+                            g_steal_pointer(&backing));
+        g_hash_table_insert(opts, g_strdup("backing_fmt"),
+                            g_steal_pointer(&backing_fmt));
+    }
 
     /* The source is opened read-only: it is never written. */
     src = img_open(src_name, fmt, image_opts, src_flags);
@@ -517,9 +630,11 @@ int img_convert(int argc, char **argv)
             goto out;
         }
     } else {
+        /* A block device is written in place, as by qemu-img. */
+        bool on_device = bdrv_block_device_size(dst_name) >= 0;
         struct stat st;
 
-        if (stat(dst_name, &st) == 0) {
+        if (!on_device && stat(dst_name, &st) == 0) {
             img_error(dst_name, "The target exists: it is only written with "
                       "-n (or remove it first)");
             goto out;
@@ -532,10 +647,33 @@ int img_convert(int argc, char **argv)
             img_error_free(dst_name, err);
             goto out;
         }
-        img_warn_if_padded(dst_name, dst, len);
+        /* An image on a device has the device's size: no padding to tell. */
+        if (!on_device) {
+            img_warn_if_padded(dst_name, dst, len);
+        }
         created = true;
     }
 
+    if (compress && !bdrv_supports_compressed_writes(dst)) {
+        img_error(NULL, "Compression not supported for this file format");
+        goto out;
+    }
+    if (compress && bdrv_is_encrypted(dst)) {
+        img_error(NULL, "Compression and encryption not supported at the "
+                  "same time");
+        goto out;
+    }
+    s.compress = compress;
+    s.backing = with_backing ? bdrv_get_backing(dst) : NULL;
+    if (s.backing) {
+        int64_t blen = bdrv_getlength(s.backing, &err);
+
+        if (blen < 0) {
+            img_error_free(dst_name, err);
+            goto out;
+        }
+        s.backing_len = blen;
+    }
     s.src = src;
     s.dst = dst;
     s.src_name = src_name;

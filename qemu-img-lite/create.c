@@ -42,9 +42,43 @@ static const struct {
       "sectors, as cryptsetup (2048 = 1 MiB; default: QEMU's layout)", true },
 };
 
+/* "-o help" for qcow2 (qemu-img's options, block/qcow2-create.c). */
+static const struct {
+    const char *name;
+    const char *help;
+} img_qcow2_create_opts[] = {
+    { "size", "Virtual disk size" },
+    { "compat", "Compatibility level (v2 = 0.10, v3 = 1.1; default v3)" },
+    { "backing_file", "File name of a base image" },
+    { "backing_fmt", "Image format of the base image (raw or qcow2)" },
+    { "encrypt.format", "Encrypt the image: luks (aes is refused)" },
+    { "encrypt.key-secret", "ID of secret providing the LUKS passphrase" },
+    { "encrypt.cipher-alg", "Name of encryption cipher algorithm" },
+    { "encrypt.cipher-mode", "Name of encryption cipher mode" },
+    { "encrypt.ivgen-alg", "Name of IV generator algorithm" },
+    { "encrypt.ivgen-hash-alg", "Name of IV generator hash algorithm" },
+    { "encrypt.hash-alg", "Name of encryption hash algorithm" },
+    { "encrypt.iter-time", "Time to spend in PBKDF in milliseconds" },
+    { "cluster_size", "qcow2 cluster size (512 to 2M; default 64k)" },
+    { "extended_l2", "Extended L2 tables (subclusters)" },
+    { "preallocation", "Preallocation mode (allowed values: off, metadata, "
+      "falloc, full)" },
+    { "lazy_refcounts", "Postpone refcount updates (sets the dirty bit)" },
+    { "refcount_bits", "Width of a reference count entry in bits" },
+    { "compression_type", "Compression method used for image cluster "
+      "compression (zlib, zstd)" },
+};
+
 static void img_print_create_help(const char *fmt)
 {
     printf("Supported options:\n");
+    if (g_str_equal(fmt, "qcow2")) {
+        for (size_t i = 0; i < G_N_ELEMENTS(img_qcow2_create_opts); i++) {
+            printf("  %-22s - %s\n", img_qcow2_create_opts[i].name,
+                   img_qcow2_create_opts[i].help);
+        }
+        return;
+    }
     for (size_t i = 0; i < G_N_ELEMENTS(img_create_opts); i++) {
         if (!img_create_opts[i].luks_only || g_str_equal(fmt, "luks")) {
             printf("  %-16s - %s\n", img_create_opts[i].name,
@@ -59,12 +93,45 @@ static bool img_opts_want_help(GHashTable *opts)
         g_hash_table_contains(opts, "?");
 }
 
+/* qemu-img's order for qcow2, with the defaults it prints. */
+static const struct {
+    const char *name;
+    const char *dflt;
+} img_qcow2_formatting[] = {
+    { "encrypt.format" }, { "encrypt.key-secret" }, { "encrypt.cipher-alg" },
+    { "encrypt.cipher-mode" }, { "encrypt.ivgen-alg" },
+    { "encrypt.ivgen-hash-alg" }, { "encrypt.hash-alg" },
+    { "encrypt.iter-time" }, { "cluster_size", "65536" },
+    { "extended_l2", "off" }, { "preallocation" },
+    { "compression_type", "zlib" }, { "size" }, { "compat" },
+    { "backing_file" }, { "backing_fmt" }, { "data_file" },
+    { "data_file_raw" }, { "lazy_refcounts", "off" },
+    { "refcount_bits", "16" },
+};
+
 /* "Formatting 'x', fmt=luks size=N key-secret=s0 iter-time=10" */
 static void img_print_formatting(const char *filename, const char *fmt,
                                  GHashTable *opts)
 {
     printf("Formatting '%s', fmt=%s", filename, fmt);
-    for (size_t i = 0; i < G_N_ELEMENTS(img_create_opts); i++) {
+    for (size_t i = 0; g_str_equal(fmt, "qcow2") &&
+         i < G_N_ELEMENTS(img_qcow2_formatting); i++) {
+        const char *v = g_hash_table_lookup(opts,
+                                            img_qcow2_formatting[i].name);
+
+        uint64_t bytes;
+
+        v = v ? v : img_qcow2_formatting[i].dflt;
+        /* qemu-img prints the cluster size in bytes ("4k": 4096). */
+        if (v && g_str_equal(img_qcow2_formatting[i].name, "cluster_size") &&
+            qemu_strtosz(v, &bytes, NULL) == 0) {
+            printf(" cluster_size=%" G_GUINT64_FORMAT, bytes);
+        } else if (v) {
+            printf(" %s=%s", img_qcow2_formatting[i].name, v);
+        }
+    }
+    for (size_t i = 0; !g_str_equal(fmt, "qcow2") &&
+         i < G_N_ELEMENTS(img_create_opts); i++) {
         const char *v = g_hash_table_lookup(opts, img_create_opts[i].name);
 
         if (v) {
@@ -111,15 +178,54 @@ static void img_create_check_padding(const char *filename, const char *fmt,
     }
 }
 
+/*
+ * No size given: an image on a block device fills it (qemu-img wants a
+ * size): its size is what the device holds after the format's header.
+ * Anywhere else the size is missing. Prints errors.
+ */
+static int img_create_size_from_device(const char *filename,
+                                       const char *fmt, GHashTable *opts)
+{
+    int64_t dev_size = bdrv_block_device_size(filename);
+    g_autoptr(GHashTable) copy = NULL;
+    uint64_t header, fully_allocated;
+    Error *err = NULL;
+
+    if (dev_size < 0) {
+        img_error(NULL, "Image creation needs a size parameter");
+        return -1;
+    }
+    /* What a format needs for no data is its header. */
+    copy = qemu_opts_copy(opts);
+    if (bdrv_measure(fmt, copy, 0, &header, &fully_allocated, &err) < 0) {
+        img_error_free(filename, err);
+        return -1;
+    }
+    if (header > (uint64_t)dev_size) {
+        img_error(filename, "Cannot grow device files");
+        return -1;
+    }
+    g_hash_table_insert(opts, g_strdup("size"),
+                        g_strdup_printf("%" G_GUINT64_FORMAT,
+                                        ROUND_DOWN(dev_size - header,
+                                                   BDRV_SECTOR_SIZE)));
+    return 0;
+}
+
 int img_create(int argc, char **argv)
 {
     g_autofree char *fmt = NULL;
+    g_autofree char *backing = NULL, *backing_fmt = NULL;
     g_auto(GStrv) opt_strs = NULL;
     g_autoptr(GHashTable) opts = NULL;
     ImgCommonOpts common = { 0 };
     const GOptionEntry entries[] = {
         { "format", 'f', 0, G_OPTION_ARG_STRING, &fmt,
-          "image format: raw (default) or luks", "FMT" },
+          "image format: raw (default), luks or qcow2", "FMT" },
+        { "backing", 'b', 0, G_OPTION_ARG_STRING, &backing,
+          "backing file of a new qcow2 overlay (-o backing_file)", "FILE" },
+        { "backing-format", 'F', 0, G_OPTION_ARG_STRING, &backing_fmt,
+          "its format, raw or qcow2 (-o backing_fmt)", "FMT" },
         { "options", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &opt_strs,
           "creation options, comma separated ('-o help' lists them)",
           "OPTIONS" },
@@ -152,6 +258,14 @@ int img_create(int argc, char **argv)
         ret = 0;
         goto out;
     }
+    if (backing) {
+        g_hash_table_insert(opts, g_strdup("backing_file"),
+                            g_steal_pointer(&backing));
+    }
+    if (backing_fmt) {
+        g_hash_table_insert(opts, g_strdup("backing_fmt"),
+                            g_steal_pointer(&backing_fmt));
+    }
     if (argc < 2 || argc > 3) {
         img_error(NULL, argc < 2 ? "Expecting image file name" :
                   "Unexpected argument: %s", argv[argc - 1]);
@@ -173,8 +287,9 @@ int img_create(int argc, char **argv)
         g_hash_table_insert(opts, g_strdup("size"),
                             g_strdup_printf("%" G_GUINT64_FORMAT, size));
     } else if (!g_hash_table_contains(opts, "size") &&
-               !g_hash_table_contains(opts, "detached-header")) {
-        img_error(NULL, "Image creation needs a size parameter");
+               !g_hash_table_contains(opts, "detached-header") &&
+               !g_hash_table_contains(opts, "backing_file") &&
+               img_create_size_from_device(filename, fmt, opts) < 0) {
         goto out;
     }
     if (!common.quiet) {

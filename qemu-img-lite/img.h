@@ -99,6 +99,8 @@ void img_progress_end(ImgProgress *p);
 int img_create(int argc, char **argv);
 int img_convert(int argc, char **argv);
 int img_info(int argc, char **argv);
+int img_map(int argc, char **argv);
+int img_dd(int argc, char **argv);
 int img_amend(int argc, char **argv);
 int img_compare(int argc, char **argv);
 int img_measure(int argc, char **argv);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qemu-img-lite: a disk image tool whose command lines are qemu-img's
- * (create, convert, info, amend, compare, measure, resize), for raw and
- * LUKS images. This file dispatches the commands and holds the option
+ * (create, convert, info, amend, compare, measure, resize, map, dd), for
+ * raw and LUKS images. This file dispatches the commands and holds the option
  * plumbing they share: option parsing, secrets, image opening, sizes and
  * errors. The passphrase prompt, the progress display and the signal
  * handling have files of their own (prompt.c, progress.c, signals.c).
@@ -368,9 +368,15 @@ static const ImgCommand img_commands[] = {
       "SRC DST" },
     { "create", img_create,
       "create [--object OBJ] [-f FMT] [-o OPTIONS] [-q] FILENAME [SIZE]" },
+    { "dd", img_dd,
+      "dd [--object OBJ] [--image-opts] [-f FMT] [-O FMT] [-U] [bs=N] "
+      "[count=N] [skip=N] if=INPUT of=OUTPUT" },
     { "info", img_info,
       "info [--object OBJ] [--image-opts] [-f FMT] [--output=human|json] "
-      "[-U] FILENAME" },
+      "[--backing-chain] [-U] FILENAME" },
+    { "map", img_map,
+      "map [--object OBJ] [--image-opts] [-f FMT] [--output=human|json] "
+      "[-s OFFSET] [-l LENGTH] [-U] FILENAME" },
     { "measure", img_measure,
       "measure [--object OBJ] [--output=human|json] [-O FMT] [-o OPTIONS] "
       "[--size N | [--image-opts] [-f FMT] [-U] FILENAME]" },

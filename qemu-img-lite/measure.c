@@ -35,7 +35,8 @@ int img_measure(int argc, char **argv)
           "process writes it", NULL },
         { NULL }
     };
-    uint64_t size, required, full;
+    BlockMeasureInfo info;
+    uint64_t size;
     Error *err = NULL;
     bool json;
     int ret = 1;
@@ -87,18 +88,26 @@ int img_measure(int argc, char **argv)
         }
         size = len;
     }
-    if (bdrv_measure(out_fmt, opts, size, &required, &full, &err) < 0) {
+    if (bdrv_measure(out_fmt, opts, bs, size, &info, &err) < 0) {
         img_error_free(NULL, err);
         goto out;
     }
+    /* qemu-img's order: bitmaps first in JSON, last for humans. */
     if (json) {
-        printf("{\n    \"required\": %" G_GUINT64_FORMAT ",\n"
+        printf("{\n");
+        if (info.has_bitmaps) {
+            printf("    \"bitmaps\": %" G_GUINT64_FORMAT ",\n", info.bitmaps);
+        }
+        printf("    \"required\": %" G_GUINT64_FORMAT ",\n"
                "    \"fully-allocated\": %" G_GUINT64_FORMAT "\n}\n",
-               required, full);
+               info.required, info.fully_allocated);
     } else {
         printf("required size: %" G_GUINT64_FORMAT "\n"
                "fully allocated size: %" G_GUINT64_FORMAT "\n",
-               required, full);
+               info.required, info.fully_allocated);
+        if (info.has_bitmaps) {
+            printf("bitmaps size: %" G_GUINT64_FORMAT "\n", info.bitmaps);
+        }
     }
     ret = 0;
 

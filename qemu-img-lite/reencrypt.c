@@ -224,7 +224,7 @@ int img_reencrypt(int argc, char **argv)
         }
     }
     if (encrypt && !resume_only) {
-        if (block_crypto_take_create_opts(opts, &copts, true, &err) < 0) {
+        if (block_crypto_take_luks_create_opts(opts, &copts, true, &err) < 0) {
             img_error_free(filename, err);
             goto out;
         }
@@ -295,7 +295,7 @@ close:
     bdrv_close(ctx.file);
 out:
     if (have_copts) {
-        block_crypto_create_opts_clear(&copts);
+        block_crypto_clear_luks_create_opts(&copts);
     } else if (have_secret) {
         qcrypto_secret_value_free((uint8_t *)secret.data, secret.len);
     }
