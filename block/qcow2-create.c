@@ -647,8 +647,11 @@ static int qcow2_write_image(BlockDriverState *file, const Qcow2CreateOpts *o,
                    "cluster", l->cs);
         return -1;
     }
-    /* The file's full length first: then the tables, then the header. */
-    if (bdrv_truncate(file, l->clusters * l->cs,
+    /*
+     * The file's full length first (a block device must hold it already):
+     * then the tables, then the header.
+     */
+    if (bdrv_create_fit(file, l->clusters * l->cs,
                       o->prealloc == QCOW2_PREALLOC_FALLOC ?
                       PREALLOC_MODE_FALLOC :
                       o->prealloc == QCOW2_PREALLOC_FULL ?

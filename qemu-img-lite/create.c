@@ -188,7 +188,8 @@ static int img_create_size_from_device(const char *filename,
 {
     int64_t dev_size = bdrv_block_device_size(filename);
     g_autoptr(GHashTable) copy = NULL;
-    uint64_t header, fully_allocated;
+    BlockMeasureInfo m = { 0 };
+    uint64_t header;
     Error *err = NULL;
 
     if (dev_size < 0) {
@@ -197,10 +198,11 @@ static int img_create_size_from_device(const char *filename,
     }
     /* What a format needs for no data is its header. */
     copy = qemu_opts_copy(opts);
-    if (bdrv_measure(fmt, copy, 0, &header, &fully_allocated, &err) < 0) {
+    if (bdrv_measure(fmt, copy, NULL, 0, &m, &err) < 0) {
         img_error_free(filename, err);
         return -1;
     }
+    header = m.required;
     if (header > (uint64_t)dev_size) {
         img_error(filename, "Cannot grow device files");
         return -1;

@@ -3,7 +3,8 @@
 image, byte for byte, the same messages (but the program name) and exit
 status, for bs=, count=, skip= (including qemu-img's count-with-skip quirk
 and skips past the end), raw, LUKS (--image-opts with --object) and qcow2
-inputs, -O raw and -O luks (refused: dd has no creation options), usage
+inputs, -O raw, -O qcow2 and -O luks (refused: dd has no creation
+options), usage
 errors; and what we do differently: an existing output is not overwritten.
 """
 import os
@@ -66,6 +67,12 @@ class DdTest(TestCase):
         qcow = self.path("src.qcow2")
         qemu_img("convert", "-q", "-f", "raw", "-O", "qcow2", src, qcow)
         self.assert_same_dd(f"if={qcow}", "bs=4k", "count=100", "skip=7")
+        # A qcow2 output: the same guest data (the layouts differ).
+        ours = self.assert_same_dd("-O", "qcow2", f"if={src}", "bs=64k",
+                                   "skip=3", same_file=False)
+        theirs = self.path(f"theirs{self.n}")
+        self.assertIn("identical", qemu_img("compare", "-f", "qcow2", "-F",
+                                            "qcow2", ours, theirs).stdout)
         # qemu-img dd gives no creation options: a LUKS output is refused.
         self.assert_same_dd("-O", "luks", f"if={src}")
 

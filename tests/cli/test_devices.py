@@ -177,6 +177,22 @@ class DeviceTest(TestCase):
                      "-O", "raw", back)
             self.assertEqual(file_bytes(back)[:1000000], file_bytes(src))
 
+    def test_qcow2_on_device(self):
+        # As qemu-img: the metadata is written at the start of the device.
+        self.need_qemu_img()
+        dev, backing = self.loop(8 << 20)
+        qil("create", "-q", "-f", "qcow2", dev, "4M")
+        info = self.info_json(dev)
+        self.assertEqual((info["format"], info["virtual-size"]),
+                         ("qcow2", 4 << 20))
+        self.assertEqual(os.path.getsize(backing), 8 << 20)
+        check = qemu_img("check", "-f", "qcow2", dev)
+        self.assertIn("No errors were found", check.stdout)
+        self.assertFails(["create", "-f", "qcow2", "-o",
+                          "preallocation=full", dev, "1M"],
+                         "Preallocation mode 'full' unsupported for this "
+                         "non-regular file")
+
     def test_dd_onto_device(self):
         dev, backing = self.loop(1 << 20, fill=False)
         src = self.path("src.raw")

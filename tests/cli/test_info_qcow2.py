@@ -137,8 +137,8 @@ class InfoQcow2(TestCase):
         self.set_header_bits(dirty, 79, 1)         # incompatible bit 0
         for path in (corrupt, dirty):
             self.assertSameInfo(path)
-        self.assertTrue(qil("info", "--output=json", dirty).stdout.count(
-            '"dirty-flag" : true'))
+        info = json.loads(qil("info", "--output=json", dirty).stdout)
+        self.assertIs(info["dirty-flag"], True)
 
     def test_bitmaps(self):
         img = self.make("bm.qcow2", size="100M")
