@@ -114,6 +114,8 @@ class Reencrypt(TestCase):
             # redoes the zone (datashift: the source is intact).
             run([CRYPTSETUP, "repair", "--batch-mode", "--key-file",
                  self.keyfile, img])
+            if "requirements" not in self.dump(img)["config"]:
+                return          # the repair finished the last zone and all
             proc = run(args, check=False)
         self.assertEqual(proc.returncode, 0, proc.stderr)
 
