@@ -119,6 +119,7 @@ int img_amend(int argc, char **argv);
 int img_compare(int argc, char **argv);
 int img_measure(int argc, char **argv);
 int img_resize(int argc, char **argv);
+int img_reencrypt(int argc, char **argv);
 int img_check(int argc, char **argv);
 
 #endif

@@ -400,6 +400,11 @@ static const ImgCommand img_commands[] = {
     { "measure", img_measure,
       "measure [--object OBJ] [--output=human|json] [-O FMT] [-o OPTIONS] "
       "[--size N | [--image-opts] [-f FMT] [-U] FILENAME]" },
+    { "reencrypt", img_reencrypt,
+      "reencrypt [--object OBJ] [-p] [-q] [--resilience datashift] "
+      "[--hotzone-size SIZE] [--init-only | --resume-only] --encrypt "
+      "[-o key-secret=ID[,OPTIONS]] FILENAME | --resume-only --image-opts "
+      "driver=luks,key-secret=ID,file.filename=FILE" },
     { "resize", img_resize,
       "resize [--object OBJ] [--image-opts] [-f FMT] [--preallocation=MODE] "
       "[-q] [--shrink] FILENAME [+|-]SIZE" },
