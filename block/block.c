@@ -3,6 +3,7 @@
  * The block layer core: driver lookup, opening nodes from options, and the
  * checks every request passes before it reaches a driver.
  */
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 
@@ -22,6 +23,11 @@ int prealloc_mode_parse(const char *name)
         }
     }
     return -1;
+}
+
+const char *prealloc_mode_str(PreallocMode mode)
+{
+    return prealloc_mode_names[mode];
 }
 
 static const BlockDriver *bdrv_find_driver(const char *name)
@@ -225,6 +231,45 @@ BlockDriverState *bdrv_open_child(GHashTable *opts, const char *name,
     return bdrv_open_opts(sub, flags, errp);
 }
 
+const char *bdrv_parse_filename(const char *filename, Error **errp)
+{
+    /* QEMU's path_has_protocol(): a colon before any slash. */
+    size_t n = strcspn(filename, ":/");
+    g_autofree char *proto = NULL;
+
+    if (filename[n] != ':') {
+        return filename;
+    }
+    proto = g_strndup(filename, n);
+    if (g_str_equal(proto, "file")) {
+        return filename + n + 1;
+    }
+    error_setg(errp, "Unknown protocol '%s'", proto);
+    return NULL;
+}
+
+/*
+ * Add the options of a "json:{...}" file name to opts; the user's -f wins
+ * over its "driver", as in qemu-img.
+ */
+static int bdrv_merge_json_filename(GHashTable *opts, const char *filename,
+                                    Error **errp)
+{
+    g_autoptr(GHashTable) json = qemu_opts_from_json(filename + 5, errp);
+    GHashTableIter iter;
+    gpointer key, value;
+
+    if (!json) {
+        return -1;
+    }
+    g_hash_table_iter_init(&iter, json);
+    while (g_hash_table_iter_next(&iter, &key, &value)) {
+        g_hash_table_iter_steal(&iter);
+        g_hash_table_insert(opts, key, value);
+    }
+    return 0;
+}
+
 BlockDriverState *bdrv_open(const char *filename, const char *format,
                             GHashTable *options, int flags, Error **errp)
 {
@@ -232,6 +277,20 @@ BlockDriverState *bdrv_open(const char *filename, const char *format,
                                          : qemu_opts_new();
     const char *driver;
 
+    if (filename && g_str_has_prefix(filename, "json:")) {
+        if (bdrv_merge_json_filename(opts, filename, errp) < 0) {
+            return NULL;
+        }
+        if (format) {
+            g_hash_table_insert(opts, g_strdup("driver"), g_strdup(format));
+        }
+        filename = NULL;
+    } else if (filename) {
+        filename = bdrv_parse_filename(filename, errp);
+        if (!filename) {
+            return NULL;
+        }
+    }
     if (format) {
         driver = g_hash_table_lookup(opts, "driver");
         if (driver && !g_str_equal(driver, format)) {
@@ -361,6 +420,28 @@ int bdrv_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
     return bs->drv->bdrv_pwrite(bs, offset, buf, bytes, flags, errp);
 }
 
+bool bdrv_supports_compressed_writes(BlockDriverState *bs)
+{
+    return bs->drv->bdrv_pwrite_compressed != NULL;
+}
+
+int bdrv_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
+                           const void *buf, size_t bytes, Error **errp)
+{
+    if (!bdrv_supports_compressed_writes(bs)) {
+        error_setg(errp, "Compression not supported for this file format");
+        return -1;
+    }
+    if (bdrv_is_read_only(bs)) {
+        error_setg(errp, "Image is read-only");
+        return -1;
+    }
+    if (bdrv_check_request(bs, offset, bytes, errp) < 0) {
+        return -1;
+    }
+    return bs->drv->bdrv_pwrite_compressed(bs, offset, buf, bytes, errp);
+}
+
 int bdrv_flush(BlockDriverState *bs, Error **errp)
 {
     if (bdrv_is_read_only(bs)) {
@@ -395,6 +476,93 @@ bool bdrv_block_status_is_data(BlockDriverState *bs, uint64_t offset,
     }
     *pnum = bytes;
     return true;
+}
+
+/*
+ * Data of a format node at offset map of file: a hole there reads as
+ * zeroes, and so does all of the run when the file ends in a hole, or
+ * before map (QEMU's rule; errors are ignored: this only adds to what the
+ * format said).
+ */
+static void bdrv_block_status_recurse(BlockDriverState *file, uint64_t map,
+                                      uint64_t *pnum, int *ret)
+{
+    uint64_t file_pnum;
+    int ret2 = bdrv_block_status(file, map, *pnum, &file_pnum, NULL, NULL,
+                                 NULL);
+
+    if (ret2 < 0) {
+        return;
+    }
+    if ((ret2 & BDRV_BLOCK_EOF) &&
+        (!file_pnum || (ret2 & BDRV_BLOCK_ZERO))) {
+        *ret |= BDRV_BLOCK_ZERO;
+    } else {
+        *pnum = file_pnum;
+        *ret |= ret2 & BDRV_BLOCK_ZERO;
+    }
+}
+
+int bdrv_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
+                      uint64_t *pnum, uint64_t *map, BlockDriverState **file,
+                      Error **errp)
+{
+    int64_t len = bdrv_getlength(bs, errp), backing_len;
+    uint64_t local_map = 0;
+    BlockDriverState *local_file = NULL;
+    int ret;
+
+    if (len < 0) {
+        return -1;
+    }
+    if (offset >= (uint64_t)len || !bytes) {
+        *pnum = 0;
+        return offset >= (uint64_t)len ? BDRV_BLOCK_EOF : 0;
+    }
+    bytes = MIN(bytes, (uint64_t)len - offset);
+    if (bs->drv->bdrv_block_status) {
+        ret = bs->drv->bdrv_block_status(bs, offset, bytes, pnum, &local_map,
+                                         &local_file, errp);
+        if (ret < 0) {
+            return -1;
+        }
+        assert(*pnum > 0);
+        *pnum = MIN(*pnum, bytes);
+    } else {
+        *pnum = bytes;
+        ret = BDRV_BLOCK_DATA;
+        if (bs->drv->is_protocol) {
+            ret |= BDRV_BLOCK_OFFSET_VALID;
+            local_map = offset;
+            local_file = bs;
+        }
+    }
+    if ((ret & BDRV_BLOCK_RECURSE) && local_file && local_file != bs &&
+        (ret & (BDRV_BLOCK_DATA | BDRV_BLOCK_ZERO | BDRV_BLOCK_OFFSET_VALID))
+        == (BDRV_BLOCK_DATA | BDRV_BLOCK_OFFSET_VALID)) {
+        bdrv_block_status_recurse(local_file, local_map, pnum, &ret);
+    }
+    ret &= ~BDRV_BLOCK_RECURSE;
+    if (ret & (BDRV_BLOCK_DATA | BDRV_BLOCK_ZERO)) {
+        ret |= BDRV_BLOCK_ALLOCATED;
+    } else if (bs->drv->supports_backing) {
+        /* No backing file, or one that ends before: zeroes (QEMU's rule). */
+        backing_len = bs->backing ? bdrv_getlength(bs->backing, NULL) : 0;
+        if (!bs->backing ||
+            (backing_len >= 0 && offset >= (uint64_t)backing_len)) {
+            ret |= BDRV_BLOCK_ZERO;
+        }
+    }
+    if (offset + *pnum == (uint64_t)len) {
+        ret |= BDRV_BLOCK_EOF;
+    }
+    if (map) {
+        *map = local_map;
+    }
+    if (file) {
+        *file = local_file;
+    }
+    return ret;
 }
 
 bool bdrv_has_zero_init(BlockDriverState *bs)
@@ -519,12 +687,14 @@ int bdrv_create_finish(BlockDriverState *bs, Error **errp)
     return 0;
 }
 
-int bdrv_measure(const char *format, GHashTable *opts, uint64_t size,
-                 uint64_t *required, uint64_t *fully_allocated, Error **errp)
+int bdrv_measure(const char *format, GHashTable *opts, BlockDriverState *in_bs,
+                 uint64_t size, BlockMeasureInfo *info, Error **errp)
 {
-    const BlockDriver *drv = bdrv_find_create_driver(format, errp);
+    /* Not bdrv_find_create_driver(): qcow2 is measured, not created. */
+    const BlockDriver *drv = bdrv_find_driver(format);
 
     if (!drv) {
+        error_setg(errp, "Unknown file format '%s'", format);
         return -1;
     }
     if (!drv->bdrv_measure) {
@@ -532,7 +702,8 @@ int bdrv_measure(const char *format, GHashTable *opts, uint64_t size,
                    "measurement", format);
         return -1;
     }
-    return drv->bdrv_measure(opts, size, required, fully_allocated, errp);
+    memset(info, 0, sizeof(*info));
+    return drv->bdrv_measure(opts, in_bs, size, info, errp);
 }
 
 int bdrv_amend(BlockDriverState *bs, GHashTable *opts, bool force,
@@ -548,6 +719,98 @@ int bdrv_amend(BlockDriverState *bs, GHashTable *opts, bool force,
         return -1;
     }
     return bs->drv->bdrv_amend(bs, opts, force, errp);
+}
+
+/* The node holding bs's bytes, down through pass-through nodes. */
+static BlockDriverState *bdrv_skip_passthrough(BlockDriverState *bs,
+                                               uint64_t *offset)
+{
+    while (bs && bs->drv->bdrv_passthrough) {
+        bs = bs->drv->bdrv_passthrough(bs, offset);
+    }
+    return bs;
+}
+
+int bdrv_copy_range(BlockDriverState *src, uint64_t src_offset,
+                    BlockDriverState *dst, uint64_t dst_offset,
+                    uint64_t bytes, Error **errp)
+{
+    BlockDriverState *s = bdrv_skip_passthrough(src, &src_offset);
+    BlockDriverState *d = bdrv_skip_passthrough(dst, &dst_offset);
+
+    if (!s || !d || !s->drv->bdrv_copy_range || s->drv != d->drv) {
+        error_setg(errp, "Copy offloading is not supported between '%s' "
+                   "and '%s' nodes", src->drv->format_name,
+                   dst->drv->format_name);
+        return -1;
+    }
+    return s->drv->bdrv_copy_range(s, src_offset, d, dst_offset, bytes,
+                                   errp);
+}
+
+static int option_desc_compare(gconstpointer a, gconstpointer b)
+{
+    const BlockOptionDesc *x = *(const BlockOptionDesc *const *)a;
+    const BlockOptionDesc *y = *(const BlockOptionDesc *const *)b;
+
+    return strcmp(x->name, y->name);
+}
+
+static void option_list_add(GPtrArray *list, const BlockOptionDesc *descs)
+{
+    for (; descs && descs->name; descs++) {
+        g_ptr_array_add(list, (gpointer)descs);
+    }
+}
+
+GPtrArray *bdrv_create_option_list(const char *format, bool with_protocol,
+                                   Error **errp)
+{
+    const BlockDriver *drv = bdrv_find_create_driver(format, errp);
+    GPtrArray *list;
+
+    if (!drv) {
+        return NULL;
+    }
+    if (!drv->create_opts) {
+        /*
+         * A format without a table may be one that only refuses (those of
+         * block/foreign.c): its refusal, as create -f would give it.
+         */
+        g_autoptr(GHashTable) none = qemu_opts_new();
+        BlockMeasureInfo info;
+
+        if (bdrv_measure(format, none, NULL, 0, &info, errp) < 0) {
+            return NULL;
+        }
+    }
+    list = g_ptr_array_new();
+    option_list_add(list, drv->create_opts);
+    if (with_protocol && !drv->is_protocol) {
+        option_list_add(list, bdrv_file.create_opts);
+    }
+    g_ptr_array_sort(list, option_desc_compare);
+    return list;
+}
+
+GPtrArray *bdrv_amend_option_list(const char *format, Error **errp)
+{
+    const BlockDriver *drv = bdrv_find_driver(format);
+    GPtrArray *list;
+
+    if (!drv) {
+        error_setg(errp, "Unknown file format '%s'", format);
+        return NULL;
+    }
+    if (!drv->bdrv_amend) {
+        error_setg(errp, "Format driver '%s' does not support option "
+                   "amendment", format);
+        return NULL;
+    }
+    list = g_ptr_array_new();
+    option_list_add(list, drv->amend_opts);
+    g_ptr_array_sort(list, option_desc_compare);
+    return list;
 }
 
 int bdrv_check(BlockDriverState *bs, BdrvCheckResult *res, BdrvCheckMode fix)

@@ -23,6 +23,11 @@ typedef struct BlockCrypto {
     /* Where the header lives: the "header" child, or bs->file. */
     BlockDriverState *header;
     bool detached;
+    /*
+     * A file that holds a header and no payload (a detached header, or
+     * cryptsetup luksHeaderBackup output), opened for info only: no data.
+     */
+    bool header_only;
     uint64_t payload_offset;        /* bytes into bs->file */
     uint64_t sector_size;
 } BlockCrypto;
@@ -133,6 +138,40 @@ static int block_crypto_take_new_secret(GHashTable *opts, const char *key,
     return 0;
 }
 
+/*
+ * Read the header. For info (BDRV_O_NO_IO), a file that is a header and
+ * no payload opens too, as cryptsetup luksDump shows it: one whose
+ * payload offset is 0 (a detached header) or past its end (a header
+ * backup). It is read as a detached header of no data (size 0, "detached
+ * header: true"); the first error stands if that fails as well.
+ */
+static QCryptoBlock *block_crypto_open_block(BlockDriverState *bs,
+                                             QCryptoBlockOpenOptions *o,
+                                             unsigned int qflags, int flags,
+                                             Error **errp)
+{
+    BlockCrypto *s = bs->opaque;
+    BlockDriverState *hdr = s->detached ? s->header : bs->file;
+    Error *err = NULL;
+    QCryptoBlock *block;
+
+    block = qcrypto_block_open(o, block_crypto_header_read, hdr, qflags,
+                               &err);
+    if (block || s->detached || !(flags & BDRV_O_NO_IO)) {
+        error_propagate(errp, err);
+        return block;
+    }
+    block = qcrypto_block_open(o, block_crypto_header_read, hdr,
+                               qflags | QCRYPTO_BLOCK_OPEN_DETACHED, NULL);
+    if (!block) {
+        error_propagate(errp, err);
+        return NULL;
+    }
+    error_free(err);
+    s->header_only = true;
+    return block;
+}
+
 static int block_crypto_open(BlockDriverState *bs, GHashTable *opts, int flags,
                              Error **errp)
 {
@@ -172,9 +211,7 @@ static int block_crypto_open(BlockDriverState *bs, GHashTable *opts, int flags,
     }
     open_opts.size = hdr_len;
 
-    s->block = qcrypto_block_open(&open_opts, block_crypto_header_read,
-                                  s->detached ? s->header : bs->file,
-                                  qflags, errp);
+    s->block = block_crypto_open_block(bs, &open_opts, qflags, flags, errp);
     if (!s->block) {
         goto out;
     }
@@ -185,7 +222,7 @@ static int block_crypto_open(BlockDriverState *bs, GHashTable *opts, int flags,
     if (file_len < 0) {
         goto out;
     }
-    if ((uint64_t)file_len < s->payload_offset) {
+    if (!s->header_only && (uint64_t)file_len < s->payload_offset) {
         error_setg(errp, "The LUKS payload starts at offset %" G_GUINT64_FORMAT
                    ", beyond the end of '%s' (%" G_GINT64_FORMAT " bytes)",
                    s->payload_offset, bdrv_get_filename(bs->file), file_len);
@@ -317,6 +354,9 @@ static int64_t block_crypto_getlength(BlockDriverState *bs, Error **errp)
 
     if (len < 0) {
         return -1;
+    }
+    if (s->header_only) {
+        return 0;
     }
     return len - s->payload_offset;     /* checked at open: not negative */
 }
@@ -557,7 +597,7 @@ static int block_crypto_create_init(QCryptoBlock *block, uint64_t headerlen,
     /* A detached header file holds the header only: no payload. */
     size = cs->detached ? headerlen : headerlen + cs->payload;
 
-    return bdrv_truncate(cs->file, size, cs->prealloc, errp);
+    return bdrv_create_fit(cs->file, size, cs->prealloc, errp);
 }
 
 static int block_crypto_create_write(QCryptoBlock *block, uint64_t offset,
@@ -651,8 +691,8 @@ out:
     return ret;
 }
 
-static int block_crypto_measure(GHashTable *opts, uint64_t size,
-                                uint64_t *required, uint64_t *fully_allocated,
+static int block_crypto_measure(GHashTable *opts, BlockDriverState *in_bs,
+                                uint64_t size, BlockMeasureInfo *info,
                                 Error **errp)
 {
     QCryptoBlockCreateOptions copts;
@@ -671,7 +711,7 @@ static int block_crypto_measure(GHashTable *opts, uint64_t size,
     }
     /* The header plus the payload as create makes it (whole sectors). */
     copts.size = size;
-    *required = *fully_allocated =
+    info->required = info->fully_allocated =
         header + qcrypto_block_create_payload_size(&copts);
     ret = 0;
 
@@ -761,6 +801,84 @@ out:
     return ret;
 }
 
+/* For the formats with LUKS inside (qcow2's encrypt.* options). */
+int block_crypto_take_luks_create_opts(GHashTable *opts,
+                                       QCryptoBlockCreateOptions *copts,
+                                       bool need_secret, Error **errp)
+{
+    return block_crypto_take_create_opts(opts, copts, need_secret, errp);
+}
+
+void block_crypto_clear_luks_create_opts(QCryptoBlockCreateOptions *copts)
+{
+    block_crypto_create_opts_clear(copts);
+}
+
+int block_crypto_take_luks_amend_opts(GHashTable *opts,
+                                      QCryptoBlockAmendOptions *aopts,
+                                      Error **errp)
+{
+    return block_crypto_take_amend_opts(opts, aopts, errp);
+}
+
+void block_crypto_clear_luks_amend_opts(QCryptoBlockAmendOptions *aopts)
+{
+    block_crypto_secret_free(&aopts->old_secret);
+    block_crypto_secret_free(&aopts->new_secret);
+}
+
+/*
+ * "-o help": qemu-img's options in its words, then ours (LUKS2, detached
+ * headers, payload alignment: docs/luks.md, docs/luks2.md).
+ */
+static const BlockOptionDesc block_crypto_create_opts[] = {
+    { "size", "size", "Virtual disk size" },
+    { "key-secret", "str",
+      "ID of the secret that provides the keyslot passphrase" },
+    { "cipher-alg", "str", "Name of encryption cipher algorithm" },
+    { "cipher-mode", "str", "Name of encryption cipher mode" },
+    { "ivgen-alg", "str", "Name of IV generator algorithm" },
+    { "ivgen-hash-alg", "str", "Name of IV generator hash algorithm" },
+    { "hash-alg", "str", "Name of encryption hash algorithm" },
+    { "iter-time", "num", "Time to spend in PBKDF in milliseconds" },
+    { "luks-version", "num", "LUKS version: 1 (default, as qemu-img) or 2 "
+      "(as cryptsetup 2.x)" },
+    { "sector-size", "num", "LUKS2 encryption sector size in bytes: 512, "
+      "1024, 2048 or 4096 (default: 4096 where the size is whole 4096-byte "
+      "sectors, else 512)" },
+    { "label", "str", "LUKS2 label" },
+    { "kdf", "str", "LUKS2 key slot PBKDF: pbkdf2, argon2i or argon2id "
+      "(default)" },
+    { "kdf-memory", "num", "LUKS2 argon2 memory cost in KiB, 32 to 4194304 "
+      "(default 1048576)" },
+    { "kdf-parallel", "num", "LUKS2 argon2 threads, at most 16 (default: "
+      "min(4, CPUs))" },
+    { "detached-header", "bool (on/off)", "Create a LUKS header only, to be "
+      "used as the 'header' child of an image whose data lives in another "
+      "file" },
+    { "align-payload", "num", "Align the LUKS payload to this many 512-byte "
+      "sectors, as cryptsetup (2048 = 1 MiB; default: QEMU's layout)" },
+    { NULL }
+};
+
+/* "-o help" for amend (qemu-img's words). */
+static const BlockOptionDesc block_crypto_amend_opts[] = {
+    { "state", "str",
+      "Select new state of affected keyslots (active/inactive)" },
+    { "keyslot", "num", "Select a single keyslot to modify explicitly" },
+    { "old-secret", "str", "Select all keyslots that match this password" },
+    { "new-secret", "str", "New secret to set in the matching keyslots. "
+      "Empty string to erase" },
+    { "iter-time", "num", "Time to spend in PBKDF in milliseconds" },
+    { "kdf", "str", "LUKS2: the new key slot's PBKDF: pbkdf2, argon2i or "
+      "argon2id (default)" },
+    { "kdf-memory", "num", "LUKS2 argon2 memory cost in KiB, 32 to 4194304 "
+      "(default 1048576)" },
+    { "kdf-parallel", "num", "LUKS2 argon2 threads, at most 16 (default: "
+      "min(4, CPUs))" },
+    { NULL }
+};
+
 const BlockDriver bdrv_luks = {
     .format_name = "luks",
     .instance_size = sizeof(BlockCrypto),
@@ -779,4 +897,6 @@ const BlockDriver bdrv_luks = {
     .bdrv_measure = block_crypto_measure,
     .bdrv_get_info = block_crypto_get_info,
     .bdrv_amend = block_crypto_amend,
+    .create_opts = block_crypto_create_opts,
+    .amend_opts = block_crypto_amend_opts,
 };

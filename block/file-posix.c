@@ -376,7 +376,22 @@ static int file_truncate(BlockDriverState *bs, uint64_t size,
                          PreallocMode prealloc, Error **errp)
 {
     BDRVFileState *s = bs->opaque;
+    struct stat st;
 
+    /* A device's size is its own: only "resizing" to it succeeds (QEMU). */
+    if (fstat(s->fd, &st) == 0 &&
+        (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
+        int64_t len = bdrv_getlength_exact(bs, errp);
+
+        if (len < 0) {
+            return -1;
+        }
+        if ((uint64_t)len != size) {
+            error_setg(errp, "Cannot resize device files");
+            return -1;
+        }
+        return 0;
+    }
     return file_resize_fd(s->fd, s->direct, size, prealloc, s->create,
                           errp);
 }
@@ -460,6 +475,26 @@ static bool file_block_status_is_data(BlockDriverState *bs, uint64_t offset,
     return data;
 }
 
+/*
+ * The extent at offset as QEMU's file driver reports it: data, or a hole
+ * (zeroes; a hole at or past the end of the file too), its bytes at their
+ * own offset in this node.
+ */
+static int file_block_status(BlockDriverState *bs, uint64_t offset,
+                             uint64_t bytes, uint64_t *pnum, uint64_t *map,
+                             BlockDriverState **file, Error **errp)
+{
+    BDRVFileState *s = bs->opaque;
+    uint64_t end;
+    bool data = file_seek_extent(s->fd, offset, bytes, &end);
+
+    *pnum = MIN(bytes, end - offset);
+    *map = offset;
+    *file = bs;
+    return (data ? BDRV_BLOCK_DATA : BDRV_BLOCK_ZERO) |
+           BDRV_BLOCK_OFFSET_VALID;
+}
+
 static bool file_has_zero_init(BlockDriverState *bs)
 {
     BDRVFileState *s = bs->opaque;
@@ -480,12 +515,85 @@ static int64_t file_get_allocated_file_size(BlockDriverState *bs)
     return (int64_t)st.st_blocks * 512;     /* st_blocks: 512-byte units */
 }
 
+int64_t bdrv_block_device_size(const char *filename)
+{
+    struct stat st;
+    off_t len;
+    int fd;
+
+    if (stat(filename, &st) < 0 || !S_ISBLK(st.st_mode)) {
+        return -1;
+    }
+    fd = open(filename, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    len = lseek(fd, 0, SEEK_END);
+    close(fd);
+    return len;
+}
+
+/*
+ * "Creating" an image on a block device (QEMU's host_device driver): there
+ * is nothing to make and nothing is cleared; the device must hold size
+ * bytes and cannot be preallocated (QEMU's messages).
+ */
+static int file_create_on_device(const char *filename, int64_t dev_size,
+                                 uint64_t size, PreallocMode prealloc,
+                                 Error **errp)
+{
+    if (prealloc != PREALLOC_MODE_OFF) {
+        error_setg(errp, "Unsupported preallocation mode '%s'",
+                   prealloc_mode_str(prealloc));
+        return -1;
+    }
+    if (size > (uint64_t)dev_size) {
+        error_setg(errp, "Cannot grow device files");
+        return -1;
+    }
+    return 0;
+}
+
+int bdrv_create_fit(BlockDriverState *bs, uint64_t size,
+                    PreallocMode prealloc, Error **errp)
+{
+    BDRVFileState *s = bs->opaque;
+    struct stat st;
+    int64_t len;
+
+    if (bs->drv != &bdrv_file || fstat(s->fd, &st) < 0 ||
+        !S_ISBLK(st.st_mode)) {
+        return bdrv_truncate(bs, size, prealloc, errp);
+    }
+    /* QEMU's truncate of a device that need not be exact. */
+    if (prealloc != PREALLOC_MODE_OFF) {
+        error_setg(errp, "Preallocation mode '%s' unsupported for this "
+                   "non-regular file", prealloc_mode_str(prealloc));
+        return -1;
+    }
+    len = bdrv_getlength_exact(bs, errp);
+    if (len < 0) {
+        return -1;
+    }
+    if (size > (uint64_t)len) {
+        error_setg(errp, "Cannot grow device files");
+        return -1;
+    }
+    return 0;
+}
+
 int bdrv_create_file(const char *filename, uint64_t size,
                      PreallocMode prealloc, Error **errp)
 {
-    /* Never overwrites what is there (see bdrv_create()). */
-    g_autoptr(FileCreate) fc = file_create_new(filename, errp);
+    int64_t dev_size = bdrv_block_device_size(filename);
+    g_autoptr(FileCreate) fc = NULL;
 
+    if (dev_size >= 0) {
+        return file_create_on_device(filename, dev_size, size, prealloc,
+                                     errp);
+    }
+    /* Never overwrites what is there (see bdrv_create()). */
+    fc = file_create_new(filename, errp);
     if (!fc || file_resize_fd(file_create_fd(fc), false, size, prealloc, fc,
                               errp) < 0) {
         return -1;      /* dropping fc leaves nothing */
@@ -544,6 +652,47 @@ static int file_create(const char *filename, GHashTable *opts, int flags,
     return bdrv_create_file(filename, size, prealloc, errp);
 }
 
+/*
+ * Copy offloading (qemu-img convert -C): copy_file_range(2) lets the file
+ * system share or copy the extents itself (a reflink on XFS or Btrfs, a
+ * server-side copy on NFS). It fails with EXDEV across file systems that
+ * cannot, EINVAL or EOPNOTSUPP where it is not supported: the caller then
+ * copies through its buffers.
+ */
+static int file_copy_range(BlockDriverState *src, uint64_t src_offset,
+                           BlockDriverState *dst, uint64_t dst_offset,
+                           uint64_t bytes, Error **errp)
+{
+    BDRVFileState *s = src->opaque, *d = dst->opaque;
+    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&d->write_lock);
+    off_t in = src_offset, out = dst_offset;
+
+    while (bytes) {
+        ssize_t n = copy_file_range(s->fd, &in, d->fd, &out, bytes, 0);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            /* 0: the source ended early (it shrank): not a copy we can do. */
+            error_setg_errno(errp, n < 0 ? errno : EIO, "Could not copy "
+                             "from '%s' to '%s' at offset %" G_GUINT64_FORMAT,
+                             src->filename, dst->filename,
+                             (uint64_t)in);
+            return -1;
+        }
+        bytes -= n;
+    }
+    return 0;
+}
+
+/* "-o help" with a file name: what the protocol adds (qemu-img's words). */
+static const BlockOptionDesc file_create_opts[] = {
+    { "preallocation", "str",
+      "Preallocation mode (allowed values: off, falloc, full)" },
+    { NULL }
+};
+
 const BlockDriver bdrv_file = {
     .format_name = "file",
     .instance_size = sizeof(BDRVFileState),
@@ -556,8 +705,11 @@ const BlockDriver bdrv_file = {
     .bdrv_truncate = file_truncate,
     .bdrv_flush = file_flush,
     .bdrv_block_status_is_data = file_block_status_is_data,
+    .bdrv_block_status = file_block_status,
     .bdrv_has_zero_init = file_has_zero_init,
     .bdrv_get_allocated_file_size = file_get_allocated_file_size,
     .bdrv_create = file_create,
     .bdrv_create_finish = file_create_finish,
+    .bdrv_copy_range = file_copy_range,
+    .create_opts = file_create_opts,
 };

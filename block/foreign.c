@@ -333,8 +333,8 @@ static int foreign_refuse_create(const char *format, Error **errp)
         return foreign_refuse_create(#name, errp);                         \
     }                                                                      \
                                                                            \
-    static int name##_measure(GHashTable *opts, uint64_t size,             \
-                              uint64_t *required, uint64_t *full,          \
+    static int name##_measure(GHashTable *opts, BlockDriverState *in_bs,  \
+                              uint64_t size, BlockMeasureInfo *info,       \
                               Error **errp)                                \
     {                                                                      \
         return foreign_refuse_create(#name, errp);                         \

@@ -39,6 +39,10 @@ void bdrv_image_info_free(BlockImageInfo *info)
     }
     if (info->qcow2) {
         g_free(info->qcow2->data_file);
+        for (size_t i = 0; i < info->qcow2->nb_bitmaps; i++) {
+            g_free(info->qcow2->bitmaps[i].name);
+        }
+        g_free(info->qcow2->bitmaps);
         if (info->qcow2->encrypt_luks) {
             qcrypto_block_info_free(info->qcow2->encrypt_luks);
         }

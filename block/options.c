@@ -175,22 +175,34 @@ int qemu_opt_take_bool(GHashTable *opts, const char *key, bool def,
     return 0;
 }
 
+int qemu_strtou64_opt(const char *str, uint64_t *value)
+{
+    char *end;
+
+    /* strtoull would take leading blanks and a sign ("-1" wraps around). */
+    if (!g_ascii_isdigit(*str)) {
+        return -1;
+    }
+    errno = 0;
+    /* Base 0, as QEMU's number options: "0x10" is 16, "010" is 8. */
+    *value = g_ascii_strtoull(str, &end, 0);
+    return errno || *end ? -1 : 0;
+}
+
 int qemu_opt_take_uint(GHashTable *opts, const char *key, uint64_t def,
                        uint64_t *value, Error **errp)
 {
     g_autofree char *str = qemu_opt_take(opts, key);
-    guint64 v;
 
     if (!str) {
         *value = def;
         return 0;
     }
-    if (!g_ascii_string_to_unsigned(str, 10, 0, G_MAXUINT64, &v, NULL)) {
+    if (qemu_strtou64_opt(str, value) < 0) {
         error_setg(errp, "Parameter '%s' expects a non-negative number",
                    key);
         return -1;
     }
-    *value = v;
     return 0;
 }
 
@@ -261,16 +273,42 @@ int qemu_strtosz(const char *str, uint64_t *size, Error **errp)
     double frac = 0;
     guint64 whole;
     unsigned shift = 0;
+    bool hex = false;
 
     if (!g_ascii_isdigit(*p)) {
         goto invalid;
     }
-    errno = 0;
-    whole = g_ascii_strtoull(p, &end, 10);
+    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+        /*
+         * Hexadecimal, as QEMU takes it: no fraction, and a suffix only
+         * where it is not a hex digit (k, M, G, T, P: "0x1E" is 30 bytes).
+         */
+        if (!g_ascii_isxdigit(p[2])) {
+            goto invalid;
+        }
+        const char *digits_end = p + 2;
+
+        hex = true;
+        while (g_ascii_isxdigit(*digits_end)) {
+            digits_end++;
+        }
+        errno = 0;
+        whole = g_ascii_strtoull(p + 2, &end, 16);
+        /* strtoull takes a second "0x" ("0x0x10"): digits only. */
+        if (end != digits_end) {
+            goto invalid;
+        }
+    } else {
+        errno = 0;
+        whole = g_ascii_strtoull(p, &end, 10);
+    }
     if (errno) {
         goto invalid;
     }
     p = end;
+    if (*p == '.' && hex) {
+        goto invalid;
+    }
     if (*p == '.') {
         /*
          * "1.5G": the fraction is read as a double and scaled below. Only
@@ -311,4 +349,12 @@ invalid:
     error_setg(errp, "Invalid size '%s': use a number with an optional "
                "suffix k, M, G, T, P or E", str);
     return -1;
+}
+
+bool qemu_strtosz_is_hex_with_suffix(const char *str)
+{
+    size_t n = strlen(str);
+
+    return n > 2 && str[0] == '0' && (str[1] == 'x' || str[1] == 'X') &&
+        !g_ascii_isxdigit(str[n - 1]);
 }

@@ -125,3 +125,14 @@ size_t qcow2_cache_memory(const Qcow2Cache *c)
     }
     return n;
 }
+
+void qcow2_cache_update(Qcow2Cache *c, uint64_t offset, size_t pos,
+                        const void *data, size_t len)
+{
+    Qcow2CacheSlot *slot = qcow2_cache_find(c, offset);
+
+    g_assert(pos <= c->table_size && len <= c->table_size - pos);
+    if (slot) {
+        memcpy(slot->table + pos, data, len);
+    }
+}

@@ -88,8 +88,8 @@ void qcow2_compressed_extent(const Qcow2Geometry *g, uint64_t l2_entry,
 }
 
 /* The L2 table at l2_offset, from the cache or the file. Lock held. */
-static const uint8_t *qcow2_get_l2_table(BlockDriverState *bs,
-                                         uint64_t l2_offset, Error **errp)
+const uint8_t *qcow2_get_l2_table(BlockDriverState *bs, uint64_t l2_offset,
+                                  Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
     const uint8_t *table = qcow2_cache_lookup(s->l2_cache, l2_offset);
@@ -132,6 +132,13 @@ static int qcow2_l2_offset(BDRVQcow2State *s, uint64_t l1_index,
     return 0;
 }
 
+bool qcow2_extent_has_host(Qcow2SubclusterType type, uint64_t l2_entry)
+{
+    /* A standard cluster may sit at offset 0 of an external data file. */
+    return type == QCOW2_SC_NORMAL ||
+           (type != QCOW2_SC_COMPRESSED && (l2_entry & QCOW2_OFFSET_MASK));
+}
+
 /*
  * Walk the L2 table from offset to end: the first subcluster's mapping,
  * then every following one that continues it.
@@ -169,7 +176,9 @@ static int qcow2_walk_l2(BDRVQcow2State *s, const uint8_t *table,
             ext->host_offset = (entry & QCOW2_OFFSET_MASK) + in_cluster;
             next_host = ext->host_offset;
         } else if (type != ext->type || type == QCOW2_SC_COMPRESSED ||
-                   (type == QCOW2_SC_NORMAL &&
+                   qcow2_extent_has_host(type, entry) !=
+                   qcow2_extent_has_host(type, ext->l2_entry) ||
+                   (qcow2_extent_has_host(type, entry) &&
                     (entry & QCOW2_OFFSET_MASK) + in_cluster != next_host)) {
             break;
         }

@@ -100,3 +100,49 @@ int qcow2_decompress(Qcow2CompressionType type, const uint8_t *in,
     error_setg(errp, "Unknown compression type %d", type);
     return -1;
 }
+
+/* ---- Compression (convert -c) */
+
+/* QEMU's choices: a raw deflate stream with a 4 KiB window. */
+static size_t qcow2_zlib_compress(const uint8_t *in, size_t in_len,
+                                  uint8_t *out, size_t out_len)
+{
+    z_stream strm = { 0 };
+    size_t n = 0;
+    int ret;
+
+    if (deflateInit2(&strm, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -12, 9,
+                     Z_DEFAULT_STRATEGY) != Z_OK) {
+        return 0;
+    }
+    strm.next_in = (Bytef *)in;
+    strm.avail_in = in_len;
+    strm.next_out = out;
+    strm.avail_out = out_len;
+    ret = deflate(&strm, Z_FINISH);
+    if (ret == Z_STREAM_END) {
+        n = out_len - strm.avail_out;
+    }
+    deflateEnd(&strm);
+    return n;
+}
+
+static size_t qcow2_zstd_compress(const uint8_t *in, size_t in_len,
+                                  uint8_t *out, size_t out_len)
+{
+    size_t n = ZSTD_compress(out, out_len, in, in_len, ZSTD_CLEVEL_DEFAULT);
+
+    return ZSTD_isError(n) ? 0 : n;
+}
+
+size_t qcow2_compress(Qcow2CompressionType type, const uint8_t *in,
+                      size_t in_len, uint8_t *out, size_t out_len)
+{
+    switch (type) {
+    case QCOW2_COMPRESSION_ZLIB:
+        return qcow2_zlib_compress(in, in_len, out, out_len);
+    case QCOW2_COMPRESSION_ZSTD:
+        return qcow2_zstd_compress(in, in_len, out, out_len);
+    }
+    return 0;
+}

@@ -44,9 +44,9 @@ struct Qcow2Crypto {
 };
 
 /* The LUKS header's reads, confined to the header clusters. */
-static int qcow2_crypto_hdr_read(QCryptoBlock *block, uint64_t offset,
-                                 uint8_t *buf, size_t buflen, void *opaque,
-                                 Error **errp)
+int qcow2_crypto_hdr_read(QCryptoBlock *block, uint64_t offset,
+                          uint8_t *buf, size_t buflen, void *opaque,
+                          Error **errp)
 {
     Qcow2Crypto *c = opaque;
 
@@ -179,4 +179,56 @@ QCryptoBlockInfo *qcow2_crypto_get_info(Qcow2Crypto *c, Error **errp)
         return NULL;
     }
     return qcrypto_block_get_info(c->luks, errp);
+}
+
+/* ---- Writing */
+
+int qcow2_crypto_hdr_write(QCryptoBlock *block, uint64_t offset,
+                           const uint8_t *buf, size_t buflen, void *opaque,
+                           Error **errp)
+{
+    Qcow2Crypto *c = opaque;
+
+    if (offset > c->hdr_length || buflen > c->hdr_length - offset) {
+        error_setg(errp, "LUKS header write of %zu bytes at offset %"
+                   G_GUINT64_FORMAT " is outside the qcow2 crypto header (%"
+                   G_GUINT64_FORMAT " bytes)", buflen, offset,
+                   c->hdr_length);
+        return -1;
+    }
+    return c->file->drv->bdrv_pwrite(c->file, c->hdr_offset + offset, buf,
+                                     buflen, 0, errp);
+}
+
+Qcow2Crypto *qcow2_crypto_new_luks(BlockDriverState *file,
+                                   QCryptoBlock *block, uint64_t hdr_offset,
+                                   uint64_t hdr_length)
+{
+    Qcow2Crypto *c = g_new0(Qcow2Crypto, 1);
+
+    c->method = QCOW2_CRYPT_LUKS;
+    g_mutex_init(&c->aes_lock);
+    c->luks = block;
+    c->file = file;
+    c->hdr_offset = hdr_offset;
+    c->hdr_length = hdr_length;
+    return c;
+}
+
+QCryptoBlock *qcow2_crypto_get_block(Qcow2Crypto *c)
+{
+    return c ? c->luks : NULL;
+}
+
+int qcow2_crypto_encrypt(Qcow2Crypto *c, uint64_t host_offset, uint8_t *buf,
+                         size_t len, Error **errp)
+{
+    g_assert(host_offset % QCOW2_CRYPTO_SECTOR == 0 &&
+             len % QCOW2_CRYPTO_SECTOR == 0);
+    if (c->no_io || !c->luks) {
+        error_setg(errp, "The image was opened without its key");
+        return -1;
+    }
+    /* As QEMU: the IVs follow the host offset of each sector. */
+    return qcrypto_block_encrypt(c->luks, host_offset, buf, len, errp);
 }

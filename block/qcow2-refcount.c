@@ -8,6 +8,10 @@
  */
 #include "block/qcow2.h"
 
+#ifndef DIV_ROUND_UP
+#define DIV_ROUND_UP(n, d) (((n) + (d) - 1) / (d))
+#endif
+
 uint64_t qcow2_refcount_block_entry(const uint8_t *block, uint64_t index,
                                     unsigned order)
 {
@@ -70,4 +74,247 @@ int qcow2_get_refcount(BlockDriverState *bs, uint64_t offset,
     }
     *refcount = qcow2_refcount_block_entry(raw, skip, order);
     return 0;
+}
+
+/* ---- Writing: the refcounts of new clusters */
+
+void qcow2_refcount_block_set(uint8_t *block, uint64_t index, unsigned order,
+                              uint64_t value)
+{
+    unsigned bits = 1u << order;
+
+    if (bits < 8) {
+        uint64_t bit = index * bits;
+        uint8_t mask = ((1u << bits) - 1) << (bit % 8);
+
+        block[bit / 8] = (block[bit / 8] & ~mask) |
+                         ((value << (bit % 8)) & mask);
+        return;
+    }
+    for (unsigned i = bits / 8; i-- > 0;) {
+        block[index * (bits / 8) + i] = value & 0xff;
+        value >>= 8;
+    }
+}
+
+int qcow2_refcount_init(BlockDriverState *bs, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    const Qcow2Header *h = &s->header;
+    uint64_t n = (uint64_t)h->refcount_table_clusters *
+                 (s->g.cluster_size / sizeof(uint64_t));
+
+    /* Bounded by QCOW2_MAX_REFTABLE_BYTES at open. */
+    s->reftable_entries = n;
+    s->reftable = g_new(uint64_t, n);
+    if (bs->file->drv->bdrv_pread(bs->file, h->refcount_table_offset,
+                                  s->reftable, n * 8, errp) < 0) {
+        return -1;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        s->reftable[i] = GUINT64_FROM_BE(s->reftable[i]) &
+                         QCOW2_REFT_OFFSET_MASK;
+        if (s->reftable[i] &&
+            ((s->reftable[i] & (s->g.cluster_size - 1)) ||
+             s->reftable[i] >= s->file_size)) {
+            error_setg(errp, "qcow2 image is corrupt: refcount block offset "
+                       "0x%" PRIx64 " is invalid", s->reftable[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static uint64_t qcow2_refs_per_block(BDRVQcow2State *s)
+{
+    return (s->g.cluster_size * 8) >> s->header.refcount_order;
+}
+
+/* The file grew to end: readers check offsets against file_size. */
+static void qcow2_grow_file_size(BDRVQcow2State *s, uint64_t end)
+{
+    if (end > s->file_size) {
+        s->file_size = end;
+    }
+}
+
+static int qcow2_add_refs(BlockDriverState *bs, uint64_t first,
+                          uint64_t count, int64_t delta, Error **errp);
+
+/*
+ * A refcount table of at least min_entries (twice the old one, or more)
+ * at the end of the file (qemu-img's small images made with 512-byte
+ * clusters cover 64 MiB per table cluster):
+ *
+ *   1. the new table is written, with the old entries;
+ *   2. from then on refcount blocks are entered in it (s->reftable and
+ *      the offset in s->header are the new table's, in memory only), and
+ *      the new table's clusters are counted, which may add blocks;
+ *   3. the header points at it (one 12-byte write);
+ *   4. the old table's clusters are freed.
+ *
+ * Before 3 the file's header still names the old table, which counts
+ * every cluster it did: a crash leaves at most uncounted clusters past
+ * the old table's reach, which nothing points at.
+ */
+static int qcow2_grow_reftable(BlockDriverState *bs, uint64_t min_entries,
+                               Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t cs = s->g.cluster_size;
+    uint64_t per_cluster = cs / sizeof(uint64_t);
+    uint64_t old_off = s->header.refcount_table_offset;
+    uint64_t old_clusters = s->header.refcount_table_clusters;
+    uint64_t clusters = MAX(old_clusters * 2,
+                            DIV_ROUND_UP(min_entries, per_cluster) + 1);
+    uint64_t off = s->next_free, entries = clusters * per_cluster;
+    g_autofree uint8_t *table = NULL;
+    uint8_t hdr[12];
+
+    if (clusters * cs > QCOW2_MAX_REFTABLE_BYTES) {
+        error_setg(errp, "The qcow2 refcount table would grow past %d "
+                   "bytes", QCOW2_MAX_REFTABLE_BYTES);
+        return -1;
+    }
+    s->next_free += clusters * cs;
+    table = g_malloc0(clusters * cs);
+    for (uint64_t i = 0; i < s->reftable_entries; i++) {
+        stq_be_p(table + i * 8, s->reftable[i]);
+    }
+    if (qcow2_file_pwrite(bs->file, off, table, clusters * cs, errp) < 0) {
+        return -1;
+    }
+    qcow2_grow_file_size(s, off + clusters * cs);
+    s->reftable = g_renew(uint64_t, s->reftable, entries);
+    memset(s->reftable + s->reftable_entries, 0,
+           (entries - s->reftable_entries) * sizeof(uint64_t));
+    s->reftable_entries = entries;
+    s->header.refcount_table_offset = off;
+    s->header.refcount_table_clusters = clusters;
+    if (qcow2_add_refs(bs, off / cs, clusters, 1, errp) < 0 ||
+        bdrv_flush(bs->file, errp) < 0) {
+        return -1;
+    }
+    stq_be_p(hdr, off);
+    stl_be_p(hdr + 8, clusters);
+    if (qcow2_file_pwrite(bs->file, 48, hdr, sizeof(hdr), errp) < 0 ||
+        bdrv_flush(bs->file, errp) < 0) {
+        return -1;
+    }
+    return qcow2_add_refs(bs, old_off / cs, old_clusters, -1, errp);
+}
+
+/*
+ * The refcount block for table index idx exists (making it if not): a
+ * zeroed cluster at the end of the file, written, then entered in the
+ * table, then counted (which may make the next block).
+ */
+static int qcow2_ensure_refblock(BlockDriverState *bs, uint64_t idx,
+                                 Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    g_autofree uint8_t *zero = NULL;
+    uint8_t be[8];
+    uint64_t off;
+
+    if (idx >= s->reftable_entries &&
+        qcow2_grow_reftable(bs, idx + 1, errp) < 0) {
+        return -1;
+    }
+    if (s->reftable[idx]) {
+        return 0;
+    }
+    off = s->next_free;
+    s->next_free += s->g.cluster_size;
+    zero = g_malloc0(s->g.cluster_size);
+    if (qcow2_file_pwrite(bs->file, off, zero, s->g.cluster_size, errp) < 0) {
+        return -1;
+    }
+    qcow2_grow_file_size(s, off + s->g.cluster_size);
+    stq_be_p(be, off);
+    if (qcow2_file_pwrite(bs->file,
+                          s->header.refcount_table_offset + idx * 8, be, 8,
+                          errp) < 0) {
+        return -1;
+    }
+    s->reftable[idx] = off;
+    return qcow2_add_refs(bs, off >> s->g.cluster_bits, 1, 1, errp);
+}
+
+/*
+ * Add delta to the refcounts of clusters [first, first + count): one read
+ * and one write per refcount block touched.
+ */
+static int qcow2_add_refs(BlockDriverState *bs, uint64_t first,
+                          uint64_t count, int64_t delta, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    unsigned order = s->header.refcount_order;
+    uint64_t per_block = qcow2_refs_per_block(s);
+    uint64_t max = order == 6 ? UINT64_MAX : (1ull << (1u << order)) - 1;
+    g_autofree uint8_t *block = g_malloc(s->g.cluster_size);
+
+    while (count) {
+        uint64_t idx = first / per_block, i0 = first % per_block;
+        uint64_t n = MIN(count, per_block - i0);
+        /* The bytes holding entries i0 .. i0 + n - 1. */
+        uint64_t b0 = (i0 << order) / 8;
+        uint64_t b1 = DIV_ROUND_UP((i0 + n) << order, 8);
+
+        if (qcow2_ensure_refblock(bs, idx, errp) < 0) {
+            return -1;
+        }
+        if (qcow2_file_pread(bs->file, s->reftable[idx] + b0, block + b0,
+                             b1 - b0, errp) < 0) {
+            return -1;
+        }
+        for (uint64_t i = i0; i < i0 + n; i++) {
+            uint64_t v = qcow2_refcount_block_entry(block, i, order);
+
+            if ((delta < 0 && v < (uint64_t)-delta) ||
+                (delta > 0 && v > max - delta)) {
+                error_setg(errp, "qcow2 refcount of cluster 0x%" PRIx64
+                           " would leave its range", (idx * per_block + i) *
+                           s->g.cluster_size);
+                return -1;
+            }
+            qcow2_refcount_block_set(block, i, order, v + delta);
+        }
+        if (qcow2_file_pwrite(bs->file, s->reftable[idx] + b0, block + b0,
+                        b1 - b0, errp) < 0) {
+            return -1;
+        }
+        first += n;
+        count -= n;
+    }
+    return 0;
+}
+
+int qcow2_alloc_clusters(BlockDriverState *bs, uint64_t n, uint64_t *offset,
+                         Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    *offset = s->next_free;
+    s->next_free += n * s->g.cluster_size;
+    if (s->next_free > QCOW2_OFFSET_MASK) {
+        error_setg(errp, "The qcow2 image file would be too large");
+        return -1;
+    }
+    /* Counted before anything points at them: a crash leaks, no more. */
+    if (qcow2_add_refs(bs, *offset >> s->g.cluster_bits, n, 1, errp) < 0) {
+        return -1;
+    }
+    qcow2_grow_file_size(s, *offset + n * s->g.cluster_size);
+    return 0;
+}
+
+int qcow2_update_refcounts(BlockDriverState *bs, uint64_t offset,
+                           uint64_t bytes, int delta, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t first = offset >> s->g.cluster_bits;
+    uint64_t last = (offset + bytes - 1) >> s->g.cluster_bits;
+
+    return qcow2_add_refs(bs, first, last - first + 1, delta, errp);
 }

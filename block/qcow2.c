@@ -18,6 +18,8 @@
 
 #include "block/crypto.h"
 #include "block/qcow2.h"
+#include "block/qcow2-bitmap.h"
+#include "block/qcow2-measure.h"
 #include "crypto/secret.h"
 
 /*
@@ -386,9 +388,17 @@ static int qcow2_extensions_parse_inner(const Qcow2Header *h,
                 return -1;
             }
             break;
+        case QCOW2_EXT_BITMAPS:
+            /* Read for info and measure only (block/qcow2-bitmap.c). */
+            if (elen >= 24 && (h->autoclear_features &
+                               QCOW2_AUTOCLEAR_BITMAPS)) {
+                ext->nb_bitmaps = ldl_be_p(data);
+                ext->bitmap_directory_size = ldq_be_p(data + 8);
+                ext->bitmap_directory_offset = ldq_be_p(data + 16);
+            }
+            break;
         default:
-            /* Bitmaps (only written to, never read here) and unknown
-             * extensions: the spec says they can be ignored. */
+            /* Unknown extensions: the spec says they can be ignored. */
             break;
         }
         off += 8 + ROUND_UP((uint64_t)elen, 8);
@@ -677,6 +687,10 @@ static int qcow2_open_crypto(BlockDriverState *bs, GHashTable *opts,
     bool no_io = flags & BDRV_O_NO_IO;
     int ret;
 
+    if (s->crypto) {
+        /* Made by create, with the key it made (qcow2_open_created). */
+        return 0;
+    }
     if (s->header.crypt_method == QCOW2_CRYPT_NONE) {
         if (format || g_hash_table_contains(opts, "encrypt.key-secret")) {
             error_setg(errp, "Image is not encrypted, but encryption "
@@ -711,6 +725,10 @@ static void qcow2_close(BlockDriverState *bs)
 {
     BDRVQcow2State *s = bs->opaque;
 
+    if (s->dirty) {
+        /* Every refcount was written before its cluster was used. */
+        qcow2_mark_dirty(bs, false, NULL);
+    }
     qcow2_crypto_free(s->crypto);
     if (s->own_data_file) {
         bdrv_close(s->data_file);
@@ -721,8 +739,40 @@ static void qcow2_close(BlockDriverState *bs)
     g_free(s->full_backing_filename);
     g_free(s->warning);
     qcow2_extensions_clear(&s->ext);
+    g_free(s->reftable);
     g_mutex_clear(&s->lock);
+    g_mutex_clear(&s->alloc_lock);
     /* The block layer closes bs->backing. */
+}
+
+/* What the write path (qcow2-write.c) does not change: refuse it. */
+static int qcow2_open_writable(BlockDriverState *bs, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    const Qcow2Header *h = &s->header;
+    const char *why = NULL;
+
+    if (h->crypt_method == QCOW2_CRYPT_AES) {
+        why = "it uses the legacy AES encryption";
+    } else if (h->nb_snapshots) {
+        why = "it has internal snapshots";
+    } else if (h->incompatible_features & QCOW2_INCOMPAT_DATA_FILE) {
+        why = "its data is in an external data file";
+    } else if (h->incompatible_features & QCOW2_INCOMPAT_CORRUPT) {
+        why = "it is marked corrupt (run 'qemu-img check -r all')";
+    } else if (h->incompatible_features & QCOW2_INCOMPAT_DIRTY) {
+        why = "its dirty bit is set: its refcounts may be stale (run "
+              "'qemu-img check -r all')";
+    } else if (h->autoclear_features) {
+        why = "it has bitmaps or other autoclear features";
+    }
+    if (why) {
+        error_setg(errp, "qcow2 image '%s' cannot be written by "
+                   "qemu-img-lite: %s", bdrv_get_filename(bs->file), why);
+        return -1;
+    }
+    s->next_free = ROUND_UP(s->file_size, s->g.cluster_size);
+    return qcow2_refcount_init(bs, errp);
 }
 
 static int qcow2_open_image(BlockDriverState *bs, GHashTable *opts, int flags,
@@ -731,13 +781,6 @@ static int qcow2_open_image(BlockDriverState *bs, GHashTable *opts, int flags,
     BDRVQcow2State *s = bs->opaque;
     int64_t len;
 
-    /* "check -r" writes through qcow2-check.c alone. */
-    if ((flags & BDRV_O_RDWR) && !(flags & BDRV_O_CHECK)) {
-        error_setg(errp, "qcow2 images are read-only in qemu-img-lite: "
-                   "convert '%s' to raw or LUKS to change it",
-                   bdrv_get_filename(bs->file));
-        return -1;
-    }
     len = bdrv_getlength_exact(bs->file, errp);
     if (len < 0) {
         return -1;
@@ -755,6 +798,13 @@ static int qcow2_open_image(BlockDriverState *bs, GHashTable *opts, int flags,
         qcow2_open_backing(bs, opts, flags, errp) < 0) {
         return -1;
     }
+    /*
+     * "check -r" writes through qcow2-check.c alone, and must open the
+     * dirty and corrupt images the write path refuses.
+     */
+    if ((flags & BDRV_O_RDWR) && !(flags & BDRV_O_CHECK)) {
+        return qcow2_open_writable(bs, errp);
+    }
     return 0;
 }
 
@@ -764,6 +814,7 @@ static int qcow2_open(BlockDriverState *bs, GHashTable *opts, int flags,
     int ret;
 
     g_mutex_init(&((BDRVQcow2State *)bs->opaque)->lock);
+    g_mutex_init(&((BDRVQcow2State *)bs->opaque)->alloc_lock);
     qcow2_chain_push(qcow2_file_identity(bdrv_get_filename(bs->file)));
     ret = qcow2_open_image(bs, opts, flags, errp);
     qcow2_chain_pop();
@@ -773,6 +824,36 @@ static int qcow2_open(BlockDriverState *bs, GHashTable *opts, int flags,
         qcow2_close(bs);
     }
     return ret;
+}
+
+int qcow2_open_created(BlockDriverState *bs, Qcow2Crypto *crypto, int flags,
+                       Error **errp)
+{
+    g_autoptr(GHashTable) opts = qemu_opts_new();
+
+    ((BDRVQcow2State *)bs->opaque)->crypto = crypto;
+    return qcow2_open(bs, opts, flags, errp);
+}
+
+static int qcow2_flush(BlockDriverState *bs, Error **errp)
+{
+    return bdrv_flush(bs->file, errp);
+}
+
+/* Unallocated clusters read as zeroes, and no preallocated encrypted data. */
+static bool qcow2_has_zero_init(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    if (bs->backing) {
+        return false;
+    }
+    for (uint64_t i = 0; s->crypto && i < s->l1_size; i++) {
+        if (s->l1_table[i]) {
+            return false;
+        }
+    }
+    return true;
 }
 
 /* ---- Reads */
@@ -869,8 +950,9 @@ static int qcow2_read_extent(BlockDriverState *bs, const Qcow2Extent *ext,
     g_assert_not_reached();
 }
 
-static int qcow2_read_mapped(BlockDriverState *bs, uint64_t offset,
-                             uint8_t *buf, uint64_t bytes, Error **errp)
+/* Also the write path's COW reads (qcow2-write.c). */
+int qcow2_read_mapped(BlockDriverState *bs, uint64_t offset, uint8_t *buf,
+                      uint64_t bytes, Error **errp)
 {
     while (bytes) {
         Qcow2Extent ext;
@@ -905,6 +987,7 @@ static int qcow2_pread(BlockDriverState *bs, uint64_t offset, void *buf,
 static bool qcow2_extent_is_data(BlockDriverState *bs, uint64_t offset,
                                  uint64_t bytes, uint64_t *pnum)
 {
+    BDRVQcow2State *s = bs->opaque;
     Qcow2Extent ext;
     int64_t blen;
 
@@ -930,6 +1013,18 @@ static bool qcow2_extent_is_data(BlockDriverState *bs, uint64_t offset,
         }
         return bdrv_block_status_is_data(bs->backing, offset,
                                          MIN(ext.bytes, blen - offset), pnum);
+    case QCOW2_SC_NORMAL:
+        /*
+         * As QEMU: allocated clusters that are a hole in the file read as
+         * zeroes (preallocation=metadata, the zeroes qemu-img writes as
+         * holes around a partial write). Not when encrypted: a hole
+         * decrypts to noise.
+         */
+        if (s->crypto) {
+            return true;
+        }
+        return bdrv_block_status_is_data(s->data_file, ext.host_offset,
+                                         ext.bytes, pnum);
     default:
         return true;
     }
@@ -955,6 +1050,75 @@ static bool qcow2_block_status_is_data(BlockDriverState *bs, uint64_t offset,
     }
     *pnum = done;
     return data;
+}
+
+/*
+ * QEMU's qcow2_detect_metadata_preallocation: clearly more clusters in
+ * use (refcount not 0) than the file has blocks on disk means clusters
+ * were given to data that was never written (preallocation=metadata),
+ * holes in the file that read as zeroes. Stops at the threshold.
+ */
+static bool qcow2_detect_metadata_prealloc(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int64_t file_len = bdrv_getlength(bs->file, NULL);
+    int64_t on_disk = bdrv_get_allocated_file_size(bs->file);
+    uint64_t real_clusters, threshold, end, used = 0, refcount;
+
+    if (file_len < 0 || on_disk < 0) {
+        return false;
+    }
+    real_clusters = on_disk / s->g.cluster_size;
+    threshold = MAX(real_clusters * 10 / 9, real_clusters + 2);
+    end = ROUND_UP((uint64_t)file_len, s->g.cluster_size) >>
+          s->g.cluster_bits;
+    for (uint64_t i = 0; i < end && used < threshold; i++) {
+        if (qcow2_get_refcount(bs, i << s->g.cluster_bits, &refcount,
+                               NULL) < 0) {
+            return false;
+        }
+        used += refcount != 0;
+    }
+    return used >= threshold;
+}
+
+/*
+ * QEMU's qcow2_co_block_status: what the L2 entries say. Host offsets are
+ * given where the run has host clusters, unless encrypted (the bytes
+ * there are not the guest's); compressed data has none.
+ */
+static int qcow2_block_status(BlockDriverState *bs, uint64_t offset,
+                              uint64_t bytes, uint64_t *pnum, uint64_t *map,
+                              BlockDriverState **file, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    Qcow2Extent ext;
+    int ret = 0;
+
+    if (qcow2_get_extent(bs, offset, bytes, &ext, errp) < 0) {
+        return -1;
+    }
+    *pnum = ext.bytes;
+    if (qcow2_extent_has_host(ext.type, ext.l2_entry) && !s->crypto) {
+        *map = ext.host_offset;
+        *file = s->data_file;
+        ret |= BDRV_BLOCK_OFFSET_VALID;
+    }
+    if (ext.type == QCOW2_SC_ZERO) {
+        ret |= BDRV_BLOCK_ZERO;
+    } else if (ext.type != QCOW2_SC_UNALLOCATED) {
+        ret |= BDRV_BLOCK_DATA;
+    }
+    /* Asked from one thread ("map"): no lock around the check. */
+    if (!s->prealloc_checked) {
+        s->metadata_prealloc = qcow2_detect_metadata_prealloc(bs);
+        s->prealloc_checked = true;
+    }
+    if (s->metadata_prealloc && (ret & BDRV_BLOCK_DATA) &&
+        (ret & BDRV_BLOCK_OFFSET_VALID)) {
+        ret |= BDRV_BLOCK_RECURSE;
+    }
+    return ret;
 }
 
 static bool qcow2_is_encrypted(BlockDriverState *bs)
@@ -998,6 +1162,9 @@ static int qcow2_get_info(BlockDriverState *bs, BlockImageInfo *info,
         q->data_file_raw =
             h->autoclear_features & QCOW2_AUTOCLEAR_DATA_FILE_RAW;
     }
+    if (qcow2_read_bitmaps(bs, &q->bitmaps, &q->nb_bitmaps, errp) < 0) {
+        return -1;
+    }
     q->encrypt_format = crypt_names[h->crypt_method];
     if (h->crypt_method == QCOW2_CRYPT_LUKS) {
         q->encrypt_luks = qcow2_crypto_get_info(s->crypto, errp);
@@ -1008,6 +1175,54 @@ static int qcow2_get_info(BlockDriverState *bs, BlockImageInfo *info,
     return 0;
 }
 
+/* "-o help" (qemu-img's options and words; what qcow2-create.c takes). */
+static const BlockOptionDesc qcow2_create_opts[] = {
+    { "size", "size", "Virtual disk size" },
+    { "compat", "str", "Compatibility level (v2 [0.10] or v3 [1.1])" },
+    { "backing_file", "str", "File name of a base image" },
+    { "backing_fmt", "str", "Image format of the base image" },
+    { "encrypt.format", "str", "Encrypt the image, format choices: 'luks' "
+      "('aes' is refused)" },
+    { "encrypt.key-secret", "str",
+      "ID of secret providing qcow AES key or LUKS passphrase" },
+    { "encrypt.cipher-alg", "str", "Name of encryption cipher algorithm" },
+    { "encrypt.cipher-mode", "str", "Name of encryption cipher mode" },
+    { "encrypt.ivgen-alg", "str", "Name of IV generator algorithm" },
+    { "encrypt.ivgen-hash-alg", "str",
+      "Name of IV generator hash algorithm" },
+    { "encrypt.hash-alg", "str", "Name of encryption hash algorithm" },
+    { "encrypt.iter-time", "num", "Time to spend in PBKDF in milliseconds" },
+    { "cluster_size", "size", "qcow2 cluster size" },
+    { "extended_l2", "bool (on/off)", "Extended L2 tables" },
+    { "preallocation", "str", "Preallocation mode (allowed values: off, "
+      "metadata, falloc, full)" },
+    { "lazy_refcounts", "bool (on/off)", "Postpone refcount updates" },
+    { "refcount_bits", "num", "Width of a reference count entry in bits" },
+    { "compression_type", "str",
+      "Compression method used for image cluster compression" },
+    { NULL }
+};
+
+/* "-o help" for amend (qemu-img's list, less the external data file). */
+static const BlockOptionDesc qcow2_amend_opts[] = {
+    { "size", "size", "Virtual disk size" },
+    { "compat", "str", "Compatibility level (v2 [0.10] or v3 [1.1])" },
+    { "backing_file", "str", "File name of a base image" },
+    { "backing_fmt", "str", "Image format of the base image" },
+    { "lazy_refcounts", "bool (on/off)", "Postpone refcount updates" },
+    { "refcount_bits", "num", "Width of a reference count entry in bits" },
+    { "encrypt.state", "str",
+      "Select new state of affected keyslots (active/inactive)" },
+    { "encrypt.keyslot", "num",
+      "Select a single keyslot to modify explicitly" },
+    { "encrypt.old-secret", "str",
+      "Select all keyslots that match this password" },
+    { "encrypt.new-secret", "str", "New secret to set in the matching "
+      "keyslots. Empty string to erase" },
+    { "encrypt.iter-time", "num", "Time to spend in PBKDF in milliseconds" },
+    { NULL }
+};
+
 const BlockDriver bdrv_qcow2 = {
     .format_name = "qcow2",
     .instance_size = sizeof(BDRVQcow2State),
@@ -1017,8 +1232,20 @@ const BlockDriver bdrv_qcow2 = {
     .bdrv_pread = qcow2_pread,
     .bdrv_getlength = qcow2_getlength,
     .bdrv_block_status_is_data = qcow2_block_status_is_data,
+    .bdrv_block_status = qcow2_block_status,
+    .supports_backing = true,
     .bdrv_is_encrypted = qcow2_is_encrypted,
     .bdrv_get_warning = qcow2_get_warning,
     .bdrv_get_info = qcow2_get_info,
+    .bdrv_measure = qcow2_measure,
     .bdrv_check = qcow2_check,
+    .bdrv_pwrite = qcow2_pwrite,
+    .bdrv_flush = qcow2_flush,
+    .bdrv_has_zero_init = qcow2_has_zero_init,
+    .bdrv_create = qcow2_create,
+    .bdrv_pwrite_compressed = qcow2_pwrite_compressed,
+    .bdrv_truncate = qcow2_truncate,
+    .bdrv_amend = qcow2_amend,
+    .create_opts = qcow2_create_opts,
+    .amend_opts = qcow2_amend_opts,
 };

@@ -59,6 +59,8 @@ enum {
 /* Spec, compatible_features / autoclear_features */
 #define QCOW2_COMPAT_LAZY_REFCOUNTS (1ull << 0)
 #define QCOW2_AUTOCLEAR_DATA_FILE_RAW (1ull << 1)
+/* Spec, autoclear bit 0: without it the bitmaps extension is stale. */
+#define QCOW2_AUTOCLEAR_BITMAPS (1ull << 0)
 
 /* Spec, "Header extensions": types */
 #define QCOW2_EXT_END               0x00000000u
@@ -117,6 +119,10 @@ typedef struct Qcow2Extensions {
     bool has_crypto_header;
     uint64_t crypto_header_offset;  /* bytes into the image file */
     uint64_t crypto_header_length;
+    /* Spec, "Bitmaps extension" (0 bitmaps: none, or a stale extension) */
+    uint32_t nb_bitmaps;
+    uint64_t bitmap_directory_size;
+    uint64_t bitmap_directory_offset;
     /* Names of incompatible features (feature name table), bit -> name */
     char *incompat_names[64];
 } Qcow2Extensions;
@@ -199,7 +205,10 @@ void qcow2_compressed_extent(const Qcow2Geometry *g, uint64_t l2_entry,
 /*
  * A run of guest bytes that maps the same way: *type for all of it; for
  * NORMAL, host_offset of the first byte and contiguous on the host; for
- * COMPRESSED, one cluster's descriptor in l2_entry.
+ * COMPRESSED, one cluster's descriptor in l2_entry. A zero or unallocated
+ * run either has host clusters (an L2 entry with an offset: QEMU's
+ * ZERO_ALLOC, UNALLOCATED_ALLOC), contiguous like NORMAL ones, or none:
+ * "qemu-img map" shows the difference.
  */
 typedef struct Qcow2Extent {
     Qcow2SubclusterType type;
@@ -207,6 +216,9 @@ typedef struct Qcow2Extent {
     uint64_t host_offset;
     uint64_t l2_entry;
 } Qcow2Extent;
+
+/* Whether a run of type whose L2 entry is l2_entry has host clusters. */
+bool qcow2_extent_has_host(Qcow2SubclusterType type, uint64_t l2_entry);
 
 typedef struct Qcow2Cache Qcow2Cache;
 typedef struct BDRVQcow2State BDRVQcow2State;
@@ -249,8 +261,58 @@ uint64_t qcow2_refcount_block_entry(const uint8_t *block, uint64_t index,
 /* The refcount of the host cluster holding offset (0: free). */
 int qcow2_get_refcount(BlockDriverState *bs, uint64_t offset,
                        uint64_t *refcount, Error **errp);
+/* Set entry index of a refcount block (the inverse of the above). */
+void qcow2_refcount_block_set(uint8_t *block, uint64_t index, unsigned order,
+                              uint64_t value);
+/*
+ * Allocate n contiguous clusters at the end of the image file, their
+ * refcounts set to 1 on disk before this returns (refcount blocks are
+ * added as needed). alloc_lock held.
+ */
+int qcow2_alloc_clusters(BlockDriverState *bs, uint64_t n, uint64_t *offset,
+                         Error **errp);
+/*
+ * Add delta to the refcounts of the clusters holding [offset, offset +
+ * bytes) (-1 frees a compressed cluster's clusters). alloc_lock held.
+ */
+int qcow2_update_refcounts(BlockDriverState *bs, uint64_t offset,
+                           uint64_t bytes, int delta, Error **errp);
+/* Load the refcount table for writing (open read-write). */
+int qcow2_refcount_init(BlockDriverState *bs, Error **errp);
+
+/* ---- qcow2-cluster.c, for writers: L2 tables (s->lock held) */
+
+/* The L2 table at l2_offset, from the cache or the file. */
+const uint8_t *qcow2_get_l2_table(BlockDriverState *bs, uint64_t l2_offset,
+                                  Error **errp);
+/* Keep a cached table in step with bytes just written to it on disk. */
+void qcow2_cache_update(Qcow2Cache *c, uint64_t offset, size_t pos,
+                        const void *data, size_t len);
+
+/* ---- qcow2-write.c: the write path */
+
+int qcow2_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
+                 size_t bytes, int flags, Error **errp);
+/*
+ * Write one compressed cluster (guest offset cluster-aligned; data is
+ * already compressed, len bytes). The cluster must be unallocated.
+ */
+int qcow2_write_compressed(BlockDriverState *bs, uint64_t offset,
+                           const uint8_t *data, size_t len, Error **errp);
+/* Write whole clusters compressed where it pays (convert -c). */
+int qcow2_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
+                            const void *buf, size_t bytes, Error **errp);
+/* Set or clear the dirty bit in the header on disk (lazy refcounts). */
+int qcow2_mark_dirty(BlockDriverState *bs, bool dirty, Error **errp);
 
 /* ---- qcow2-compress.c */
+
+/*
+ * Compress one cluster of in_len bytes into out (out_len bytes). Returns
+ * the compressed length, or 0 if it does not fit (store it plain).
+ */
+size_t qcow2_compress(Qcow2CompressionType type, const uint8_t *in,
+                      size_t in_len, uint8_t *out, size_t out_len);
 
 /*
  * Decompress in_len bytes into exactly out_len bytes (one cluster). More
@@ -283,6 +345,25 @@ void qcow2_crypto_free(Qcow2Crypto *c);
 int qcow2_crypto_decrypt(Qcow2Crypto *c, uint64_t host_offset,
                          uint64_t guest_offset, uint8_t *buf, size_t len,
                          Error **errp);
+/*
+ * Encrypt len bytes (whole sectors) in place for host offset host_offset:
+ * LUKS only (AES images are never written).
+ */
+int qcow2_crypto_encrypt(Qcow2Crypto *c, uint64_t host_offset, uint8_t *buf,
+                         size_t len, Error **errp);
+/* Wrap the LUKS block that create just made (its header at hdr_offset). */
+Qcow2Crypto *qcow2_crypto_new_luks(BlockDriverState *file,
+                                   QCryptoBlock *block, uint64_t hdr_offset,
+                                   uint64_t hdr_length);
+/* The LUKS block (amend), or NULL. */
+QCryptoBlock *qcow2_crypto_get_block(Qcow2Crypto *c);
+/* LUKS header reads and writes, confined to the header clusters. */
+int qcow2_crypto_hdr_read(QCryptoBlock *block, uint64_t offset,
+                          uint8_t *buf, size_t buflen, void *opaque,
+                          Error **errp);
+int qcow2_crypto_hdr_write(QCryptoBlock *block, uint64_t offset,
+                           const uint8_t *buf, size_t buflen, void *opaque,
+                           Error **errp);
 /* LUKS header info for "info", or NULL (AES, or no header). */
 QCryptoBlockInfo *qcow2_crypto_get_info(Qcow2Crypto *c, Error **errp);
 
@@ -315,7 +396,55 @@ struct BDRVQcow2State {
     char *full_backing_filename;    /* relative to the image's directory */
     Qcow2Crypto *crypto;
     char *warning;
+
+    /* Writing (opened read-write; qcow2-write.c, qcow2-refcount.c) */
+    GMutex alloc_lock;              /* allocation and metadata updates */
+    uint64_t next_free;             /* where the next cluster goes */
+    uint64_t *reftable;             /* host byte order */
+    uint64_t reftable_entries;
+    bool dirty;                     /* the dirty bit is set on disk */
+    uint64_t compressed_next;       /* free bytes for compressed data, 0 */
+    /* Block status: preallocation=metadata looked for, and found. */
+    bool prealloc_checked;
+    bool metadata_prealloc;
 };
+
+/*
+ * The image file's bytes, past the block layer's bounds check (which
+ * costs an fstat, and refuses writes past the end: the write path
+ * appends).
+ */
+static inline int qcow2_file_pread(BlockDriverState *file, uint64_t offset,
+                                   void *buf, size_t len, Error **errp)
+{
+    return file->drv->bdrv_pread(file, offset, buf, len, errp);
+}
+
+static inline int qcow2_file_pwrite(BlockDriverState *file, uint64_t offset,
+                                    const void *buf, size_t len, Error **errp)
+{
+    return file->drv->bdrv_pwrite(file, offset, buf, len, 0, errp);
+}
+
+/* ---- qcow2-amend.c: amend and resize */
+
+int qcow2_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
+                   Error **errp);
+int qcow2_amend(BlockDriverState *bs, GHashTable *opts, bool force,
+                Error **errp);
+
+/* ---- qcow2-create.c */
+
+int qcow2_create(const char *filename, GHashTable *opts, int flags,
+                 BlockDriverState **pbs, Error **errp);
+/* Open a node that create made, with its LUKS key (crypto, or NULL). */
+int qcow2_open_created(BlockDriverState *bs, Qcow2Crypto *crypto, int flags,
+                       Error **errp);
+/* The header bytes of h (and of its extensions) into buf (a cluster). */
+size_t qcow2_header_build(const Qcow2Header *h, const char *backing_file,
+                          const char *backing_fmt, uint64_t crypto_off,
+                          uint64_t crypto_len, bool feature_table,
+                          uint8_t *buf, size_t len);
 
 extern const BlockDriver bdrv_qcow2;
 

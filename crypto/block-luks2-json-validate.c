@@ -79,7 +79,8 @@ static int qcrypto_luks2_json_validate_requirements(QCryptoLUKS2Metadata *md,
             g_str_has_prefix(*r, "offline-reencrypt")) {
             error_setg(errp, "LUKS2 image has an unfinished re-encryption "
                        "(mandatory requirement '%s'): finish it with "
-                       "cryptsetup reencrypt first", *r);
+                       "'qemu-img-lite reencrypt --resume-only' or "
+                       "'cryptsetup reencrypt --resume-only' first", *r);
         } else {
             error_setg(errp, "LUKS2 image has an unknown mandatory "
                        "requirement '%s'", *r);

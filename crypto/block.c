@@ -95,8 +95,8 @@ block_create_driver(const QCryptoBlockCreateOptions *options, Error **errp)
     return block_driver(options->format, options->luks_version, errp);
 }
 
-static QCryptoBlock *block_new(QCryptoBlockFormat format,
-                               const QCryptoBlockDriver *driver)
+QCryptoBlock *qcrypto_block_new(QCryptoBlockFormat format,
+                                 const QCryptoBlockDriver *driver)
 {
     QCryptoBlock *block = g_new0(QCryptoBlock, 1);
 
@@ -145,7 +145,7 @@ QCryptoBlock *qcrypto_block_open(const QCryptoBlockOpenOptions *options,
     if (!driver) {
         return NULL;
     }
-    block = block_new(options->format, driver);
+    block = qcrypto_block_new(options->format, driver);
     if (options->max_pbkdf2_iterations) {
         block->max_pbkdf2_iters = options->max_pbkdf2_iterations;
     }
@@ -213,7 +213,7 @@ QCryptoBlock *qcrypto_block_create(const QCryptoBlockCreateOptions *options,
     if (!driver) {
         return NULL;
     }
-    block = block_new(options->format, driver);
+    block = qcrypto_block_new(options->format, driver);
     if (driver->create(block, options, initfunc, writefunc, opaque,
                        errp) < 0) {
         qcrypto_block_free(block);

@@ -136,6 +136,10 @@ struct QCryptoBlockDriver {
 extern const QCryptoBlockDriver qcrypto_block_driver_luks;
 extern const QCryptoBlockDriver qcrypto_block_driver_luks2;
 
+/* A new block of format, driven by driver (NULL: none yet). */
+QCryptoBlock *qcrypto_block_new(QCryptoBlockFormat format,
+                                const QCryptoBlockDriver *driver);
+
 /*
  * Called by a driver once it holds the master key, with sector_size,
  * ivgen_sector_shift and iv_sector_offset set: remembers the payload

@@ -265,18 +265,8 @@ static int secret_decrypt(const char *id, const QCryptoSecretOptions *opts,
     ssize_t plainlen;
     uint8_t *plain;
 
-    if (!key) {
-        error_setg(errp, "Secret '%s': no secret with id '%s' (keyid) to "
-                   "decrypt it: define that secret in an earlier --object",
-                   id, opts->keyid);
-        return -1;
-    }
-    if (key->len != SECRET_AES_KEY_LEN) {
-        error_setg(errp, "Secret '%s': its key '%s' (keyid) must be %d bytes "
-                   "long for AES-256, not %zu", id, opts->keyid,
-                   SECRET_AES_KEY_LEN, key->len);
-        return -1;
-    }
+    /* (secret_check_keyid() made sure of key and iv.) */
+    g_assert(key && opts->iv);
     if (!base64_decode_inplace(iv, strlen(opts->iv), &ivlen)) {
         error_setg(errp, "Secret '%s': 'iv' is not valid base64", id);
         return -1;
@@ -318,6 +308,30 @@ static int secret_decrypt(const char *id, const QCryptoSecretOptions *opts,
     return 0;
 }
 
+/*
+ * keyid: the key and the iv, in QEMU's order and words (qemu-img 7.2), but
+ * before anything is read (QEMU reads the data first).
+ */
+static int secret_check_keyid(const QCryptoSecretOptions *opts, Error **errp)
+{
+    const QCryptoSecret *key = secret_find(opts->keyid);
+
+    if (!key) {
+        error_setg(errp, "No secret with id '%s'", opts->keyid);
+        return -1;
+    }
+    if (key->len != SECRET_AES_KEY_LEN) {
+        error_setg(errp, "Key should be %d bytes in length",
+                   SECRET_AES_KEY_LEN);
+        return -1;
+    }
+    if (!opts->iv) {
+        error_setg(errp, "IV is required to decrypt secret");
+        return -1;
+    }
+    return 0;
+}
+
 /* What can be checked before anything is read (file=/dev/stdin is read once). */
 static int secret_check_options(const char *id,
                                 const QCryptoSecretOptions *opts,
@@ -332,10 +346,7 @@ static int secret_check_options(const char *id,
                    "is needed", id);
         return -1;
     }
-    /* QEMU's own message, when keyid comes without an iv. */
-    if (opts->keyid && !opts->iv) {
-        error_setg(errp, "Secret '%s': IV is required to decrypt secret "
-                   "(keyid= needs iv=)", id);
+    if (opts->keyid && secret_check_keyid(opts, errp) < 0) {
         return -1;
     }
     /* QEMU ignores a lone iv; it can only be a mistake. */

@@ -5,6 +5,29 @@
  */
 #include "img.h"
 
+/*
+ * "-o help": the amend options of -f's format, or of the image's (opened
+ * for its header only: no key needed). Returns the exit status.
+ */
+static int img_amend_help(GHashTable *opts, const char *fmt, bool image_opts,
+                          const char *filename)
+{
+    g_autoptr(BlockDriverState) bs = NULL;
+
+    if (!fmt || image_opts) {
+        if (!filename) {
+            img_error(NULL, "Expecting one image file name");
+            return 1;
+        }
+        bs = img_open(filename, fmt, image_opts, BDRV_O_NO_IO);
+        if (!bs) {
+            return 1;
+        }
+        fmt = bdrv_get_format_name(bs);
+    }
+    return img_handle_amend_opts_help(opts, fmt) < 0;
+}
+
 int img_amend(int argc, char **argv)
 {
     g_autofree char *fmt = NULL;
@@ -51,6 +74,12 @@ int img_amend(int argc, char **argv)
     if (!opts) {
         goto out;
     }
+    if (g_hash_table_contains(opts, "help") ||
+        g_hash_table_contains(opts, "?")) {
+        ret = img_amend_help(opts, fmt, image_opts, argc == 2 ? argv[1]
+                                                              : NULL);
+        goto out;
+    }
     if (!opt_strs) {
         img_error(NULL, "Must specify options (-o)");
         goto out;
@@ -67,11 +96,17 @@ int img_amend(int argc, char **argv)
      * Adding a key slot needs the master key, so the image is unlocked with
      * key-secret; erasing slots can do without (no key-secret: header only).
      */
-    if (image_opts) {
-        g_autoptr(GHashTable) o = qemu_opts_parse(filename, "file.filename",
-                                                  NULL);
+    if (image_opts || g_str_has_prefix(filename, "json:")) {
+        g_autoptr(GHashTable) o = image_opts ?
+            qemu_opts_parse(filename, "file.filename", NULL) :
+            qemu_opts_from_json(filename + 5, NULL);
         key_secret = o ? g_strdup(g_hash_table_lookup(o, "key-secret"))
                        : NULL;
+        /* qcow2's LUKS header is unlocked with encrypt.key-secret. */
+        if (o && !key_secret) {
+            key_secret = g_strdup(g_hash_table_lookup(o,
+                                                      "encrypt.key-secret"));
+        }
     }
     if (!key_secret) {
         flags |= BDRV_O_NO_IO;

@@ -203,10 +203,13 @@ int img_compare(int argc, char **argv)
                        "--image-opts \\\n      driver=raw,file.filename=disk.raw "
                        "driver=luks,key-secret=s0,file.filename=disk.luks",
                        entries, &common) < 0) {
+        ret = 1;    /* usage errors exit 1, as in qemu-img */
         goto out;
     }
     if (argc != 3) {
         img_error(NULL, "Expecting two image file names");
+        fprintf(stderr, "Try 'qemu-img-lite --help' for more information\n");
+        ret = 1;
         goto out;
     }
     name1 = argv[1];
@@ -215,7 +218,7 @@ int img_compare(int argc, char **argv)
         goto out;
     }
     if (image_opts && (fmt1 || fmt2)) {
-        img_error(NULL, "--image-opts and -f/-F are mutually exclusive");
+        img_error(NULL, "--image-opts and --format are mutually exclusive");
         goto out;
     }
     bs1 = img_open(name1, fmt1, image_opts,

@@ -38,6 +38,9 @@
 #endif
 /* Default zero-run granularity (-S), as qemu-img's 4k. */
 #define CONVERT_SPARSE_DEFAULT 4096
+/* qemu-img's largest -S: 32768 sectors (its MAX_BUF_SECTORS). */
+#define CONVERT_SPARSE_MAX (16 * 1024 * 1024)
+/* -m, as qemu-img's number of coroutines: 1 to 16. */
 #define CONVERT_MAX_THREADS 16
 
 typedef struct ConvertState {
@@ -47,6 +50,17 @@ typedef struct ConvertState {
     /* The target reads as zeroes: skip zero runs of sparse_size bytes. */
     bool skip_zeroes;
     size_t sparse_size;
+    /* --salvage: a sector that cannot be read is copied as zeroes. */
+    bool salvage;
+    /* -C: try copy offloading; cleared (atomically) once it fails. */
+    gint copy_range;
+    /* -r: bytes per second, 0 for no limit. */
+    uint64_t rate_limit;
+    /* -c: whole clusters compressed, in the job's thread (qcow2). */
+    bool compress;
+    /* -B: the target's backing file; blocks equal to it are not written. */
+    BlockDriverState *backing;
+    uint64_t backing_len;
 
     GMutex lock;
     GCond cond;
@@ -79,11 +93,87 @@ static bool buffer_is_zero(const uint8_t *buf, size_t len)
  * Write buf to the target, leaving out runs of sparse_size-aligned zero
  * blocks when the target already reads as zeroes there.
  */
+/* Blocks of -B's comparison: qemu-img's default qcow2 cluster. */
+#define CONVERT_BACKING_BLOCK (64 * 1024)
+
+static int convert_write_1(ConvertState *s, uint64_t offset, uint8_t *buf,
+                           size_t len, Error **errp);
+
+/*
+ * -B: only the blocks that differ from the backing file are written
+ * (zeroes included: the target's driver makes zero clusters of them).
+ */
+static int convert_write_over_backing(ConvertState *s, uint64_t offset,
+                                      uint8_t *buf, size_t len, Error **errp)
+{
+    g_autofree uint8_t *old = g_malloc(CONVERT_BACKING_BLOCK);
+    size_t pos = 0;
+
+    while (pos < len) {
+        size_t start = pos;
+
+        /* Skip the blocks equal to the backing file's, then write the
+         * run of differing ones. */
+        while (pos < len) {
+            uint64_t at = offset + pos;
+            size_t n = MIN(CONVERT_BACKING_BLOCK -
+                           at % CONVERT_BACKING_BLOCK, len - pos);
+            size_t in = at < s->backing_len ?
+                        MIN(n, s->backing_len - at) : 0;
+
+            memset(old, 0, n);
+            if (in && bdrv_pread(s->backing, at, old, in, errp) < 0) {
+                return -1;
+            }
+            if (memcmp(old, buf + pos, n) != 0) {
+                break;
+            }
+            pos += n;
+            start = pos;
+        }
+        while (pos < len) {
+            uint64_t at = offset + pos;
+            size_t n = MIN(CONVERT_BACKING_BLOCK -
+                           at % CONVERT_BACKING_BLOCK, len - pos);
+            size_t in = at < s->backing_len ?
+                        MIN(n, s->backing_len - at) : 0;
+
+            memset(old, 0, n);
+            if (in && bdrv_pread(s->backing, at, old, in, errp) < 0) {
+                return -1;
+            }
+            if (memcmp(old, buf + pos, n) == 0) {
+                break;
+            }
+            pos += n;
+        }
+        if (pos > start &&
+            convert_write_1(s, offset + start, buf + start, pos - start,
+                            errp) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int convert_write(ConvertState *s, uint64_t offset, uint8_t *buf,
                          size_t len, Error **errp)
 {
+    if (s->backing) {
+        return convert_write_over_backing(s, offset, buf, len, errp);
+    }
+    return convert_write_1(s, offset, buf, len, errp);
+}
+
+static int convert_write_1(ConvertState *s, uint64_t offset, uint8_t *buf,
+                           size_t len, Error **errp)
+{
     size_t pos = 0;
 
+    if (s->compress) {
+        /* The driver leaves zero clusters out and compresses the rest. */
+        return bdrv_pwrite_compressed(s->dst, offset, buf, len, errp);
+    }
     if (!s->skip_zeroes) {
         return bdrv_pwrite(s->dst, offset, buf, len, BDRV_REQ_MAY_CLOBBER,
                            errp);
@@ -110,6 +200,52 @@ static int convert_write(ConvertState *s, uint64_t offset, uint8_t *buf,
 }
 
 /*
+ * --salvage: the read of [offset, offset + len) failed; read it again one
+ * 512-byte sector at a time, as qemu-img does, and let each sector that
+ * still fails read as zeroes, with a warning.
+ */
+static void convert_read_salvage(ConvertState *s, uint64_t offset,
+                                 uint8_t *buf, size_t len)
+{
+    for (size_t pos = 0; pos < len; pos += BDRV_SECTOR_SIZE) {
+        size_t n = MIN(BDRV_SECTOR_SIZE, len - pos);
+        Error *err = NULL;
+
+        if (bdrv_pread(s->src, offset + pos, buf + pos, n, &err) < 0) {
+            memset(buf + pos, 0, n);
+            /* Under the lock: one worker's line at a time. */
+            g_mutex_lock(&s->lock);
+            img_error(NULL, "warning: error while reading offset %"
+                      G_GUINT64_FORMAT ": %s", offset + pos,
+                      error_get_pretty(err));
+            g_mutex_unlock(&s->lock);
+            error_free(err);
+        }
+    }
+}
+
+/*
+ * -C: offload the copy of a job to the file system. False (and offloading
+ * off from then on, as in qemu-img) when it cannot: the job is then
+ * copied the usual way.
+ */
+static bool convert_chunk_offload(ConvertState *s, ConvertJob *job)
+{
+    Error *err = NULL;
+
+    if (!g_atomic_int_get(&s->copy_range)) {
+        return false;
+    }
+    if (bdrv_copy_range(s->src, job->offset, s->dst, job->offset, job->len,
+                        &err) == 0) {
+        return true;
+    }
+    error_free(err);
+    g_atomic_int_set(&s->copy_range, 0);
+    return false;
+}
+
+/*
  * One chunk: read what the source holds as data, zero what it knows is a
  * hole, and write it all at once (a LUKS target needs whole sectors; a
  * sparse raw one leaves the zero blocks out in convert_write()).
@@ -119,15 +255,26 @@ static int convert_chunk(ConvertState *s, ConvertJob *job,
 {
     uint64_t pos = 0, pnum;
 
+    if (convert_chunk_offload(s, job)) {
+        return 0;
+    }
     *err_file = s->src_name;
     while (pos < job->len) {
         pnum = job->len - pos;
         if (job->all_data ||
             bdrv_block_status_is_data(s->src, job->offset + pos, pnum,
                                       &pnum)) {
+            Error *err = NULL;
+
             if (bdrv_pread(s->src, job->offset + pos, job->buf + pos, pnum,
-                           errp) < 0) {
-                return -1;
+                           &err) < 0) {
+                if (!s->salvage) {
+                    error_propagate(errp, err);
+                    return -1;
+                }
+                error_free(err);
+                convert_read_salvage(s, job->offset + pos, job->buf + pos,
+                                     pnum);
             }
         } else {
             memset(job->buf + pos, 0, pnum);
@@ -171,7 +318,7 @@ static void convert_worker(gpointer data, gpointer user_data)
 static unsigned convert_threads(int requested)
 {
     if (requested > 0) {
-        return MIN(requested, CONVERT_MAX_THREADS);
+        return requested;
     }
     /*
      * One more thread than CPUs: writes to the target take turns (see
@@ -213,6 +360,23 @@ static size_t convert_next_job(ConvertState *s, uint64_t *offset,
     return 0;
 }
 
+/*
+ * -r: before a job is queued, wait until the bytes already queued fit the
+ * rate (bytes per second since start), in short naps that notice ^C.
+ */
+static void convert_throttle(ConvertState *s, gint64 start, uint64_t queued)
+{
+    gint64 due, now;
+
+    if (!s->rate_limit) {
+        return;
+    }
+    due = start + (gint64)((double)queued * G_USEC_PER_SEC / s->rate_limit);
+    while (!img_interrupted && (now = g_get_monotonic_time()) < due) {
+        g_usleep(MIN(due - now, G_USEC_PER_SEC / 10));
+    }
+}
+
 /* The copy loop. Returns 0, or -1 with the error printed. */
 static int convert_copy(ConvertState *s, unsigned nthreads, bool progress)
 {
@@ -221,7 +385,8 @@ static int convert_copy(ConvertState *s, unsigned nthreads, bool progress)
     g_autoptr(GError) gerr = NULL;
     GThreadPool *pool;
     ImgProgress prog;
-    uint64_t offset = 0;
+    uint64_t offset = 0, queued = 0;
+    gint64 start = g_get_monotonic_time();
     int ret = 0;
 
     g_mutex_init(&s->lock);
@@ -250,6 +415,9 @@ static int convert_copy(ConvertState *s, unsigned nthreads, bool progress)
         /* Block status is asked outside the lock: the workers go on. */
         size_t len = convert_next_job(s, &offset, &all_data, &skipped);
         ConvertJob *job;
+
+        convert_throttle(s, start, queued);
+        queued += len;
 
         g_mutex_lock(&s->lock);
         s->done += skipped;
@@ -369,14 +537,17 @@ int img_convert(int argc, char **argv)
 {
     g_autofree char *fmt = NULL, *out_fmt = NULL, *cache = NULL;
     g_autofree char *src_cache = NULL, *sparse_str = NULL;
+    g_autofree char *threads_str = NULL, *rate_str = NULL;
+    g_autofree char *backing = NULL, *backing_fmt = NULL;
     g_auto(GStrv) opt_strs = NULL;
     g_autoptr(GHashTable) opts = NULL;
     g_autoptr(BlockDriverState) src = NULL;
     BlockDriverState *dst = NULL;
     gboolean image_opts = FALSE, target_image_opts = FALSE;
     gboolean no_create = FALSE, progress = FALSE, out_of_order = FALSE;
-    gboolean force_share = FALSE;
-    gint num_threads = 0;
+    gboolean force_share = FALSE, copy_range = FALSE, compress = FALSE;
+    gboolean target_is_zero = FALSE, salvage = FALSE;
+    gint64 num_threads = 0;
     ImgCommonOpts common = { 0 };
     const GOptionEntry entries[] = {
         { "format", 'f', 0, G_OPTION_ARG_STRING, &fmt,
@@ -386,6 +557,14 @@ int img_convert(int argc, char **argv)
         { "options", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &opt_strs,
           "target creation options (as for create; with -n only "
           "key-secret)", "OPTIONS" },
+        { "compress", 'c', 0, G_OPTION_ARG_NONE, &compress,
+          "write compressed clusters (qcow2 target; compressed by the "
+          "copying threads in parallel)", NULL },
+        { "backing", 'B', 0, G_OPTION_ARG_STRING, &backing,
+          "backing file of the new qcow2 target: only what differs from "
+          "it is written", "FILE" },
+        { "backing-format", 'F', 0, G_OPTION_ARG_STRING, &backing_fmt,
+          "format of -B's file (required)", "FMT" },
         { "no-create", 'n', 0, G_OPTION_ARG_NONE, &no_create,
           "write into an existing target instead of creating it", NULL },
         { "progress", 'p', 0, G_OPTION_ARG_NONE, &progress,
@@ -405,8 +584,21 @@ int img_convert(int argc, char **argv)
           "source cache mode: writeback (default), none or directsync "
           "(O_DIRECT); unsafe and writethrough read as writeback",
           "CACHE" },
-        { "parallel", 'm', 0, G_OPTION_ARG_INT, &num_threads,
-          "number of threads copying at once (default: CPUs + 1)", "N" },
+        { "parallel", 'm', 0, G_OPTION_ARG_STRING, &threads_str,
+          "number of threads copying at once, 1 to 16 (default: CPUs + 1)",
+          "N" },
+        { "copy-range-offloading", 'C', 0, G_OPTION_ARG_NONE, &copy_range,
+          "let the file system copy (copy_file_range: a reflink or a "
+          "server-side copy) where it can; elsewhere, copy as usual",
+          NULL },
+        { "rate-limit", 'r', 0, G_OPTION_ARG_STRING, &rate_str,
+          "copy at most RATE bytes per second (suffixes k, M, G...)",
+          "RATE" },
+        { "target-is-zero", 0, 0, G_OPTION_ARG_NONE, &target_is_zero,
+          "the target (-n) reads as zeroes: zeroes are not written", NULL },
+        { "salvage", 0, 0, G_OPTION_ARG_NONE, &salvage,
+          "copy sectors that cannot be read as zeroes, with a warning for "
+          "each, instead of failing", NULL },
         { "out-of-order", 'W', 0, G_OPTION_ARG_NONE, &out_of_order,
           "accepted for qemu-img compatibility (writes are always out of "
           "order)", NULL },
@@ -416,13 +608,14 @@ int img_convert(int argc, char **argv)
         { NULL }
     };
     ConvertState s = { 0 };
-    const char *src_name, *dst_name;
+    const char *src_name, *dst_name, *dst_path = NULL;
     int dst_flags = BDRV_O_RDWR, src_flags = 0;
     bool created = false, flush, direct, src_direct, src_flush;
-    uint64_t sparse_size = CONVERT_SPARSE_DEFAULT;
+    bool with_backing = false;
+    uint64_t sparse_size = CONVERT_SPARSE_DEFAULT, rate_limit = 0;
     int64_t len;
     Error *err = NULL;
-    int ret = 1;
+    int r, ret = 1;
 
     if (img_parse_args(&argc, &argv, "SRC DST",
                        "Convert the image SRC into DST (raw <-> luks, or "
@@ -440,6 +633,17 @@ int img_convert(int argc, char **argv)
                        entries, &common) < 0) {
         goto out;
     }
+    opts = img_parse_create_opts(opt_strs);
+    if (!opts) {
+        goto out;
+    }
+    /* "-o help" needs no images; with the target's name, as qemu-img. */
+    r = img_handle_opts_help(opts, out_fmt ? out_fmt : "raw",
+                             argc == 3 ? argv[2] : NULL);
+    if (r) {
+        ret = r < 0;
+        goto out;
+    }
     if (argc != 3) {
         img_error(NULL, argc < 3 ? "Expecting a source and a target image" :
                   "Only one source image is supported");
@@ -449,6 +653,10 @@ int img_convert(int argc, char **argv)
     dst_name = argv[2];
     if (target_image_opts && !no_create) {
         img_error(NULL, "--target-image-opts requires use of -n flag");
+        goto out;
+    }
+    if (target_is_zero && !no_create) {
+        img_error(NULL, "--target-is-zero requires use of -n flag");
         goto out;
     }
     if (target_image_opts && out_fmt) {
@@ -472,18 +680,71 @@ int img_convert(int argc, char **argv)
     if (src_direct) {
         src_flags |= BDRV_O_NOCACHE;
     }
-    if (sparse_str && qemu_strtosz(sparse_str, &sparse_size, NULL) < 0) {
-        img_error(NULL, "Invalid buffer size for sparse output specified");
+    if (sparse_str) {
+        if (img_parse_size_as(sparse_str, "buffer size for sparse output",
+                              &sparse_size) < 0) {
+            goto out;
+        }
+        if (sparse_size % BDRV_SECTOR_SIZE ||
+            sparse_size > CONVERT_SPARSE_MAX) {
+            img_error(NULL, "Invalid buffer size for sparse output "
+                      "specified. Valid sizes are multiples of %d up to %d. "
+                      "Select 0 to disable sparse detection (fully "
+                      "allocates output).", BDRV_SECTOR_SIZE,
+                      CONVERT_SPARSE_MAX);
+            goto out;
+        }
+    }
+    if (threads_str) {
+        char *end;
+
+        /* Base 0 as qemu-img: "0x4" is 4. */
+        num_threads = g_ascii_strtoll(threads_str, &end, 0);
+        if (end == threads_str || *end || num_threads < 1 ||
+            num_threads > CONVERT_MAX_THREADS) {
+            img_error(NULL, "Invalid number of coroutines. Allowed number of "
+                      "coroutines is between 1 and %d", CONVERT_MAX_THREADS);
+            goto out;
+        }
+    }
+    if (rate_str &&
+        img_parse_size_as(rate_str, "rate limit", &rate_limit) < 0) {
         goto out;
     }
-    if (sparse_size % BDRV_SECTOR_SIZE || sparse_size > CONVERT_CHUNK) {
-        img_error(NULL, "-S takes a multiple of 512 bytes, at most %d",
-                  CONVERT_CHUNK);
+    if (copy_range && sparse_str) {
+        /* Offloaded copies cannot leave zero runs out. */
+        img_error(NULL, "Cannot enable copy offloading when -S is used");
         goto out;
     }
-    opts = img_parse_create_opts(opt_strs);
-    if (!opts || img_add_objects(common.objects) < 0) {
+    if (copy_range && salvage) {
+        /* Nor can they turn a read error into zeroes. */
+        img_error(NULL, "Cannot use copy offloading in salvaging mode");
         goto out;
+    }
+    if (img_add_objects(common.objects) < 0) {
+        goto out;
+    }
+    if (backing) {
+        if (no_create) {
+            img_error(NULL, "-B cannot be used with -n (the target exists "
+                      "with its own backing file)");
+            goto out;
+        }
+        if (!backing_fmt) {
+            img_error(NULL, "Use of backing file requires explicit backing "
+                      "format");
+            goto out;
+        }
+        if (!out_fmt || !g_str_equal(out_fmt, "qcow2")) {
+            img_error(NULL, "Backing file not supported for file format "
+                      "'%s'", out_fmt ? out_fmt : "raw");
+            goto out;
+        }
+        with_backing = true;
+        g_hash_table_insert(opts, g_strdup("backing_file"),
+                            g_steal_pointer(&backing));
+        g_hash_table_insert(opts, g_strdup("backing_fmt"),
+                            g_steal_pointer(&backing_fmt));
     }
 
     /* The source is opened read-only: it is never written. */
@@ -517,33 +778,73 @@ int img_convert(int argc, char **argv)
             goto out;
         }
     } else {
+        /* The new file's path: "file:x" is x (bdrv_parse_filename()). */
+        const char *path = bdrv_parse_filename(dst_name, &err);
+        bool on_device;
         struct stat st;
 
-        if (stat(dst_name, &st) == 0) {
+        if (!path) {
+            img_error_free(dst_name, err);
+            goto out;
+        }
+        dst_path = path;
+        /* A block device is written in place, as by qemu-img. */
+        on_device = bdrv_block_device_size(dst_path) >= 0;
+        if (!on_device && stat(dst_path, &st) == 0) {
             img_error(dst_name, "The target exists: it is only written with "
                       "-n (or remove it first)");
             goto out;
         }
         g_hash_table_insert(opts, g_strdup("size"),
                             g_strdup_printf("%" G_GINT64_FORMAT, len));
-        dst = bdrv_create_open(out_fmt ? out_fmt : "raw", dst_name, opts,
+        dst = bdrv_create_open(out_fmt ? out_fmt : "raw", dst_path, opts,
                                dst_flags, &err);
         if (!dst) {
             img_error_free(dst_name, err);
             goto out;
         }
-        img_warn_if_padded(dst_name, dst, len);
+        /* An image on a device has the device's size: no padding to tell. */
+        if (!on_device) {
+            img_warn_if_padded(dst_name, dst, len);
+        }
         created = true;
     }
 
+    if (compress && !bdrv_supports_compressed_writes(dst)) {
+        img_error(NULL, "Compression not supported for this file format");
+        goto out;
+    }
+    if (compress && bdrv_is_encrypted(dst)) {
+        img_error(NULL, "Compression and encryption not supported at the "
+                  "same time");
+        goto out;
+    }
+    s.compress = compress;
+    s.backing = with_backing ? bdrv_get_backing(dst) : NULL;
+    if (s.backing) {
+        int64_t blen = bdrv_getlength(s.backing, &err);
+
+        if (blen < 0) {
+            img_error_free(dst_name, err);
+            goto out;
+        }
+        s.backing_len = blen;
+    }
     s.src = src;
     s.dst = dst;
     s.src_name = src_name;
     s.dst_name = dst_name;
     s.size = len;
     s.sparse_size = sparse_size;
-    /* Only a target we made ourselves is known to read as zeroes. */
-    s.skip_zeroes = created && sparse_size && bdrv_has_zero_init(dst);
+    /*
+     * Only a target we made ourselves is known to read as zeroes, or one
+     * the user vouches for (--target-is-zero).
+     */
+    s.skip_zeroes = sparse_size &&
+        ((created && bdrv_has_zero_init(dst)) || target_is_zero);
+    s.salvage = salvage;
+    s.copy_range = copy_range;
+    s.rate_limit = rate_limit;
     if (img_interrupted) {
         img_error(NULL, "Interrupted");
         goto out;

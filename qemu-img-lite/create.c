@@ -12,44 +12,23 @@
 
 /*
  * The creation options in the order qemu-img prints them in its
- * "Formatting ..." line, and describes them for "-o help".
+ * "Formatting ..." line (the others are not shown there).
  */
-static const struct {
-    const char *name;
-    const char *help;
-    bool luks_only;
-} img_create_opts[] = {
-    { "size", "Virtual disk size", false },
-    { "key-secret", "ID of the secret that holds the LUKS passphrase", true },
-    { "cipher-alg", "Name of encryption cipher algorithm (aes-128, aes-192, "
-      "aes-256, serpent-128/192/256, twofish-128/192/256, cast5-128, 3des; "
-      "default aes-256)", true },
-    { "cipher-mode", "Name of encryption cipher mode (xts, cbc, ctr, ecb; "
-      "default xts)", true },
-    { "ivgen-alg", "Name of IV generator algorithm (plain, plain64, essiv; "
-      "default plain64)", true },
-    { "ivgen-hash-alg", "Name of IV generator hash algorithm (for essiv, "
-      "default sha256)", true },
-    { "hash-alg", "Name of encryption hash algorithm (sha1, sha256, sha512, "
-      "...; default sha256)", true },
-    { "iter-time", "Time to spend in PBKDF in milliseconds (default 2000)",
-      true },
-    { "preallocation", "Preallocation mode (allowed values: off, falloc, "
-      "full)", false },
-    { "detached-header", "Create a LUKS header only, to be used as the "
-      "'header' child of an image whose data lives in another file", true },
-    { "align-payload", "Align the LUKS payload to this many 512-byte "
-      "sectors, as cryptsetup (2048 = 1 MiB; default: QEMU's layout)", true },
+static const char *const img_formatting_opts[] = {
+    "size", "key-secret", "cipher-alg", "cipher-mode", "ivgen-alg",
+    "ivgen-hash-alg", "hash-alg", "iter-time", "preallocation",
+    "detached-header", "align-payload",
 };
 
-static void img_print_create_help(const char *fmt)
+/* "  name=<type>   - help", qemu-img's layout. */
+static void img_print_option_list(const char *title, GPtrArray *list)
 {
-    printf("Supported options:\n");
-    for (size_t i = 0; i < G_N_ELEMENTS(img_create_opts); i++) {
-        if (!img_create_opts[i].luks_only || g_str_equal(fmt, "luks")) {
-            printf("  %-16s - %s\n", img_create_opts[i].name,
-                   img_create_opts[i].help);
-        }
+    printf("%s\n", title);
+    for (guint i = 0; i < list->len; i++) {
+        const BlockOptionDesc *d = g_ptr_array_index(list, i);
+        g_autofree char *lhs = g_strdup_printf("%s=<%s>", d->name, d->type);
+
+        printf("  %-22s - %s\n", lhs, d->help);
     }
 }
 
@@ -59,30 +38,131 @@ static bool img_opts_want_help(GHashTable *opts)
         g_hash_table_contains(opts, "?");
 }
 
+/* qemu-img's order for qcow2, with the defaults it prints. */
+static const struct {
+    const char *name;
+    const char *dflt;
+} img_qcow2_formatting[] = {
+    { "encrypt.format" }, { "encrypt.key-secret" }, { "encrypt.cipher-alg" },
+    { "encrypt.cipher-mode" }, { "encrypt.ivgen-alg" },
+    { "encrypt.ivgen-hash-alg" }, { "encrypt.hash-alg" },
+    { "encrypt.iter-time" }, { "cluster_size", "65536" },
+    { "extended_l2", "off" }, { "preallocation" },
+    { "compression_type", "zlib" }, { "size" }, { "compat" },
+    { "backing_file" }, { "backing_fmt" }, { "data_file" },
+    { "data_file_raw" }, { "lazy_refcounts", "off" },
+    { "refcount_bits", "16" },
+};
+
 /* "Formatting 'x', fmt=luks size=N key-secret=s0 iter-time=10" */
 static void img_print_formatting(const char *filename, const char *fmt,
                                  GHashTable *opts)
 {
     printf("Formatting '%s', fmt=%s", filename, fmt);
-    for (size_t i = 0; i < G_N_ELEMENTS(img_create_opts); i++) {
-        const char *v = g_hash_table_lookup(opts, img_create_opts[i].name);
+    for (size_t i = 0; g_str_equal(fmt, "qcow2") &&
+         i < G_N_ELEMENTS(img_qcow2_formatting); i++) {
+        const char *v = g_hash_table_lookup(opts,
+                                            img_qcow2_formatting[i].name);
+
+        uint64_t bytes;
+
+        v = v ? v : img_qcow2_formatting[i].dflt;
+        /* qemu-img prints the cluster size in bytes ("4k": 4096). */
+        if (v && g_str_equal(img_qcow2_formatting[i].name, "cluster_size") &&
+            qemu_strtosz(v, &bytes, NULL) == 0) {
+            printf(" cluster_size=%" G_GUINT64_FORMAT, bytes);
+        } else if (v) {
+            printf(" %s=%s", img_qcow2_formatting[i].name, v);
+        }
+    }
+    for (size_t i = 0; !g_str_equal(fmt, "qcow2") &&
+         i < G_N_ELEMENTS(img_formatting_opts); i++) {
+        const char *v = g_hash_table_lookup(opts, img_formatting_opts[i]);
 
         if (v) {
-            printf(" %s=%s", img_create_opts[i].name, v);
+            printf(" %s=%s", img_formatting_opts[i], v);
         }
     }
     printf("\n");
     fflush(stdout);
 }
 
-/* Take "-o help" apart from the real options: true if help was printed. */
-bool img_handle_opts_help(GHashTable *opts, const char *fmt)
+int img_handle_opts_help(GHashTable *opts, const char *fmt,
+                         const char *filename)
 {
-    if (img_opts_want_help(opts)) {
-        img_print_create_help(fmt);
-        return true;
+    g_autoptr(GPtrArray) list = NULL;
+    g_autofree char *title = NULL;
+    Error *err = NULL;
+
+    if (!img_opts_want_help(opts)) {
+        return 0;
     }
-    return false;
+    /*
+     * As qemu-img: with the target's file name, the protocol's options
+     * too, under one title; without, the format's and a hint.
+     */
+    list = bdrv_create_option_list(fmt, filename != NULL, &err);
+    if (!list) {
+        img_error_free(NULL, err);
+        return -1;
+    }
+    if (filename) {
+        img_print_option_list("Supported options:", list);
+        return 1;
+    }
+    title = g_strdup_printf("Supported %s options:", fmt);
+    img_print_option_list(title, list);
+    printf("\nThe protocol level may support further options.\n"
+           "Specify the target filename to include those options.\n");
+    return 1;
+}
+
+int img_handle_amend_opts_help(GHashTable *opts, const char *fmt)
+{
+    g_autoptr(GPtrArray) list = NULL;
+    g_autofree char *title = NULL;
+    Error *err = NULL;
+
+    if (!img_opts_want_help(opts)) {
+        return 0;
+    }
+    list = bdrv_amend_option_list(fmt, &err);
+    if (!list) {
+        img_error_free(NULL, err);
+        return -1;
+    }
+    title = g_strdup_printf("Amend options for '%s':", fmt);
+    img_print_option_list(title, list);
+    return 1;
+}
+
+/*
+ * -o size=2M and iter-time=0x10 are printed as qemu-img prints them, in
+ * decimal ("size=2097152", "iter-time=16"); a value that does not parse
+ * is left for the driver to refuse.
+ */
+void img_normalize_size_opt(GHashTable *opts)
+{
+    static const char *const numbers[] = { "iter-time", "align-payload" };
+    const char *str = g_hash_table_lookup(opts, "size");
+    uint64_t v;
+
+    if (str && qemu_strtosz(str, &v, NULL) == 0) {
+        if (qemu_strtosz_is_hex_with_suffix(str)) {
+            /* (qemu-img says it twice, we once) */
+            img_error(NULL, "warning: Using a multiplier suffix on hex "
+                      "numbers is deprecated: %s", str);
+        }
+        g_hash_table_insert(opts, g_strdup("size"),
+                            g_strdup_printf("%" G_GUINT64_FORMAT, v));
+    }
+    for (size_t i = 0; i < G_N_ELEMENTS(numbers); i++) {
+        str = g_hash_table_lookup(opts, numbers[i]);
+        if (str && qemu_strtou64_opt(str, &v) == 0) {
+            g_hash_table_insert(opts, g_strdup(numbers[i]),
+                                g_strdup_printf("%" G_GUINT64_FORMAT, v));
+        }
+    }
 }
 
 void img_warn_if_padded(const char *filename, BlockDriverState *bs,
@@ -111,25 +191,66 @@ static void img_create_check_padding(const char *filename, const char *fmt,
     }
 }
 
+/*
+ * No size given: an image on a block device fills it (qemu-img wants a
+ * size): its size is what the device holds after the format's header.
+ * Anywhere else the size is missing. Prints errors.
+ */
+static int img_create_size_from_device(const char *filename,
+                                       const char *fmt, GHashTable *opts)
+{
+    int64_t dev_size = bdrv_block_device_size(filename);
+    g_autoptr(GHashTable) copy = NULL;
+    BlockMeasureInfo m = { 0 };
+    uint64_t header;
+    Error *err = NULL;
+
+    if (dev_size < 0) {
+        img_error(NULL, "Image creation needs a size parameter");
+        return -1;
+    }
+    /* What a format needs for no data is its header. */
+    copy = qemu_opts_copy(opts);
+    if (bdrv_measure(fmt, copy, NULL, 0, &m, &err) < 0) {
+        img_error_free(filename, err);
+        return -1;
+    }
+    header = m.required;
+    if (header > (uint64_t)dev_size) {
+        img_error(filename, "Cannot grow device files");
+        return -1;
+    }
+    g_hash_table_insert(opts, g_strdup("size"),
+                        g_strdup_printf("%" G_GUINT64_FORMAT,
+                                        ROUND_DOWN(dev_size - header,
+                                                   BDRV_SECTOR_SIZE)));
+    return 0;
+}
+
 int img_create(int argc, char **argv)
 {
     g_autofree char *fmt = NULL;
+    g_autofree char *backing = NULL, *backing_fmt = NULL;
     g_auto(GStrv) opt_strs = NULL;
-    g_autoptr(GHashTable) opts = NULL;
+    g_autoptr(GHashTable) opts = NULL, shown = NULL;
     ImgCommonOpts common = { 0 };
     const GOptionEntry entries[] = {
         { "format", 'f', 0, G_OPTION_ARG_STRING, &fmt,
-          "image format: raw (default) or luks", "FMT" },
+          "image format: raw (default), luks or qcow2", "FMT" },
+        { "backing", 'b', 0, G_OPTION_ARG_STRING, &backing,
+          "backing file of a new qcow2 overlay (-o backing_file)", "FILE" },
+        { "backing-format", 'F', 0, G_OPTION_ARG_STRING, &backing_fmt,
+          "its format, raw or qcow2 (-o backing_fmt)", "FMT" },
         { "options", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &opt_strs,
           "creation options, comma separated ('-o help' lists them)",
           "OPTIONS" },
         { NULL }
     };
-    const char *filename;
+    const char *filename, *path;
     Error *err = NULL;
     bool padding_possible;
     uint64_t size = 0;
-    int ret = 1;
+    int r, ret = 1;
 
     if (img_parse_args(&argc, &argv, "FILENAME [SIZE]",
                        "Create a new disk image FILENAME of SIZE bytes "
@@ -148,9 +269,18 @@ int img_create(int argc, char **argv)
     if (!opts) {
         goto out;
     }
-    if (img_handle_opts_help(opts, fmt)) {
-        ret = 0;
+    r = img_handle_opts_help(opts, fmt, argc >= 2 ? argv[1] : NULL);
+    if (r) {
+        ret = r < 0;
         goto out;
+    }
+    if (backing) {
+        g_hash_table_insert(opts, g_strdup("backing_file"),
+                            g_steal_pointer(&backing));
+    }
+    if (backing_fmt) {
+        g_hash_table_insert(opts, g_strdup("backing_fmt"),
+                            g_steal_pointer(&backing_fmt));
     }
     if (argc < 2 || argc > 3) {
         img_error(NULL, argc < 2 ? "Expecting image file name" :
@@ -158,6 +288,12 @@ int img_create(int argc, char **argv)
         goto out;
     }
     filename = argv[1];
+    /* "file:x" is x; another protocol (json: among them) is refused. */
+    path = bdrv_parse_filename(filename, &err);
+    if (!path) {
+        img_error_free(filename, err);
+        goto out;
+    }
     if (img_add_objects(common.objects) < 0) {
         goto out;
     }
@@ -173,13 +309,14 @@ int img_create(int argc, char **argv)
         g_hash_table_insert(opts, g_strdup("size"),
                             g_strdup_printf("%" G_GUINT64_FORMAT, size));
     } else if (!g_hash_table_contains(opts, "size") &&
-               !g_hash_table_contains(opts, "detached-header")) {
-        img_error(NULL, "Image creation needs a size parameter");
+               !g_hash_table_contains(opts, "detached-header") &&
+               !g_hash_table_contains(opts, "backing_file") &&
+               img_create_size_from_device(path, fmt, opts) < 0) {
         goto out;
     }
-    if (!common.quiet) {
-        img_print_formatting(filename, fmt, opts);
-    }
+    img_normalize_size_opt(opts);
+    /* Printed once the image is made: not before a refusal. */
+    shown = qemu_opts_copy(opts);
     /* Only a requested sector size pads more than 512-byte rounding. */
     padding_possible = g_hash_table_contains(opts, "sector-size") &&
         !g_hash_table_contains(opts, "detached-header");
@@ -188,12 +325,15 @@ int img_create(int argc, char **argv)
         padding_possible = false;   /* bdrv_create reports the bad size */
     }
     /* Interrupted, it fails: the new image is never named. */
-    if (bdrv_create(fmt, filename, opts, &err) < 0) {
+    if (bdrv_create(fmt, path, opts, &err) < 0) {
         img_error_free(filename, err);
         goto out;
     }
+    if (!common.quiet) {
+        img_print_formatting(filename, fmt, shown);
+    }
     if (padding_possible) {
-        img_create_check_padding(filename, fmt, size);
+        img_create_check_padding(path, fmt, size);
     }
     ret = 0;
 

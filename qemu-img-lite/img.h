@@ -57,11 +57,19 @@ uint8_t *img_prompt_secret(const char *id, size_t *len);
 /* Merge every -o string into one option set; prints errors. */
 GHashTable *img_parse_create_opts(char **opt_strs);
 
+/* -o size=2M becomes size=2097152, as qemu-img shows it (create.c). */
+void img_normalize_size_opt(GHashTable *opts);
+
 /*
- * "-o help" among the creation options of fmt: lists them (create.c) and
- * returns true.
+ * "-o help" (or "-o ?") among the creation options of fmt (create.c):
+ * lists them as qemu-img does, with the protocol's when filename (the
+ * target's) is given, and returns 1; 0 without "help"; -1 (and a message)
+ * if fmt cannot create images.
  */
-bool img_handle_opts_help(GHashTable *opts, const char *fmt);
+int img_handle_opts_help(GHashTable *opts, const char *fmt,
+                         const char *filename);
+/* The same for amend's options. */
+int img_handle_amend_opts_help(GHashTable *opts, const char *fmt);
 
 /*
  * Warn (create.c) when the new image bs holds more than the size asked
@@ -77,8 +85,14 @@ void img_warn_if_padded(const char *filename, BlockDriverState *bs,
 BlockDriverState *img_open(const char *name, const char *fmt,
                            bool image_opts, int flags);
 
-/* A user-given size ("1G", "1.5G", "512M", "4k"); prints errors. */
+/*
+ * A user-given size ("1G", "1.5G", "512M", "4k", "0x100"); prints errors
+ * ("Invalid image size specified...") and qemu-img's warning for a hex
+ * number with a suffix.
+ */
 int img_parse_size(const char *str, uint64_t *size);
+/* The same for another size: what names it ("rate limit"). */
+int img_parse_size_as(const char *str, const char *what, uint64_t *size);
 
 /* qemu-img's human-readable size: "16 MiB", "0.977 KiB", "256 KiB". */
 char *img_size_to_str(uint64_t size);
@@ -99,10 +113,13 @@ void img_progress_end(ImgProgress *p);
 int img_create(int argc, char **argv);
 int img_convert(int argc, char **argv);
 int img_info(int argc, char **argv);
+int img_map(int argc, char **argv);
+int img_dd(int argc, char **argv);
 int img_amend(int argc, char **argv);
 int img_compare(int argc, char **argv);
 int img_measure(int argc, char **argv);
 int img_resize(int argc, char **argv);
+int img_reencrypt(int argc, char **argv);
 int img_check(int argc, char **argv);
 
 #endif

@@ -174,6 +174,31 @@ static void json_add_bool(JsonBuilder *b, const char *key, bool v)
     json_builder_add_boolean_value(b, v);
 }
 
+/* qcow2's persistent bitmaps, as qemu-img 7.2 lists them. */
+static void info_add_bitmaps_json(JsonBuilder *b, const BlockImageInfoQcow2 *q)
+{
+    json_builder_set_member_name(b, "bitmaps");
+    json_builder_begin_array(b);
+    for (size_t i = 0; i < q->nb_bitmaps; i++) {
+        const BlockImageInfoBitmap *bm = &q->bitmaps[i];
+
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "flags");
+        json_builder_begin_array(b);
+        if (bm->in_use) {
+            json_builder_add_string_value(b, "in-use");
+        }
+        if (bm->autoload) {
+            json_builder_add_string_value(b, "auto");
+        }
+        json_builder_end_array(b);
+        json_add_str(b, "name", bm->name);
+        json_add_int(b, "granularity", bm->granularity);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+}
+
 /* qcow2's format-specific data, in qemu-img 7.2's key order. */
 static void info_add_qcow2_json(JsonBuilder *b, const BlockImageInfoQcow2 *q)
 {
@@ -188,6 +213,9 @@ static void info_add_qcow2_json(JsonBuilder *b, const BlockImageInfoQcow2 *q)
     json_add_str(b, "compression-type", q->compression_type);
     if (v3) {
         json_add_bool(b, "lazy-refcounts", q->lazy_refcounts);
+    }
+    if (q->nb_bitmaps) {
+        info_add_bitmaps_json(b, q);
     }
     json_add_int(b, "refcount-bits", q->refcount_bits);
     if (q->data_file) {
@@ -251,13 +279,138 @@ static void info_add_image_json(JsonBuilder *b, const BlockImageInfo *info)
     json_builder_end_object(b);
 }
 
+/*
+ * A string as QEMU's JSON writer quotes it (qobject/qjson.c): the usual
+ * escapes, and every other character outside printable ASCII as \uXXXX
+ * (a surrogate pair above U+FFFF); a byte that is not UTF-8 as U+FFFD.
+ */
+static void json_append_quoted(GString *out, const char *s)
+{
+    g_string_append_c(out, '"');
+    while (*s) {
+        gunichar c = g_utf8_get_char_validated(s, -1);
+
+        if (c == (gunichar)-1 || c == (gunichar)-2) {
+            c = 0xfffd;
+            s++;
+        } else {
+            s = g_utf8_next_char(s);
+        }
+        switch (c) {
+        case '"':
+            g_string_append(out, "\\\"");
+            break;
+        case '\\':
+            g_string_append(out, "\\\\");
+            break;
+        case '\b':
+            g_string_append(out, "\\b");
+            break;
+        case '\f':
+            g_string_append(out, "\\f");
+            break;
+        case '\n':
+            g_string_append(out, "\\n");
+            break;
+        case '\r':
+            g_string_append(out, "\\r");
+            break;
+        case '\t':
+            g_string_append(out, "\\t");
+            break;
+        default:
+            if (c > 0xffff) {
+                c -= 0x10000;
+                g_string_append_printf(out, "\\u%04X\\u%04X",
+                                       0xd800 | (c >> 10),
+                                       0xdc00 | (c & 0x3ff));
+            } else if (c < 0x20 || c >= 0x7f) {
+                g_string_append_printf(out, "\\u%04X", c);
+            } else {
+                g_string_append_c(out, c);
+            }
+        }
+    }
+    g_string_append_c(out, '"');
+}
+
+static void json_newline(GString *out, int indent)
+{
+    g_string_append_c(out, '\n');
+    for (int i = 0; i < indent; i++) {
+        g_string_append(out, "    ");
+    }
+}
+
+/*
+ * node as qemu-img prints JSON (QEMU's pretty qobject_to_json): four
+ * spaces a level, "key": value, every member and element on a line of its
+ * own, empty containers too. json-glib spaces its output differently.
+ */
+static void json_append_node(GString *out, JsonNode *node, int indent)
+{
+    const char *sep = "";
+
+    switch (JSON_NODE_TYPE(node)) {
+    case JSON_NODE_OBJECT: {
+        JsonObjectIter iter;
+        const char *key;
+        JsonNode *member;
+
+        g_string_append_c(out, '{');
+        json_object_iter_init_ordered(&iter, json_node_get_object(node));
+        while (json_object_iter_next_ordered(&iter, &key, &member)) {
+            g_string_append(out, sep);
+            json_newline(out, indent + 1);
+            json_append_quoted(out, key);
+            g_string_append(out, ": ");
+            json_append_node(out, member, indent + 1);
+            sep = ",";
+        }
+        json_newline(out, indent);
+        g_string_append_c(out, '}');
+        break;
+    }
+    case JSON_NODE_ARRAY: {
+        JsonArray *a = json_node_get_array(node);
+
+        g_string_append_c(out, '[');
+        for (guint i = 0; i < json_array_get_length(a); i++) {
+            g_string_append(out, sep);
+            json_newline(out, indent + 1);
+            json_append_node(out, json_array_get_element(a, i), indent + 1);
+            sep = ",";
+        }
+        json_newline(out, indent);
+        g_string_append_c(out, ']');
+        break;
+    }
+    case JSON_NODE_NULL:
+        g_string_append(out, "null");
+        break;
+    case JSON_NODE_VALUE:
+        switch (json_node_get_value_type(node)) {
+        case G_TYPE_BOOLEAN:
+            g_string_append(out, json_node_get_boolean(node) ? "true"
+                                                            : "false");
+            break;
+        case G_TYPE_STRING:
+            json_append_quoted(out, json_node_get_string(node));
+            break;
+        default:
+            g_string_append_printf(out, "%" G_GINT64_FORMAT,
+                                   json_node_get_int(node));
+        }
+        break;
+    }
+}
+
 /* One image, or with chain an array of them (--backing-chain). */
 static void info_print_json(GPtrArray *infos, bool chain)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
-    g_autoptr(JsonGenerator) gen = json_generator_new();
     g_autoptr(JsonNode) root = NULL;
-    g_autofree char *text = NULL;
+    g_autoptr(GString) text = g_string_new(NULL);
 
     if (chain) {
         json_builder_begin_array(b);
@@ -269,11 +422,8 @@ static void info_print_json(GPtrArray *infos, bool chain)
         json_builder_end_array(b);
     }
     root = json_builder_get_root(b);
-    json_generator_set_root(gen, root);
-    json_generator_set_pretty(gen, TRUE);
-    json_generator_set_indent(gen, 4);
-    text = json_generator_to_data(gen, NULL);
-    printf("%s\n", text);
+    json_append_node(text, root, 0);
+    printf("%s\n", text->str);
 }
 
 static void info_print_luks2_human(const QCryptoBlockInfo *l)
@@ -387,6 +537,27 @@ static void info_print_luks_human(const QCryptoBlockInfo *l, const char *ind,
     }
 }
 
+/* qcow2's persistent bitmaps, as qemu-img 7.2 prints lists. */
+static void info_print_bitmaps_human(const BlockImageInfoQcow2 *q)
+{
+    printf("    bitmaps:\n");
+    for (size_t i = 0; i < q->nb_bitmaps; i++) {
+        const BlockImageInfoBitmap *bm = &q->bitmaps[i];
+        int flag = 0;
+
+        printf("        [%zu]:\n", i);
+        printf("            flags:\n");
+        if (bm->in_use) {
+            printf("                [%d]: in-use\n", flag++);
+        }
+        if (bm->autoload) {
+            printf("                [%d]: auto\n", flag++);
+        }
+        printf("            name: %s\n", bm->name);
+        printf("            granularity: %u\n", bm->granularity);
+    }
+}
+
 /* qcow2's format-specific lines, in qemu-img 7.2's order. */
 static void info_print_qcow2_human(const BlockImageInfoQcow2 *q)
 {
@@ -397,6 +568,9 @@ static void info_print_qcow2_human(const BlockImageInfoQcow2 *q)
     if (v3) {
         printf("    lazy refcounts: %s\n",
                q->lazy_refcounts ? "true" : "false");
+    }
+    if (q->nb_bitmaps) {
+        info_print_bitmaps_human(q);
     }
     printf("    refcount bits: %u\n", q->refcount_bits);
     if (q->data_file) {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qemu-img-lite: a disk image tool whose command lines are qemu-img's
- * (create, convert, info, amend, compare, measure, resize), for raw and
- * LUKS images. This file dispatches the commands and holds the option
+ * (create, convert, info, amend, compare, measure, resize, map, dd), for
+ * raw and LUKS images. This file dispatches the commands and holds the option
  * plumbing they share: option parsing, secrets, image opening, sizes and
  * errors. The passphrase prompt, the progress display and the signal
  * handling have files of their own (prompt.c, progress.c, signals.c).
@@ -90,7 +90,16 @@ int img_parse_args(int *argc, char ***argv, const char *params,
     g_option_context_add_main_entries(ctx, own, NULL);
     g_option_context_add_main_entries(ctx, common_own, NULL);
     if (!g_option_context_parse(ctx, argc, argv, &gerr)) {
-        img_error(NULL, "%s", gerr->message);
+        const char *unknown = gerr->message + strlen("Unknown option ");
+
+        /* GOption's "Unknown option -x" in qemu-img's (getopt's) words. */
+        if (g_error_matches(gerr, G_OPTION_ERROR,
+                            G_OPTION_ERROR_UNKNOWN_OPTION) &&
+            g_str_has_prefix(gerr->message, "Unknown option ")) {
+            img_error(NULL, "unrecognized option '%s'", unknown);
+        } else {
+            img_error(NULL, "%s", gerr->message);
+        }
         fprintf(stderr, "Try '%s --help' for more information.\n",
                 g_get_prgname());
         return -1;
@@ -301,16 +310,27 @@ BlockDriverState *img_open(const char *name, const char *fmt,
     return bs;
 }
 
-int img_parse_size(const char *str, uint64_t *size)
+int img_parse_size_as(const char *str, const char *what, uint64_t *size)
 {
     /* Image sizes are signed in QEMU: stay below 2^63. */
     if (qemu_strtosz(str, size, NULL) < 0 || *size > G_MAXINT64) {
-        img_error(NULL, "Invalid image size specified. You may use k, M, G, "
-                  "T, P or E suffixes for kilobytes, megabytes, gigabytes, "
-                  "terabytes, petabytes and exabytes.");
+        /* qemu-img's two lines, word for word. */
+        img_error(NULL, "Invalid %s specified. You may use k, M, G, T, P or "
+                  "E suffixes for", what);
+        img_error(NULL, "kilobytes, megabytes, gigabytes, terabytes, "
+                  "petabytes and exabytes.");
         return -1;
     }
+    if (qemu_strtosz_is_hex_with_suffix(str)) {
+        img_error(NULL, "warning: Using a multiplier suffix on hex numbers "
+                  "is deprecated: %s", str);
+    }
     return 0;
+}
+
+int img_parse_size(const char *str, uint64_t *size)
+{
+    return img_parse_size_as(str, "image size", size);
 }
 
 char *img_size_to_str(uint64_t size)
@@ -365,15 +385,26 @@ static const ImgCommand img_commands[] = {
     { "convert", img_convert,
       "convert [--object OBJ] [--image-opts] [--target-image-opts] [-f FMT] "
       "[-O FMT] [-o OPTIONS] [-n] [-p] [-q] [-S SIZE] [-t CACHE] [-U] "
-      "SRC DST" },
+      "[-C] [-m N] [-r RATE] [--target-is-zero] [--salvage] SRC DST" },
     { "create", img_create,
       "create [--object OBJ] [-f FMT] [-o OPTIONS] [-q] FILENAME [SIZE]" },
+    { "dd", img_dd,
+      "dd [--object OBJ] [--image-opts] [-f FMT] [-O FMT] [-U] [bs=N] "
+      "[count=N] [skip=N] if=INPUT of=OUTPUT" },
     { "info", img_info,
       "info [--object OBJ] [--image-opts] [-f FMT] [--output=human|json] "
-      "[-U] FILENAME" },
+      "[--backing-chain] [-U] FILENAME" },
+    { "map", img_map,
+      "map [--object OBJ] [--image-opts] [-f FMT] [--output=human|json] "
+      "[-s OFFSET] [-l LENGTH] [-U] FILENAME" },
     { "measure", img_measure,
       "measure [--object OBJ] [--output=human|json] [-O FMT] [-o OPTIONS] "
       "[--size N | [--image-opts] [-f FMT] [-U] FILENAME]" },
+    { "reencrypt", img_reencrypt,
+      "reencrypt [--object OBJ] [-p] [-q] [--resilience datashift] "
+      "[--hotzone-size SIZE] [--init-only | --resume-only] --encrypt "
+      "[-o key-secret=ID[,OPTIONS]] FILENAME | --resume-only --image-opts "
+      "driver=luks,key-secret=ID,file.filename=FILE" },
     { "resize", img_resize,
       "resize [--object OBJ] [--image-opts] [-f FMT] [--preallocation=MODE] "
       "[-q] [--shrink] FILENAME [+|-]SIZE" },

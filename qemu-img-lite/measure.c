@@ -35,10 +35,11 @@ int img_measure(int argc, char **argv)
           "process writes it", NULL },
         { NULL }
     };
-    uint64_t size, required, full;
+    BlockMeasureInfo info;
+    uint64_t size;
     Error *err = NULL;
     bool json;
-    int ret = 1;
+    int r, ret = 1;
 
     if (img_parse_args(&argc, &argv, "[--size N | FILENAME]",
                        "Print the file size a new image needs to hold SIZE "
@@ -57,14 +58,25 @@ int img_measure(int argc, char **argv)
     if (!opts) {
         goto out;
     }
-    if (img_handle_opts_help(opts, out_fmt)) {
-        ret = 0;
+    /* (qemu-img 7.2 refuses "-o help" here; listing is more useful.) */
+    r = img_handle_opts_help(opts, out_fmt, NULL);
+    if (r) {
+        ret = r < 0;
         goto out;
     }
     if (img_add_objects(common.objects) < 0) {
         goto out;
     }
-    if ((size_str != NULL) == (argc == 2) || argc > 2) {
+    /* qemu-img's checks, in its order. */
+    if (argc > 2) {
+        img_error(NULL, "At most one filename argument is allowed.");
+        goto out;
+    }
+    if (size_str && argc == 2) {
+        img_error(NULL, "--size N cannot be used together with a filename.");
+        goto out;
+    }
+    if (!size_str && argc != 2) {
         img_error(NULL, "Either --size N or one filename must be specified.");
         goto out;
     }
@@ -87,18 +99,26 @@ int img_measure(int argc, char **argv)
         }
         size = len;
     }
-    if (bdrv_measure(out_fmt, opts, size, &required, &full, &err) < 0) {
+    if (bdrv_measure(out_fmt, opts, bs, size, &info, &err) < 0) {
         img_error_free(NULL, err);
         goto out;
     }
+    /* qemu-img's order: bitmaps first in JSON, last for humans. */
     if (json) {
-        printf("{\n    \"required\": %" G_GUINT64_FORMAT ",\n"
+        printf("{\n");
+        if (info.has_bitmaps) {
+            printf("    \"bitmaps\": %" G_GUINT64_FORMAT ",\n", info.bitmaps);
+        }
+        printf("    \"required\": %" G_GUINT64_FORMAT ",\n"
                "    \"fully-allocated\": %" G_GUINT64_FORMAT "\n}\n",
-               required, full);
+               info.required, info.fully_allocated);
     } else {
         printf("required size: %" G_GUINT64_FORMAT "\n"
                "fully allocated size: %" G_GUINT64_FORMAT "\n",
-               required, full);
+               info.required, info.fully_allocated);
+        if (info.has_bitmaps) {
+            printf("bitmaps size: %" G_GUINT64_FORMAT "\n", info.bitmaps);
+        }
     }
     ret = 0;
 

@@ -104,7 +104,8 @@ int img_resize(int argc, char **argv)
         goto out;
     }
     if (bdrv_truncate(bs, size, prealloc, &err) < 0) {
-        img_error_free(filename, err);
+        /* As qemu-img: the message alone ("Cannot resize device files"). */
+        img_error_free(NULL, err);
         goto out;
     }
     /*

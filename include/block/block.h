@@ -84,6 +84,7 @@ typedef enum {
 
 /* "off", "falloc", "full"; -1 if unknown */
 int prealloc_mode_parse(const char *name);
+const char *prealloc_mode_str(PreallocMode mode);
 
 /*
  * Open an image. filename may be NULL when options say where the bytes
@@ -94,6 +95,41 @@ int prealloc_mode_parse(const char *name);
  */
 BlockDriverState *bdrv_open(const char *filename, const char *format,
                             GHashTable *options, int flags, Error **errp);
+/*
+ * An option a driver takes at creation or amendment, for "-o help": its
+ * name, its type as qemu-img shows it ("str", "num", "size",
+ * "bool (on/off)") and a line of help. Tables end with a NULL name.
+ */
+typedef struct BlockOptionDesc {
+    const char *name;
+    const char *type;
+    const char *help;
+} BlockOptionDesc;
+
+/*
+ * The creation options of format, sorted by name, as a GPtrArray of
+ * const BlockOptionDesc *; with with_protocol, the file protocol's too
+ * (qemu-img lists those when it is given the target's file name). NULL
+ * and errp set if format is unknown or cannot create images.
+ */
+GPtrArray *bdrv_create_option_list(const char *format, bool with_protocol,
+                                   Error **errp);
+/* The same for amend; NULL if format does not support amendment. */
+GPtrArray *bdrv_amend_option_list(const char *format, Error **errp);
+
+/*
+ * filename may also be "json:{...}" (the node's options as JSON, nested
+ * objects for children: block/options-json.c) or carry QEMU's "file:"
+ * protocol prefix.
+ */
+/*
+ * A file name given as such, as QEMU reads it: "PROTO:rest" with the
+ * colon before any '/' names a protocol. "file:x" is the file x (the
+ * result points into filename); any other protocol, "json:" among them
+ * (options, which bdrv_open() alone takes), is unknown: NULL, errp set.
+ * A name without a protocol is returned as it is.
+ */
+const char *bdrv_parse_filename(const char *filename, Error **errp);
 /* Close a node and its children, flushing them first. NULL is allowed. */
 void bdrv_close(BlockDriverState *bs);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(BlockDriverState, bdrv_close)
@@ -127,6 +163,14 @@ int bdrv_pread(BlockDriverState *bs, uint64_t offset, void *buf,
 int bdrv_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
                 size_t bytes, int flags, Error **errp);
 int bdrv_flush(BlockDriverState *bs, Error **errp);
+/*
+ * Write compressed (qcow2 clusters, "convert -c"): whole clusters are
+ * compressed in the calling thread. An error for formats without
+ * compression, in qemu-img's words.
+ */
+int bdrv_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
+                           const void *buf, size_t bytes, Error **errp);
+bool bdrv_supports_compressed_writes(BlockDriverState *bs);
 /* Resize to size bytes of virtual size. */
 int bdrv_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
                   Error **errp);
@@ -144,8 +188,52 @@ int bdrv_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
  */
 bool bdrv_block_status_is_data(BlockDriverState *bs, uint64_t offset,
                                uint64_t bytes, uint64_t *pnum);
+/*
+ * Copy offloading (qemu-img convert -C): copy bytes from src to dst below
+ * this process (copy_file_range(2)), where both reach files through nodes
+ * that pass bytes through unchanged (raw). Fails, setting errp, where that
+ * is not possible (an encrypted node, or a file system that cannot): the
+ * caller then copies the usual way.
+ */
+int bdrv_copy_range(BlockDriverState *src, uint64_t src_offset,
+                    BlockDriverState *dst, uint64_t dst_offset,
+                    uint64_t bytes, Error **errp);
+
+/*
+ * What bdrv_block_status() says of a run of bytes (QEMU's BDRV_BLOCK_*
+ * flags, with its values): DATA, it may hold data (read it); ZERO, it
+ * reads as zeroes (both: allocated, known zero); OFFSET_VALID, *map is
+ * where the bytes lie in *file (a protocol node); ALLOCATED, this node
+ * holds the run itself (not its backing file); EOF, the run ends the
+ * image. A run neither DATA nor ZERO reads from the backing file.
+ */
+#define BDRV_BLOCK_DATA         0x01
+#define BDRV_BLOCK_ZERO         0x02
+#define BDRV_BLOCK_OFFSET_VALID 0x04
+#define BDRV_BLOCK_ALLOCATED    0x10
+#define BDRV_BLOCK_EOF          0x20
+
+/*
+ * The status of the run at offset, as QEMU's bdrv_block_status() (one
+ * node, not its backing chain: "qemu-img map" walks the chain itself).
+ * *pnum receives the run's length (1..bytes, clamped to the image; 0 at
+ * or past its end, with BDRV_BLOCK_EOF). map and file may be NULL; with
+ * BDRV_BLOCK_OFFSET_VALID they receive the protocol node and the offset
+ * in it. Returns the flags, or -1 with errp set (e.g. a corrupt L2 entry).
+ */
+int bdrv_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
+                      uint64_t *pnum, uint64_t *map, BlockDriverState **file,
+                      Error **errp);
 /* Whether a node, just created, reads as all zeroes (a new raw file). */
 bool bdrv_has_zero_init(BlockDriverState *bs);
+
+/* A persistent dirty bitmap of a qcow2 image (info's "bitmaps"). */
+typedef struct BlockImageInfoBitmap {
+    char *name;
+    uint32_t granularity;
+    bool in_use;                    /* flag "in-use" */
+    bool autoload;                  /* flag "auto" */
+} BlockImageInfoBitmap;
 
 /* qcow2's "format-specific" data, as qemu-img 7.2 names it. */
 typedef struct BlockImageInfoQcow2 {
@@ -159,6 +247,8 @@ typedef struct BlockImageInfoQcow2 {
     bool data_file_raw;
     const char *encrypt_format;     /* NULL, "aes" or "luks" */
     QCryptoBlockInfo *encrypt_luks; /* the LUKS header, for "luks" */
+    BlockImageInfoBitmap *bitmaps;  /* nb_bitmaps of them, or NULL */
+    size_t nb_bitmaps;
 } BlockImageInfoQcow2;
 
 /* What "qemu-img info" shows. */
@@ -195,6 +285,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(BlockImageInfo, bdrv_image_info_free)
 int bdrv_create(const char *format, const char *filename, GHashTable *opts,
                 Error **errp);
 /*
+ * An existing block device is the one exception (qemu-img's host_device):
+ * an image is created on it in place, without truncating it, if it is
+ * large enough. bdrv_block_device_size() is the size of the block device
+ * filename names, or -1 if it names none.
+ */
+int64_t bdrv_block_device_size(const char *filename);
+/*
  * The same, but return the new image open read-write (with flags) and
  * still without its name: write it, then call bdrv_create_finish().
  * Closing it before that (or a kill) leaves nothing behind.
@@ -215,12 +312,22 @@ int bdrv_create_finish(BlockDriverState *bs, Error **errp);
  */
 void bdrv_set_interrupt_flag(volatile sig_atomic_t *flag);
 
+/* What "qemu-img measure" prints (QEMU's BlockMeasureInfo). */
+typedef struct BlockMeasureInfo {
+    uint64_t required;
+    uint64_t fully_allocated;
+    bool has_bitmaps;           /* print "bitmaps size" (qcow2 to qcow2 v3) */
+    uint64_t bitmaps;
+} BlockMeasureInfo;
+
 /*
- * Bytes a new image of this format needs for size bytes of data
- * ("qemu-img measure"); opts as for bdrv_create() (minus "size").
+ * Bytes a new image of this format needs ("qemu-img measure"): for size
+ * bytes of data (--size; in_bs NULL), or for the contents of in_bs (size
+ * is then its length; a format may count only what in_bs holds, by block
+ * status). opts as for bdrv_create() (minus "size").
  */
-int bdrv_measure(const char *format, GHashTable *opts, uint64_t size,
-                 uint64_t *required, uint64_t *fully_allocated, Error **errp);
+int bdrv_measure(const char *format, GHashTable *opts, BlockDriverState *in_bs,
+                 uint64_t size, BlockMeasureInfo *info, Error **errp);
 
 /* What "check -r" may repair (QEMU's BdrvCheckMode). */
 typedef enum {

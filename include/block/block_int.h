@@ -73,11 +73,44 @@ struct BlockDriver {
     bool (*bdrv_block_status_is_data)(BlockDriverState *bs, uint64_t offset,
                                       uint64_t bytes, uint64_t *pnum);
     bool (*bdrv_has_zero_init)(BlockDriverState *bs);
+    /*
+     * Optional (QEMU's bdrv_co_block_status): the run at offset, at most
+     * bytes (inside the image), as BDRV_BLOCK_DATA, _ZERO and
+     * _OFFSET_VALID (with *map and *file); the core adds _ALLOCATED and
+     * _EOF. With BDRV_BLOCK_RECURSE on data at an offset, the core asks
+     * *file too, and a hole there makes the run zero. The default: data,
+     * and for a protocol node its own bytes.
+     */
+    int (*bdrv_block_status)(BlockDriverState *bs, uint64_t offset,
+                             uint64_t bytes, uint64_t *pnum, uint64_t *map,
+                             BlockDriverState **file, Error **errp);
+    /*
+     * Unallocated runs read from bs->backing, or as zeroes without one
+     * (qcow2): the core reports them so (QEMU's supports_backing).
+     */
+    bool supports_backing;
     /* Optional; the default: the sum over the children. */
     int64_t (*bdrv_get_allocated_file_size)(BlockDriverState *bs);
     bool (*bdrv_is_encrypted)(BlockDriverState *bs);
     /* Optional: what the user should be told about the image, or NULL. */
     const char *(*bdrv_get_warning)(BlockDriverState *bs);
+    /* "-o help": the options bdrv_create and bdrv_amend take. */
+    const BlockOptionDesc *create_opts;
+    const BlockOptionDesc *amend_opts;
+    /*
+     * Optional, for copy offloading (bdrv_copy_range()): a format node
+     * whose bytes are its child's, unchanged, from *offset on, returns
+     * that child and adds its start to *offset (raw).
+     */
+    BlockDriverState *(*bdrv_passthrough)(BlockDriverState *bs,
+                                          uint64_t *offset);
+    /*
+     * Optional, protocol nodes: copy bytes from src to dst (a node of the
+     * same driver) without passing them through this process.
+     */
+    int (*bdrv_copy_range)(BlockDriverState *src, uint64_t src_offset,
+                           BlockDriverState *dst, uint64_t dst_offset,
+                           uint64_t bytes, Error **errp);
 
     /*
      * opts holds "size" and the creation options. Take what is understood,
@@ -96,8 +129,9 @@ struct BlockDriver {
      * name (see bdrv_create_finish()); nothing to do for other nodes.
      */
     int (*bdrv_create_finish)(BlockDriverState *bs, Error **errp);
-    int (*bdrv_measure)(GHashTable *opts, uint64_t size, uint64_t *required,
-                        uint64_t *fully_allocated, Error **errp);
+    /* See bdrv_measure(); info comes zeroed. */
+    int (*bdrv_measure)(GHashTable *opts, BlockDriverState *in_bs,
+                        uint64_t size, BlockMeasureInfo *info, Error **errp);
     /* Fill in the format-specific part of info (optional). */
     int (*bdrv_get_info)(BlockDriverState *bs, BlockImageInfo *info,
                          Error **errp);
@@ -106,7 +140,14 @@ struct BlockDriver {
     /* Optional: "check" (see bdrv_check()); res is zeroed by the caller. */
     int (*bdrv_check)(BlockDriverState *bs, BdrvCheckResult *res,
                       BdrvCheckMode fix);
+    /* Optional: write compressed where the format can (convert -c). */
+    int (*bdrv_pwrite_compressed)(BlockDriverState *bs, uint64_t offset,
+                                  const void *buf, size_t bytes,
+                                  Error **errp);
 };
+
+/* Block status, drivers only: ask the file below as well (QEMU's value). */
+#define BDRV_BLOCK_RECURSE 0x80
 
 extern const BlockDriver bdrv_file;
 extern const BlockDriver bdrv_raw;
@@ -183,6 +224,15 @@ void bdrv_create_file_release(const char *filename);
 
 /* Whether the tool was interrupted (see bdrv_set_interrupt_flag()). */
 bool bdrv_interrupted(void);
+
+/*
+ * Make a new file node, just created, hold size bytes (a format's
+ * bdrv_create): a file is truncated to it, a block device must be that
+ * large already and is left as it is (QEMU's truncate that need not be
+ * exact).
+ */
+int bdrv_create_fit(BlockDriverState *file, uint64_t size,
+                    PreallocMode prealloc, Error **errp);
 
 /*
  * A node of drv on file, opened by its creator (bdrv_create) rather than by

@@ -43,7 +43,12 @@ char *qemu_opt_take(GHashTable *opts, const char *key);
 /* Take key as a boolean (on/off, true/false, yes/no), def if absent. */
 int qemu_opt_take_bool(GHashTable *opts, const char *key, bool def,
                        bool *value, Error **errp);
-/* Take key as a non-negative decimal number, def if absent. */
+/*
+ * A number option's value as QEMU reads it: decimal, "0x" hex or "0"
+ * octal, nothing else (no sign, no blanks, no suffix).
+ */
+int qemu_strtou64_opt(const char *str, uint64_t *value);
+/* Take key as a non-negative number (qemu_strtou64_opt()), def if absent. */
 int qemu_opt_take_uint(GHashTable *opts, const char *key, uint64_t def,
                        uint64_t *value, Error **errp);
 /* Take key as a size ("512", "4k", "1.5G"), def if absent. */
@@ -56,10 +61,23 @@ char *qemu_opts_first_key(GHashTable *opts);
 /*
  * Parse a size with an optional suffix: k/K, M, G, T, P, E (powers of
  * 1024), b/B (bytes); a fraction is allowed with a suffix ("1.5G").
+ * "0x" starts a hexadecimal number, as in QEMU: no fraction, and b and e
+ * are digits there ("0x1E" is 30), so only k, M, G, T, P are suffixes.
  */
 int qemu_strtosz(const char *str, uint64_t *size, Error **errp);
 
 /* "Formatting" and --image-opts style: "a=1,b=x,,y" (sorted keys). */
 char *qemu_opts_to_string(GHashTable *opts);
+
+/*
+ * The options of a "json:{...}" file name (the JSON after "json:"),
+ * flattened: nested objects become dotted keys ("file.filename"),
+ * integers decimal strings, booleans "on"/"off"; null members are left
+ * out (block/options-json.c).
+ */
+GHashTable *qemu_opts_from_json(const char *json, Error **errp);
+
+/* str is hexadecimal with a suffix ("0x100k"): QEMU warns it is deprecated. */
+bool qemu_strtosz_is_hex_with_suffix(const char *str);
 
 #endif

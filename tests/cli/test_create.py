@@ -56,8 +56,10 @@ class CreateRaw(TestCase):
 
     def test_help(self):
         self.assertIn("Usage", qil("create", "--help").stdout)
+        # The protocol's options (preallocation) with a file name only.
         self.assertIn("preallocation",
-                      qil("create", "-f", "raw", "-o", "help").stdout)
+                      qil("create", "-f", "raw", "-o", "help",
+                          self.path("x")).stdout)
 
 
 class CreateLuks(TestCase):

@@ -30,7 +30,8 @@ class Errors(TestCase):
         self.assertEqual(proc.returncode, 1)
         self.assertIn("Not enough arguments", proc.stderr)
         self.assertFails(["frobnicate"], "Command not found: frobnicate")
-        self.assertFails(["info", "--bogus", "x"], "Unknown option --bogus")
+        self.assertFails(["info", "--bogus", "x"],
+                         "unrecognized option '--bogus'")
         for cmd in ["create", "convert", "info", "amend", "compare",
                     "measure", "resize"]:
             proc = qil(cmd, "--help")

@@ -27,7 +27,7 @@ class Measure(TestCase):
         path = self.path("a.raw")
         qil("create", "-q", path, "3M")
         self.assertFails(["measure", "-O", "raw", "--size", "1M", path],
-                         "Either --size N or one filename")
+                         "--size N cannot be used together with a filename.")
 
     def test_luks_as_qemu_img(self):
         self.need_luks()

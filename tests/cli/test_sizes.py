@@ -330,7 +330,7 @@ class PBKDF2Limit(TestCase):
                 info = qil("info", "--output=json", "--image-opts",
                            f"driver=luks,max-pbkdf2-iterations=2000,"
                            f"file.filename={path}").stdout
-                self.assertIn('"iters" : 5000', info)
+                self.assertIn('"iters": 5000', info)
                 # the slot within the limit opens
                 self.assertEqual(self.unlock(path, "pass0", 2000).returncode,
                                  0)
@@ -410,7 +410,7 @@ class ECB(TestCase):
         self.assertIn("Cipher mode:   \tecb\n", luks_dump(path))
         info = qil("info", "--output=json", "--object", SECRET,
                    "--image-opts", luks_opts(path)).stdout
-        self.assertIn('"cipher-mode" : "ecb"', info)
+        self.assertIn('"cipher-mode": "ecb"', info)
         qil("convert", "--object", SECRET, "--image-opts", luks_opts(path),
             "-O", "raw", self.path("back.raw"))
 

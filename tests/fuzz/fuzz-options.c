@@ -6,12 +6,13 @@
  *   --object secret,id=s0,data=...,format=base64   implied key "qom-type"
  *   --image-opts driver=luks,file.filename=x       implied "file.filename"
  *   -o key-secret=s0,size=1.5G,iter-time=10        no implied key
+ *   json:{"driver":"luks","file":{"filename":"x"}}  a JSON file name
  *
  * The input is one option string (up to its first NUL; several -o strings
  * if it holds newlines, merged as repeated -o are). Besides not crashing,
  * the parser must keep its promises: what qemu_opts_to_string() prints
  * parses back to the same options, and a size it accepts is what the
- * digits and suffix say.
+ * digits (decimal, or hex after "0x") and suffix say.
  */
 #include <stdlib.h>
 
@@ -63,6 +64,22 @@ static void check_size(const char *str)
     unsigned shift = 0;
 
     if (qemu_strtosz(str, &size, NULL) < 0) {
+        return;
+    }
+    if (str[0] == '0' && (str[1] == 'x' || str[1] == 'X')) {
+        /* Hex: digits (b and e among them), then at most k/M/G/T/P. */
+        p += 2;
+        while (g_ascii_isxdigit(*p)) {
+            whole = whole * 16 + g_ascii_xdigit_value(*p++);
+        }
+        g_assert(p != str + 2);
+        if (*p) {
+            const char *s = strchr("kmgtp", g_ascii_tolower(*p));
+
+            g_assert(s && !p[1]);
+            shift = 10 * (s - "kmgtp" + 1);
+        }
+        g_assert(size == whole << shift);
         return;
     }
     while (g_ascii_isdigit(*p)) {
@@ -173,6 +190,29 @@ static void fuzz_create_opts(const char *str)
     g_free(qemu_opt_take(opts, "key-secret"));
 }
 
+/*
+ * A "json:{...}" file name (with or without the "json:"): flattened
+ * options, which must print and parse back like any others, and whose
+ * keys are never empty.
+ */
+static void fuzz_json(const char *str)
+{
+    g_autoptr(GHashTable) opts = NULL;
+    GHashTableIter iter;
+    gpointer key;
+
+    opts = qemu_opts_from_json(g_str_has_prefix(str, "json:") ? str + 5 : str,
+                               NULL);
+    if (!opts) {
+        return;
+    }
+    g_hash_table_iter_init(&iter, opts);
+    while (g_hash_table_iter_next(&iter, &key, NULL)) {
+        g_assert(key != NULL);
+    }
+    check_round_trip(opts);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     g_autofree char *str = g_strndup((const char *)data, size);
@@ -183,5 +223,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_object(str);
     fuzz_image_opts(str);
     fuzz_create_opts(str);
+    fuzz_json(str);
     return 0;
 }

@@ -2,7 +2,9 @@
 /*
  * Fuzz target: a whole qcow2 open through the block layer, then "info",
  * block status and reads across the virtual disk (standard, zero,
- * compressed and encrypted clusters, subclusters), as convert does.
+ * compressed and encrypted clusters, subclusters), as convert does, and
+ * the block status walk of "map" (bdrv_block_status(), which also looks
+ * for metadata preallocation in the refcounts).
  *
  * The input is the image file, followed by zeros up to
  * FUZZ_IMAGE_MAX_SIZE (as in fuzz-image.h: seeds are images truncated
@@ -188,6 +190,38 @@ static void fuzz_reads(BlockDriverState *bs, uint64_t len)
     }
 }
 
+/*
+ * What "map" asks (bdrv_block_status(), bounded): each answer covers 1 to
+ * the rest of the disk, an error says why, a host offset names its file.
+ */
+static void fuzz_map(BlockDriverState *bs, uint64_t len)
+{
+    uint64_t offset = 0;
+
+    for (int i = 0; i < FUZZ_MAX_STATUS && offset < len; i++) {
+        g_autoptr(Error) err = NULL;
+        BlockDriverState *file = NULL;
+        uint64_t pnum = 0, map = 0;
+        int ret = bdrv_block_status(bs, offset, len - offset, &pnum, &map,
+                                    &file, &err);
+
+        g_assert((ret < 0) == !!err);
+        if (ret < 0) {
+            fuzz_debug("block status", err);
+            return;
+        }
+        if (pnum == 0 || pnum > len - offset) {
+            fuzz_fail("bdrv_block_status at %" PRIu64 ": %" PRIu64
+                      " bytes of %" PRIu64, offset, pnum, len - offset);
+        }
+        if ((ret & BDRV_BLOCK_OFFSET_VALID) && !file) {
+            fuzz_fail("bdrv_block_status at %" PRIu64 ": an offset and no "
+                      "file", offset);
+        }
+        offset += pnum;
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     g_autoptr(GHashTable) opts = qemu_opts_new();
@@ -228,5 +262,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     len = bdrv_getlength(bs, NULL);
     g_assert(len >= 0);
     fuzz_reads(bs, len);
+    fuzz_map(bs, len);
     return 0;
 }

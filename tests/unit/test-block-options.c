@@ -105,7 +105,8 @@ static void test_extract_prefix(void)
 static void test_take(void)
 {
     g_autoptr(GHashTable) o = parse_ok(
-        "b1=on,b2=off,b3=true,b4=no,bad=maybe,n=42,neg=-1,s=1.5k", NULL);
+        "b1=on,b2=off,b3=true,b4=no,bad=maybe,n=42,neg=-1,hex=0x10,"
+        "oct=010,badoct=08,s=1.5k", NULL);
     g_autofree char *first = NULL;
     Error *err = NULL;
     uint64_t n;
@@ -127,6 +128,13 @@ static void test_take(void)
     g_assert_cmpint(qemu_opt_take_uint(o, "n", 0, &n, &err), ==, 0);
     g_assert_cmpuint(n, ==, 42);
     g_assert_cmpint(qemu_opt_take_uint(o, "neg", 0, &n, &err), ==, -1);
+    error_free_or_abort(&err);
+    /* base 0, as QEMU's number options */
+    g_assert_cmpint(qemu_opt_take_uint(o, "hex", 0, &n, &err), ==, 0);
+    g_assert_cmpuint(n, ==, 16);
+    g_assert_cmpint(qemu_opt_take_uint(o, "oct", 0, &n, &err), ==, 0);
+    g_assert_cmpuint(n, ==, 8);
+    g_assert_cmpint(qemu_opt_take_uint(o, "badoct", 0, &n, &err), ==, -1);
     error_free_or_abort(&err);
     g_assert_cmpint(qemu_opt_take_size(o, "s", 0, &n, &err), ==, 0);
     g_assert_cmpuint(n, ==, 1536);
@@ -173,10 +181,18 @@ static void test_strtosz(void)
         { "7E", 7ull << 60 },
         { "100b", 100 },
         { "100B", 100 },
+        /* hex, as QEMU: b and e are digits there, k..P suffixes */
+        { "0x10", 16 },
+        { "0X200", 512 },
+        { "0x10B", 0x10b },
+        { "0x1E", 30 },
+        { "0x100k", 0x100 << 10 },
+        { "0x1M", 1 << 20 },
     };
     static const char *const bad[] = {
         "", "k", "-1", "1.5", "12Q", "1GG", "1 G", "16E", "99999999999999E",
-        "0x10", "1.", "abc",
+        "1.", "abc", "0x", "0x1.5M", "0xg", "0x1Q", "x10", "00x10",
+        "0x4000000000000000000", "0x0x10", "0x0x11000k",
     };
 
     for (size_t i = 0; i < G_N_ELEMENTS(good); i++) {

@@ -555,7 +555,7 @@ static void test_foreign_open(void)
     g_autoptr(GHashTable) opts = qemu_opts_new();
     g_autoptr(BlockDriverState) bs = NULL;
     g_autoptr(Error) err = NULL;
-    uint64_t required, full;
+    BlockMeasureInfo measured;
 
     g_assert_null(bdrv_open(vmdk_path, NULL, NULL, 0, &err));
     test_error_expect(&err, "This is a vmdk image; qemu-img-lite reads raw");
@@ -576,7 +576,7 @@ static void test_foreign_open(void)
     test_error_expect(&err, "Image format 'vmdk' is not supported; "
                       "qemu-img-lite creates raw");
     g_assert_false(g_file_test(new_path, G_FILE_TEST_EXISTS));
-    g_assert_cmpint(bdrv_measure("dmg", opts, 1 << 20, &required, &full,
+    g_assert_cmpint(bdrv_measure("dmg", opts, NULL, 1 << 20, &measured,
                                  &err), ==, -1);
     test_error_expect(&err, "Image format 'dmg' is not supported");
 

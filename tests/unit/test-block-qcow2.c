@@ -830,6 +830,63 @@ static void test_read_subclusters(Fixture *f, gconstpointer data)
 }
 
 /* 16 TiB, sparse: opens in little memory, reads as zeroes. */
+/*
+ * bdrv_block_status(), QEMU's flags as "qemu-img map" shows them: with no
+ * backing file unallocated clusters are zeroes, not allocated; data and a
+ * zero cluster that keeps its host cluster give their host offset in the
+ * image file; a run of data stops where the host offsets jump.
+ */
+static void test_block_status(Fixture *f, gconstpointer data)
+{
+    const uint64_t cs = 4096, size = 16 * cs;
+    g_autoptr(Img) img = img_new(12, size, false);
+    g_autoptr(BlockDriverState) bs = NULL;
+    BlockDriverState *file = NULL;
+    uint64_t pnum, map, host5, host6, host9;
+    const int data_at = BDRV_BLOCK_DATA | BDRV_BLOCK_OFFSET_VALID |
+                        BDRV_BLOCK_ALLOCATED;
+
+    host5 = img_write(img, 5 * cs, 5);
+    host6 = img_write(img, 6 * cs, 6);
+    img_set_l2(img, 6 * cs, host6 | QCOW2_OFLAG_ZERO, 0);
+    img_write(img, 8 * cs, 8);
+    host9 = img_write(img, 9 * cs, 9);
+    /* 9 before 8 on the host: two runs */
+    img_set_l2(img, 8 * cs, host9 | QCOW2_OFLAG_COPIED, 0);
+    img_set_l2(img, 9 * cs, (host9 - cs) | QCOW2_OFLAG_COPIED, 0);
+    bs = img_open(img, f->path, &error_abort);
+
+    g_assert_cmpint(bdrv_block_status(bs, 0, size, &pnum, &map, &file,
+                                      &error_abort), ==, BDRV_BLOCK_ZERO);
+    g_assert_cmpuint(pnum, ==, 5 * cs);
+    g_assert_cmpint(bdrv_block_status(bs, 5 * cs + 100, size, &pnum, &map,
+                                      &file, &error_abort), ==, data_at);
+    g_assert_cmpuint(pnum, ==, cs - 100);
+    g_assert_cmpuint(map, ==, host5 + 100);
+    g_assert_cmpstr(bdrv_get_filename(file), ==, f->path);
+    g_assert_cmpint(bdrv_block_status(bs, 6 * cs, size, &pnum, &map, &file,
+                                      &error_abort), ==,
+                    BDRV_BLOCK_ZERO | BDRV_BLOCK_OFFSET_VALID |
+                    BDRV_BLOCK_ALLOCATED);
+    g_assert_cmpuint(pnum, ==, cs);
+    g_assert_cmpuint(map, ==, host6);
+    g_assert_cmpint(bdrv_block_status(bs, 8 * cs, size, &pnum, &map, NULL,
+                                      &error_abort), ==, data_at);
+    g_assert_cmpuint(pnum, ==, cs);
+    g_assert_cmpuint(map, ==, host9);
+    g_assert_cmpint(bdrv_block_status(bs, 9 * cs, size, &pnum, &map, NULL,
+                                      &error_abort), ==, data_at);
+    g_assert_cmpuint(map, ==, host9 - cs);
+    /* The last run ends the image; past the end there is nothing. */
+    g_assert_cmpint(bdrv_block_status(bs, 10 * cs, size, &pnum, NULL, NULL,
+                                      &error_abort), ==,
+                    BDRV_BLOCK_ZERO | BDRV_BLOCK_EOF);
+    g_assert_cmpuint(pnum, ==, 6 * cs);
+    g_assert_cmpint(bdrv_block_status(bs, size, cs, &pnum, NULL, NULL,
+                                      &error_abort), ==, BDRV_BLOCK_EOF);
+    g_assert_cmpuint(pnum, ==, 0);
+}
+
 static void test_read_sparse_16t(Fixture *f, gconstpointer data)
 {
     g_autoptr(Img) img = img_new(16, 16ull << 40, false);
@@ -943,11 +1000,13 @@ static void test_open_refused(Fixture *f, gconstpointer data)
     g_assert_null(bs);
     test_error_expect(&err, "Unknown incompatible feature: 400");
 
-    stq_be_p(img->buf->data + 72, 0);
+    /* Read-write (the write path, qcow2-write.c): not a dirty image. */
+    stq_be_p(img->buf->data + 72, QCOW2_INCOMPAT_DIRTY);
     img_save(img, f->path);
     bs = bdrv_open(f->path, "qcow2", NULL, BDRV_O_RDWR, &err);
     g_assert_null(bs);
-    test_error_expect(&err, "qcow2 images are read-only");
+    test_error_expect(&err, "cannot be written by qemu-img-lite: its dirty "
+                      "bit is set");
 
     /* An external data file is named by the image or the options. */
     stq_be_p(img->buf->data + 72, QCOW2_INCOMPAT_DATA_FILE);
@@ -980,6 +1039,8 @@ int main(int argc, char **argv)
                test_read_mapping, fixture_teardown);
     g_test_add("/qcow2/read/subclusters", Fixture, NULL, fixture_setup,
                test_read_subclusters, fixture_teardown);
+    g_test_add("/qcow2/block-status", Fixture, NULL, fixture_setup,
+               test_block_status, fixture_teardown);
     g_test_add("/qcow2/read/sparse-16t", Fixture, NULL, fixture_setup,
                test_read_sparse_16t, fixture_teardown);
     g_test_add("/qcow2/read/cache-bound", Fixture, NULL, fixture_setup,

@@ -380,11 +380,12 @@ static void test_encrypted_refusals(void)
     } cases[] = {
         { "master", NULL, "x", "IV is required to decrypt secret" },
         { NULL, IV_B64, "x", "'iv' is given without 'keyid'" },
-        { "nope", IV_B64, "x", "no secret with id 'nope' (keyid)" },
-        { "short", IV_B64, "x", "its key 'short' (keyid) must be 32 bytes "
-          "long for AES-256, not 31" },
-        { "long", IV_B64, "x", "its key 'long' (keyid) must be 32 bytes "
-          "long for AES-256, not 33" },
+        /* qemu-img's words and order: the key is checked before the iv. */
+        { "nope", NULL, "x", "No secret with id 'nope'" },
+        { "nope", IV_B64, "x", "No secret with id 'nope'" },
+        { "short", NULL, "x", "Key should be 32 bytes in length" },
+        { "short", IV_B64, "x", "Key should be 32 bytes in length" },
+        { "long", IV_B64, "x", "Key should be 32 bytes in length" },
         { "master", "oKGio6SlpqeoqaqrrK2u", "x",
           "'iv' must be 16 bytes long, not 15" },
         { "master", "oKGio6SlpqeoqaqrrK2ur7A=", "x",
@@ -436,7 +437,11 @@ static void test_refused_before_reading(void)
         .file = "/nonexistent/secret", .keyid = "master",
     };
 
-    assert_add_fails("s", &o, "IV is required", NULL);
+    register_master_key("master");
+    assert_add_fails("s", &o, "IV is required to decrypt secret", NULL);
+    o.keyid = "nope";
+    assert_add_fails("s", &o, "No secret with id 'nope'", NULL);
+    qcrypto_secret_clear_all();
 }
 
 int main(int argc, char **argv)

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * "json:{...}" file names: QEMU's other way to write a node's options,
+ * nested objects for children. They are flattened into the dotted form
+ * the block layer takes (include/block/options.h), as QEMU's
+ * qdict_flatten() does:
+ *
+ *   json:{"driver":"luks","key-secret":"s0","file":{"filename":"x"}}
+ *   -> driver=luks,key-secret=s0,file.filename=x
+ *
+ * Scalars become the strings the option parsers read: integers in
+ * decimal, booleans "on"/"off"; null leaves the option out; array
+ * elements are numbered ("list.0.x").
+ */
+#include <string.h>
+
+#include <json-glib/json-glib.h>
+
+#include "block/options.h"
+
+static int json_flatten(GHashTable *opts, const char *prefix, JsonNode *node,
+                        Error **errp);
+
+static int json_flatten_object(GHashTable *opts, const char *prefix,
+                               JsonObject *obj, Error **errp)
+{
+    g_autoptr(GList) members = json_object_get_members(obj);
+
+    for (GList *m = members; m; m = m->next) {
+        const char *name = m->data;
+        g_autofree char *key = prefix ? g_strconcat(prefix, ".", name, NULL)
+                                      : g_strdup(name);
+        JsonNode *child = json_object_get_member(obj, name);
+
+        /* No option is named so: and "a=b" could not be written back. */
+        if (!*name || strpbrk(name, "=,")) {
+            error_setg(errp, "Invalid option name '%s' in the JSON options",
+                       name);
+            return -1;
+        }
+
+        /*
+         * A string where a child node belongs names an existing node in
+         * QEMU (a node-name); a tool opening one image has none.
+         */
+        if (g_str_equal(name, "file") &&
+            JSON_NODE_HOLDS_VALUE(child) &&
+            json_node_get_value_type(child) == G_TYPE_STRING) {
+            const char *ref = json_node_get_string(child);
+
+            error_setg(errp, "Cannot find device='%s' nor node-name='%s'",
+                       ref, ref);
+            return -1;
+        }
+        if (json_flatten(opts, key, child, errp) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int json_flatten(GHashTable *opts, const char *prefix, JsonNode *node,
+                        Error **errp)
+{
+    char *value;
+
+    switch (JSON_NODE_TYPE(node)) {
+    case JSON_NODE_OBJECT:
+        return json_flatten_object(opts, prefix, json_node_get_object(node),
+                                   errp);
+    case JSON_NODE_ARRAY: {
+        JsonArray *arr = json_node_get_array(node);
+
+        for (guint i = 0; i < json_array_get_length(arr); i++) {
+            g_autofree char *key = g_strdup_printf("%s.%u", prefix, i);
+
+            if (json_flatten(opts, key, json_array_get_element(arr, i),
+                             errp) < 0) {
+                return -1;
+            }
+        }
+        return 0;
+    }
+    case JSON_NODE_NULL:
+        return 0;
+    case JSON_NODE_VALUE:
+        break;
+    }
+    switch (json_node_get_value_type(node)) {
+    case G_TYPE_STRING:
+        value = g_strdup(json_node_get_string(node));
+        break;
+    case G_TYPE_INT64:
+        value = g_strdup_printf("%" G_GINT64_FORMAT, json_node_get_int(node));
+        break;
+    case G_TYPE_BOOLEAN:
+        value = g_strdup(json_node_get_boolean(node) ? "on" : "off");
+        break;
+    default: {
+        /* A double: QEMU prints it with %.17g, and so do we. */
+        char buf[G_ASCII_DTOSTR_BUF_SIZE];
+
+        value = g_strdup(g_ascii_formatd(buf, sizeof(buf), "%.17g",
+                                         json_node_get_double(node)));
+        break;
+    }
+    }
+    g_hash_table_insert(opts, g_strdup(prefix), value);
+    return 0;
+}
+
+GHashTable *qemu_opts_from_json(const char *json, Error **errp)
+{
+    g_autoptr(JsonParser) parser = json_parser_new();
+    g_autoptr(GHashTable) opts = qemu_opts_new();
+    g_autoptr(GError) gerr = NULL;
+    JsonNode *root;
+
+    if (!json_parser_load_from_data(parser, json, -1, &gerr)) {
+        error_setg(errp, "Could not parse the JSON options: %s",
+                   gerr->message);
+        return NULL;
+    }
+    root = json_parser_get_root(parser);
+    if (!root || !JSON_NODE_HOLDS_OBJECT(root)) {
+        error_setg(errp, "Invalid JSON object given");
+        return NULL;
+    }
+    if (json_flatten_object(opts, NULL, json_node_get_object(root),
+                            errp) < 0) {
+        return NULL;
+    }
+    return g_steal_pointer(&opts);
+}

@@ -1,0 +1,426 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Changing a qcow2 image in place: "amend" (the LUKS key slots of the
+ * header inside the image, compat up and down, lazy_refcounts, size) and
+ * "resize" (grow; shrink with --shrink where the tail holds no data).
+ *
+ * Each change is ordered as the write path's (qcow2-write.c): new
+ * clusters are counted and written before the header points at them,
+ * old ones are freed after it stops pointing at them, so a crash in
+ * between leaks clusters and never corrupts the image.
+ */
+#include <string.h>
+
+#include "block/crypto.h"
+#include "block/qcow2.h"
+
+#define DIV_ROUND_UP_U64(n, d) ((n) / (d) + !!((n) % (d)))
+
+/* QEMU's v3 header (see qcow2-create.c). */
+#define QCOW2_V3_CREATE_HEADER_LEN 112
+
+/* ---- The header */
+
+/* Rewrite the first cluster from s->header and what the image names. */
+static int qcow2_rewrite_header(BlockDriverState *bs, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t cs = s->g.cluster_size;
+    size_t hlen = 2 * cs + QCOW2_MAX_BACKING_NAME;
+    g_autofree uint8_t *buf = g_malloc(hlen);
+    uint64_t coff = s->ext.has_crypto_header ? s->ext.crypto_header_offset : 0;
+    uint64_t clen = s->ext.has_crypto_header ? s->ext.crypto_header_length : 0;
+    size_t n;
+
+    n = qcow2_header_build(&s->header, s->backing_file,
+                           s->ext.backing_format, coff, clen, true, buf,
+                           hlen);
+    if (n >= cs) {
+        n = qcow2_header_build(&s->header, s->backing_file,
+                               s->ext.backing_format, coff, clen, false, buf,
+                               hlen);
+    }
+    if (n > cs) {
+        error_setg(errp, "The new header does not fit in the first cluster");
+        return -1;
+    }
+    /* One write of one cluster: the old header or the new one. */
+    return qcow2_file_pwrite(bs->file, 0, buf, cs, errp);
+}
+
+/* Whether any L2 entry of the image is a zero cluster (v3 only). */
+static int qcow2_has_zero_clusters(BlockDriverState *bs, bool *found,
+                                   Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    *found = false;
+    for (uint64_t i = 0; i < s->l1_size && !*found; i++) {
+        uint64_t l2 = s->l1_table[i] & QCOW2_OFFSET_MASK;
+        const uint8_t *t;
+
+        if (!l2) {
+            continue;
+        }
+        g_mutex_lock(&s->lock);
+        t = qcow2_get_l2_table(bs, l2, errp);
+        for (uint64_t j = 0; t && j < s->g.l2_entries; j++) {
+            uint64_t e = ldq_be_p(t + j * s->g.l2_entry_size);
+
+            if (!(e & QCOW2_OFLAG_COMPRESSED) && (e & QCOW2_OFLAG_ZERO)) {
+                *found = true;
+                break;
+            }
+        }
+        g_mutex_unlock(&s->lock);
+        if (!t) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int qcow2_amend_compat(BlockDriverState *bs, uint32_t version,
+                              Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    Qcow2Header *h = &s->header;
+    bool zero;
+
+    if (version == h->version) {
+        return 0;
+    }
+    if (version == 3) {
+        h->version = 3;
+        h->header_length = QCOW2_V3_CREATE_HEADER_LEN;
+        h->refcount_order = 4;
+        return 0;
+    }
+    /* Down to 0.10: only what version 2 can say. */
+    if (h->refcount_order != 4) {
+        error_setg(errp, "compat=0.10 requires refcount_bits=16");
+        return -1;
+    }
+    if (s->g.extended_l2) {
+        error_setg(errp, "Cannot downgrade an image with extended L2 entries");
+        return -1;
+    }
+    if (h->compression_type != QCOW2_COMPRESSION_ZLIB) {
+        error_setg(errp, "Cannot downgrade an image with a non-zlib "
+                   "compression type");
+        return -1;
+    }
+    if (qcow2_has_zero_clusters(bs, &zero, errp) < 0) {
+        return -1;
+    }
+    if (zero) {
+        error_setg(errp, "The image has zero clusters, which compat=0.10 "
+                   "cannot hold: qemu-img-lite does not expand them (qemu-img "
+                   "amend does)");
+        return -1;
+    }
+    h->version = 2;
+    h->header_length = QCOW2_V2_HEADER_LEN;
+    h->incompatible_features = 0;
+    h->compatible_features = 0;
+    h->autoclear_features = 0;
+    return 0;
+}
+
+/* ---- Size */
+
+/* Free the clusters of [offset, offset + n clusters). */
+static int qcow2_free_clusters(BlockDriverState *bs, uint64_t offset,
+                               uint64_t n, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    return n ? qcow2_update_refcounts(bs, offset, n * s->g.cluster_size, -1,
+                                      errp) : 0;
+}
+
+/* Size, L1 size and L1 offset: header bytes 24 to 47, in one write. */
+static int qcow2_write_size_fields(BlockDriverState *bs, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    const Qcow2Header *h = &s->header;
+    uint8_t buf[24];
+
+    stq_be_p(buf, h->size);
+    stl_be_p(buf + 8, h->crypt_method);
+    stl_be_p(buf + 12, h->l1_size);
+    stq_be_p(buf + 16, h->l1_table_offset);
+    return qcow2_file_pwrite(bs->file, 24, buf, sizeof(buf), errp);
+}
+
+static int qcow2_grow(BlockDriverState *bs, uint64_t size, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    Qcow2Header *h = &s->header;
+    uint64_t cs = s->g.cluster_size;
+    uint64_t need = qcow2_l1_entries_needed(&s->g, size);
+    uint64_t old_off = h->l1_table_offset;
+    uint64_t old_clusters = DIV_ROUND_UP_U64(h->l1_size * 8, cs);
+    uint64_t clusters, off;
+    g_autofree uint8_t *table = NULL;
+
+    if (need * 8 > QCOW2_MAX_L1_BYTES) {
+        error_setg(errp, "The new size needs an L1 table larger than %d "
+                   "bytes", QCOW2_MAX_L1_BYTES);
+        return -1;
+    }
+    if (need > h->l1_size) {
+        /* A new, larger L1 table at the end of the file, then the header. */
+        clusters = DIV_ROUND_UP_U64(need * 8, cs);
+        table = g_malloc0(clusters * cs);
+        for (uint64_t i = 0; i < s->l1_size; i++) {
+            stq_be_p(table + i * 8, s->l1_table[i]);
+        }
+        if (qcow2_alloc_clusters(bs, clusters, &off, errp) < 0 ||
+            qcow2_file_pwrite(bs->file, off, table, clusters * cs,
+                              errp) < 0 ||
+            bdrv_flush(bs->file, errp) < 0) {
+            return -1;
+        }
+        s->l1_table = g_renew(uint64_t, s->l1_table, need);
+        memset(s->l1_table + s->l1_size, 0,
+               (need - s->l1_size) * sizeof(uint64_t));
+        h->l1_size = need;
+        h->l1_table_offset = off;
+    }
+    h->size = size;
+    if (qcow2_write_size_fields(bs, errp) < 0) {
+        return -1;
+    }
+    s->l1_size = MAX(s->l1_size, need);
+    if (table && old_off) {
+        if (bdrv_flush(bs->file, errp) < 0 ||
+            qcow2_free_clusters(bs, old_off, old_clusters, errp) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Whether guest [start, end) maps nothing but holes and zero clusters. */
+static int qcow2_range_is_free(BlockDriverState *bs, uint64_t start,
+                               uint64_t end, bool *free_, Error **errp)
+{
+    *free_ = true;
+    while (start < end) {
+        Qcow2Extent ext;
+
+        if (qcow2_get_extent(bs, start, end - start, &ext, errp) < 0) {
+            return -1;
+        }
+        if (ext.type == QCOW2_SC_NORMAL || ext.type == QCOW2_SC_COMPRESSED) {
+            *free_ = false;
+            return 0;
+        }
+        start += ext.bytes;
+    }
+    return 0;
+}
+
+static int qcow2_shrink(BlockDriverState *bs, uint64_t size, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    Qcow2Header *h = &s->header;
+    uint64_t cs = s->g.cluster_size;
+    uint64_t need = qcow2_l1_entries_needed(&s->g, size);
+    uint64_t old_l1 = s->l1_size;
+    bool free_;
+    uint8_t zero[8] = { 0 };
+
+    /* From the start of the cluster the new end is in: a later grow must
+     * not bring back old data. */
+    if (qcow2_range_is_free(bs, ROUND_DOWN(size, cs), h->size, &free_,
+                            errp) < 0) {
+        return -1;
+    }
+    if (!free_) {
+        error_setg(errp, "Cannot shrink a qcow2 image over data: guest bytes "
+                   "past %" G_GUINT64_FORMAT " (rounded down to a cluster) "
+                   "are allocated", size);
+        return -1;
+    }
+    h->size = size;
+    h->l1_size = need;
+    if (qcow2_write_size_fields(bs, errp) < 0 ||
+        bdrv_flush(bs->file, errp) < 0) {
+        return -1;
+    }
+    /* L2 tables past the new L1 size: unpointed, then freed. */
+    for (uint64_t i = need; i < old_l1; i++) {
+        uint64_t l2 = s->l1_table[i] & QCOW2_OFFSET_MASK;
+
+        if (!l2) {
+            continue;
+        }
+        if (qcow2_file_pwrite(bs->file, h->l1_table_offset + i * 8, zero, 8,
+                              errp) < 0) {
+            return -1;
+        }
+        s->l1_table[i] = 0;
+        g_mutex_lock(&s->lock);
+        qcow2_cache_drop(s->l2_cache, l2);
+        g_mutex_unlock(&s->lock);
+        if (qcow2_free_clusters(bs, l2, 1, errp) < 0) {
+            return -1;
+        }
+    }
+    s->l1_size = need;
+    /* The L1 table's clusters past what need entries take: freed too. */
+    return qcow2_free_clusters(bs, h->l1_table_offset +
+                               DIV_ROUND_UP_U64(need * 8, cs) * cs,
+                               DIV_ROUND_UP_U64(old_l1 * 8, cs) -
+                               DIV_ROUND_UP_U64(need * 8, cs), errp);
+}
+
+int qcow2_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
+                   Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int ret;
+
+    if (size % BDRV_SECTOR_SIZE) {
+        error_setg(errp, "The new size must be a multiple of %d",
+                   BDRV_SECTOR_SIZE);
+        return -1;
+    }
+    if (prealloc != PREALLOC_MODE_OFF) {
+        error_setg(errp, "Preallocation is not supported when resizing a "
+                   "qcow2 image in qemu-img-lite");
+        return -1;
+    }
+    if (size == s->header.size) {
+        return 0;
+    }
+    g_mutex_lock(&s->alloc_lock);
+    ret = size > s->header.size ? qcow2_grow(bs, size, errp)
+                                : qcow2_shrink(bs, size, errp);
+    g_mutex_unlock(&s->alloc_lock);
+    return ret;
+}
+
+/* ---- amend */
+
+static int qcow2_amend_luks(BlockDriverState *bs, GHashTable *eopts,
+                            bool force, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    QCryptoBlockAmendOptions aopts;
+    g_autofree char *unknown = NULL;
+    int ret = -1;
+
+    if (s->header.crypt_method != QCOW2_CRYPT_LUKS) {
+        error_setg(errp, "The encrypt.* options amend the key slots of a "
+                   "LUKS encrypted image; this image is %s",
+                   s->header.crypt_method ? "AES encrypted" : "not encrypted");
+        return -1;
+    }
+    if (block_crypto_take_luks_amend_opts(eopts, &aopts, errp) < 0) {
+        goto out;
+    }
+    unknown = qemu_opts_first_key(eopts);
+    if (unknown) {
+        error_setg(errp, "Invalid parameter 'encrypt.%s'", unknown);
+        goto out;
+    }
+    ret = qcrypto_block_amend_options(qcow2_crypto_get_block(s->crypto),
+                                      qcow2_crypto_hdr_read,
+                                      qcow2_crypto_hdr_write, s->crypto,
+                                      &aopts, force, errp);
+out:
+    block_crypto_clear_luks_amend_opts(&aopts);
+    return ret;
+}
+
+int qcow2_amend(BlockDriverState *bs, GHashTable *opts, bool force,
+                Error **errp)
+{
+    static const char *const create_only[] = {
+        "cluster_size", "preallocation", "extended_l2", "compression_type",
+        "encrypt.format", "encryption", "data_file", "data_file_raw",
+        "backing_file", "backing_fmt",
+    };
+    BDRVQcow2State *s = bs->opaque;
+    g_autofree char *compat = qemu_opt_take(opts, "compat");
+    g_autoptr(GHashTable) eopts = NULL;
+    g_autofree char *unknown = NULL;
+    Qcow2Header saved = s->header;
+    uint64_t size = 0, refcount_bits;
+    bool has_size = g_hash_table_contains(opts, "size");
+    bool has_lazy = g_hash_table_contains(opts, "lazy_refcounts");
+    bool lazy = false;
+    uint32_t version = s->header.version;
+
+    for (size_t i = 0; i < G_N_ELEMENTS(create_only); i++) {
+        if (g_hash_table_contains(opts, create_only[i])) {
+            error_setg(errp, "Invalid parameter '%s'\nThis option is only "
+                       "supported for image creation", create_only[i]);
+            return -1;
+        }
+    }
+    eopts = qemu_opts_extract_prefix(opts, "encrypt");
+    if (qemu_opt_take_size(opts, "size", 0, &size, errp) < 0 ||
+        qemu_opt_take_bool(opts, "lazy_refcounts", false, &lazy, errp) < 0 ||
+        qemu_opt_take_uint(opts, "refcount_bits",
+                           1u << s->header.refcount_order, &refcount_bits,
+                           errp) < 0) {
+        return -1;
+    }
+    unknown = qemu_opts_first_key(opts);
+    if (unknown) {
+        error_setg(errp, "Invalid parameter '%s'", unknown);
+        return -1;
+    }
+    if (refcount_bits != 1u << s->header.refcount_order) {
+        error_setg(errp, "Changing refcount_bits is not supported by "
+                   "qemu-img-lite (qemu-img amend rewrites the refcount "
+                   "structures)");
+        return -1;
+    }
+    if (compat) {
+        if (g_str_equal(compat, "0.10") || g_str_equal(compat, "v2")) {
+            version = 2;
+        } else if (g_str_equal(compat, "1.1") || g_str_equal(compat, "v3")) {
+            version = 3;
+        } else {
+            error_setg(errp, "Parameter 'version' does not accept value "
+                       "'%s'", compat);
+            return -1;
+        }
+    }
+    if (has_lazy && lazy && version < 3) {
+        error_setg(errp, "Lazy refcounts only supported with compatibility "
+                   "level 1.1 and above (use version=v3 or greater)");
+        return -1;
+    }
+    if (g_hash_table_size(eopts) &&
+        qcow2_amend_luks(bs, eopts, force, errp) < 0) {
+        return -1;
+    }
+    if (compat || has_lazy) {
+        if (qcow2_amend_compat(bs, version, errp) < 0) {
+            s->header = saved;
+            return -1;
+        }
+        if (has_lazy && version >= 3) {
+            if (lazy) {
+                s->header.compatible_features |= QCOW2_COMPAT_LAZY_REFCOUNTS;
+            } else {
+                s->header.compatible_features &=
+                    ~QCOW2_COMPAT_LAZY_REFCOUNTS;
+            }
+        }
+        if (qcow2_rewrite_header(bs, errp) < 0) {
+            s->header = saved;
+            return -1;
+        }
+    }
+    if (has_size && qcow2_truncate(bs, size, PREALLOC_MODE_OFF, errp) < 0) {
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,570 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The qcow2 write path: guest writes become data clusters, L2 entries and
+ * refcounts, in the order that keeps the image consistent if the process
+ * dies between any two writes (docs/qcow2.md, "Writing"):
+ *
+ *   1. new clusters are counted (refcount blocks written) before use;
+ *   2. the data goes to its clusters (encrypted for LUKS: IVs from the
+ *      host offset, as QEMU);
+ *   3. only then does an L2 entry point at them, and a new L2 table is
+ *      written whole before the L1 entry that points at it.
+ *
+ * A crash leaves at most leaked clusters (counted, unused), never an
+ * entry pointing at unwritten or uncounted clusters. Clusters are taken
+ * from the end of the file and never reused.
+ *
+ * Concurrency (the convert loop writes distinct ranges from several
+ * threads): allocation and metadata updates hold s->alloc_lock; the data
+ * of whole new clusters and of in-place writes is encrypted and written
+ * outside it. A write that covers part of a cluster being allocated (COW
+ * from the backing file, subclusters) holds the lock throughout, and
+ * checks the entry again under it.
+ */
+#include <string.h>
+
+#include "block/qcow2.h"
+
+/* Extended L2: all 32 subclusters allocated / reading as zeroes. */
+#define QCOW2_BITMAP_ALL_ALLOC 0x00000000ffffffffull
+#define QCOW2_BITMAP_ALL_ZERO  0xffffffff00000000ull
+
+int qcow2_read_mapped(BlockDriverState *bs, uint64_t offset, uint8_t *buf,
+                      uint64_t bytes, Error **errp);
+
+static bool qcow2_buffer_is_zero(const uint8_t *buf, size_t len)
+{
+    return len == 0 || (buf[0] == 0 && memcmp(buf, buf + 1, len - 1) == 0);
+}
+
+int qcow2_mark_dirty(BlockDriverState *bs, bool dirty, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t f = s->header.incompatible_features;
+    uint8_t be[8];
+
+    f = dirty ? f | QCOW2_INCOMPAT_DIRTY : f & ~QCOW2_INCOMPAT_DIRTY;
+    stq_be_p(be, f);
+    /* Before the first metadata change, and after the last. */
+    if (!dirty && bdrv_flush(bs->file, errp) < 0) {
+        return -1;
+    }
+    if (qcow2_file_pwrite(bs->file, 72, be, 8, errp) < 0 ||
+        bdrv_flush(bs->file, errp) < 0) {
+        return -1;
+    }
+    s->header.incompatible_features = f;
+    s->dirty = dirty;
+    return 0;
+}
+
+/* ---- L2 entries (alloc_lock held) */
+
+static uint64_t qcow2_l1_index(BDRVQcow2State *s, uint64_t offset)
+{
+    return offset >> (s->g.cluster_bits + s->g.l2_bits);
+}
+
+static uint64_t qcow2_l2_index(BDRVQcow2State *s, uint64_t offset)
+{
+    return (offset >> s->g.cluster_bits) & (s->g.l2_entries - 1);
+}
+
+static int qcow2_l2_table_offset(BDRVQcow2State *s, uint64_t offset,
+                                 uint64_t *l2_offset, Error **errp)
+{
+    uint64_t i = qcow2_l1_index(s, offset);
+
+    g_assert(i < s->l1_size);
+    *l2_offset = s->l1_table[i] & QCOW2_OFFSET_MASK;
+    if (*l2_offset & (s->g.cluster_size - 1)) {
+        error_setg(errp, "qcow2 image is corrupt: L2 table offset 0x%" PRIx64
+                   " unaligned", *l2_offset);
+        return -1;
+    }
+    return 0;
+}
+
+/* The entry (and bitmap) of the cluster holding guest offset. */
+static int qcow2_get_l2_entry(BlockDriverState *bs, uint64_t offset,
+                              uint64_t *entry, uint64_t *bitmap, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    const uint8_t *table, *e;
+    uint64_t l2_offset;
+
+    *entry = *bitmap = 0;
+    if (qcow2_l2_table_offset(s, offset, &l2_offset, errp) < 0) {
+        return -1;
+    }
+    if (!l2_offset) {
+        return 0;
+    }
+    g_mutex_lock(&s->lock);
+    table = qcow2_get_l2_table(bs, l2_offset, errp);
+    if (table) {
+        e = table + qcow2_l2_index(s, offset) * s->g.l2_entry_size;
+        *entry = ldq_be_p(e);
+        *bitmap = s->g.extended_l2 ? ldq_be_p(e + 8) : 0;
+    }
+    g_mutex_unlock(&s->lock);
+    return table ? 0 : -1;
+}
+
+/*
+ * Point the n clusters from guest offset (inside one L2 table) at their
+ * new entries. A missing L2 table is made with the entries in it, written
+ * whole, before the L1 entry that points at it.
+ */
+static int qcow2_set_l2_entries(BlockDriverState *bs, uint64_t offset,
+                                uint64_t n, const uint64_t *entries,
+                                const uint64_t *bitmaps, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    size_t esize = s->g.l2_entry_size;
+    uint64_t idx = qcow2_l2_index(s, offset);
+    uint64_t l1i = qcow2_l1_index(s, offset);
+    g_autofree uint8_t *buf = g_malloc0(s->g.cluster_size);
+    uint64_t l2_offset;
+    uint8_t be[8];
+
+    g_assert(idx + n <= s->g.l2_entries);
+    for (uint64_t i = 0; i < n; i++) {
+        stq_be_p(buf + (idx + i) * esize, entries[i]);
+        if (s->g.extended_l2) {
+            stq_be_p(buf + (idx + i) * esize + 8, bitmaps[i]);
+        }
+    }
+    if (qcow2_l2_table_offset(s, offset, &l2_offset, errp) < 0) {
+        return -1;
+    }
+    if (l2_offset) {
+        if (qcow2_file_pwrite(bs->file, l2_offset + idx * esize,
+                              buf + idx * esize, n * esize, errp) < 0) {
+            return -1;
+        }
+        g_mutex_lock(&s->lock);
+        qcow2_cache_update(s->l2_cache, l2_offset, idx * esize,
+                           buf + idx * esize, n * esize);
+        g_mutex_unlock(&s->lock);
+        return 0;
+    }
+    if (qcow2_alloc_clusters(bs, 1, &l2_offset, errp) < 0 ||
+        qcow2_file_pwrite(bs->file, l2_offset, buf, s->g.cluster_size,
+                          errp) < 0) {
+        return -1;
+    }
+    stq_be_p(be, l2_offset | QCOW2_OFLAG_COPIED);
+    if (qcow2_file_pwrite(bs->file, s->header.l1_table_offset + l1i * 8, be,
+                          8, errp) < 0) {
+        return -1;
+    }
+    s->l1_table[l1i] = l2_offset | QCOW2_OFLAG_COPIED;
+    return 0;
+}
+
+/* ---- Data */
+
+/* Encrypt (LUKS) and write len bytes at host offset host. */
+static int qcow2_write_data(BlockDriverState *bs, uint64_t host,
+                            uint8_t *buf, size_t len, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    if (s->crypto && qcow2_crypto_encrypt(s->crypto, host, buf, len,
+                                          errp) < 0) {
+        return -1;
+    }
+    return qcow2_file_pwrite(s->data_file, host, buf, len, errp);
+}
+
+/* The same from a const buffer: a copy unless the caller lets us clobber. */
+static int qcow2_write_data_from(BlockDriverState *bs, uint64_t host,
+                                 const uint8_t *buf, size_t len, int flags,
+                                 Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    g_autofree uint8_t *copy = NULL;
+
+    if (!s->crypto) {
+        return qcow2_file_pwrite(s->data_file, host, buf, len, errp);
+    }
+    if (!(flags & BDRV_REQ_MAY_CLOBBER)) {
+        copy = g_memdup2(buf, len);
+        buf = copy;
+    }
+    return qcow2_write_data(bs, host, (uint8_t *)buf, len, errp);
+}
+
+/* Subclusters [a, b) of a cluster as bitmap bits (allocation half). */
+static uint64_t qcow2_sc_bits(BDRVQcow2State *s, uint64_t a, uint64_t b)
+{
+    unsigned first = a >> s->g.subcluster_bits;
+    unsigned last = (b - 1) >> s->g.subcluster_bits;
+
+    return ((2ull << last) - 1) & ~((1ull << first) - 1);
+}
+
+/*
+ * Write [offset, offset + len) inside one cluster, whatever the cluster
+ * is: unallocated (COW from the backing file), zero, compressed, partly
+ * allocated subclusters, or allocated. alloc_lock held throughout.
+ */
+static int qcow2_write_cluster(BlockDriverState *bs, uint64_t offset,
+                               const uint8_t *buf, size_t len, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t cs = s->g.cluster_size;
+    uint64_t cstart = offset & ~(cs - 1);
+    uint64_t a = offset - cstart, b = a + len, ra, rb;
+    uint64_t entry, bitmap, host, new_entry, new_bitmap;
+    uint64_t old_coff = 0, old_clen = 0;
+    bool compressed, alloc;
+    g_autofree uint8_t *tmp = NULL;
+
+    if (qcow2_get_l2_entry(bs, cstart, &entry, &bitmap, errp) < 0) {
+        return -1;
+    }
+    compressed = entry & QCOW2_OFLAG_COMPRESSED;
+    host = compressed ? 0 : entry & QCOW2_OFFSET_MASK;
+    alloc = !host;
+    if (s->g.extended_l2 && !compressed) {
+        /*
+         * Subclusters are the unit: others keep what they hold. An end
+         * in an allocated subcluster is not padded (another thread may
+         * be writing the rest of it in place), one in an unallocated
+         * subcluster is (its untouched bytes come from below).
+         */
+        uint64_t sa = ROUND_DOWN(a, s->g.subcluster_size);
+        uint64_t sb = ROUND_UP(b, s->g.subcluster_size);
+        unsigned sec = s->crypto ? BDRV_SECTOR_SIZE : 1;
+
+        ra = host && (bitmap & qcow2_sc_bits(s, sa, sa + 1)) ?
+             ROUND_DOWN(a, sec) : sa;
+        rb = host && (bitmap & qcow2_sc_bits(s, sb - 1, sb)) ?
+             ROUND_UP(b, sec) : sb;
+    } else if (host && !(entry & QCOW2_OFLAG_ZERO)) {
+        /* In place: whole encryption sectors. */
+        ra = s->crypto ? ROUND_DOWN(a, BDRV_SECTOR_SIZE) : a;
+        rb = s->crypto ? ROUND_UP(b, BDRV_SECTOR_SIZE) : b;
+    } else {
+        /* A new cluster, or a zero one with a host cluster: all of it. */
+        ra = 0;
+        rb = cs;
+    }
+    tmp = g_malloc(rb - ra);
+    if ((ra < a || rb > b) &&
+        qcow2_read_mapped(bs, cstart + ra, tmp, rb - ra, errp) < 0) {
+        return -1;
+    }
+    memcpy(tmp + (a - ra), buf, len);
+    if (compressed) {
+        qcow2_compressed_extent(&s->g, entry, &old_coff, &old_clen);
+    }
+    if (alloc && qcow2_alloc_clusters(bs, 1, &host, errp) < 0) {
+        return -1;
+    }
+    if (qcow2_write_data(bs, host + ra, tmp, rb - ra, errp) < 0) {
+        return -1;
+    }
+    new_entry = host | QCOW2_OFLAG_COPIED;
+    new_bitmap = 0;
+    if (s->g.extended_l2) {
+        uint64_t bits = compressed ? QCOW2_BITMAP_ALL_ALLOC :
+                        qcow2_sc_bits(s, ra, rb);
+
+        /* (ra, rb may lie inside allocated subclusters: same bits.) */
+
+        new_bitmap = (compressed ? 0 : bitmap) | bits;
+        new_bitmap &= ~(bits << QCOW2_SUBCLUSTERS_PER_CLUSTER);
+    }
+    if ((new_entry != entry || new_bitmap != bitmap) &&
+        qcow2_set_l2_entries(bs, cstart, 1, &new_entry, &new_bitmap,
+                             errp) < 0) {
+        return -1;
+    }
+    /* The compressed data is no longer used by this cluster. */
+    if (compressed &&
+        qcow2_update_refcounts(bs, old_coff, old_clen, -1, errp) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * A whole cluster of zeroes, alloc_lock held: nothing to write where the
+ * cluster already reads as zeroes; a zero entry (v3) where it would read
+ * the backing file. Returns 1 if handled, 0 if it must be written as data.
+ */
+static int qcow2_write_zero_cluster(BlockDriverState *bs, uint64_t offset,
+                                    Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t entry, bitmap, zentry, zbitmap;
+
+    if (qcow2_get_l2_entry(bs, offset, &entry, &bitmap, errp) < 0) {
+        return -1;
+    }
+    if (entry & (QCOW2_OFLAG_COMPRESSED | QCOW2_OFFSET_MASK)) {
+        return 0;
+    }
+    if (s->g.extended_l2) {
+        if ((bitmap & QCOW2_BITMAP_ALL_ZERO) == QCOW2_BITMAP_ALL_ZERO ||
+            (!bs->backing && !(bitmap & QCOW2_BITMAP_ALL_ZERO))) {
+            return 1;
+        }
+        zentry = 0;
+        zbitmap = QCOW2_BITMAP_ALL_ZERO;
+    } else {
+        if ((entry & QCOW2_OFLAG_ZERO) || !bs->backing) {
+            return 1;
+        }
+        if (s->header.version < 3) {
+            return 0;
+        }
+        zentry = QCOW2_OFLAG_ZERO;
+        zbitmap = 0;
+    }
+    if (qcow2_set_l2_entries(bs, offset, 1, &zentry, &zbitmap, errp) < 0) {
+        return -1;
+    }
+    return 1;
+}
+
+/*
+ * Whole clusters from offset (inside one L2 table) that are not allocated
+ * (unallocated or zero, no host cluster): allocate them together, write
+ * their data outside the lock, then point the entries at them. Returns
+ * the bytes done (0: the first cluster needs the general path).
+ */
+static int64_t qcow2_write_new_clusters(BlockDriverState *bs,
+                                        uint64_t offset, const uint8_t *buf,
+                                        uint64_t bytes, int flags,
+                                        Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t cs = s->g.cluster_size;
+    uint64_t table_left = (s->g.l2_entries - qcow2_l2_index(s, offset)) * cs;
+    uint64_t n = MIN(bytes, table_left) / cs, k, host = 0;
+    g_autofree uint64_t *entries = NULL;
+    g_autofree uint64_t *bitmaps = NULL;
+    int64_t ret = -1;
+
+    g_mutex_lock(&s->alloc_lock);
+    for (k = 0; k < n; k++) {
+        uint64_t entry, bitmap;
+
+        if (qcow2_get_l2_entry(bs, offset + k * cs, &entry, &bitmap,
+                               errp) < 0) {
+            goto out;
+        }
+        if (entry & (QCOW2_OFLAG_COMPRESSED | QCOW2_OFFSET_MASK)) {
+            break;
+        }
+        if (qcow2_buffer_is_zero(buf + k * cs, cs)) {
+            if (k) {
+                break;
+            }
+            ret = qcow2_write_zero_cluster(bs, offset, errp);
+            if (ret == 1) {
+                ret = cs;
+            }
+            goto out;
+        }
+    }
+    if (!k || qcow2_alloc_clusters(bs, k, &host, errp) < 0) {
+        ret = k ? -1 : 0;
+        goto out;
+    }
+    g_mutex_unlock(&s->alloc_lock);
+
+    if (qcow2_write_data_from(bs, host, buf, k * cs, flags, errp) < 0) {
+        return -1;
+    }
+    entries = g_new(uint64_t, k);
+    bitmaps = g_new(uint64_t, k);
+    for (uint64_t i = 0; i < k; i++) {
+        entries[i] = (host + i * cs) | QCOW2_OFLAG_COPIED;
+        bitmaps[i] = QCOW2_BITMAP_ALL_ALLOC;
+    }
+    g_mutex_lock(&s->alloc_lock);
+    ret = qcow2_set_l2_entries(bs, offset, k, entries, bitmaps, errp) < 0 ?
+          -1 : (int64_t)(k * cs);
+out:
+    g_mutex_unlock(&s->alloc_lock);
+    return ret;
+}
+
+int qcow2_pwrite(BlockDriverState *bs, uint64_t offset, const void *vbuf,
+                 size_t bytes, int flags, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    const uint8_t *buf = vbuf;
+    uint64_t cs = s->g.cluster_size;
+    int ret = 0;
+
+    if ((s->header.compatible_features & QCOW2_COMPAT_LAZY_REFCOUNTS) &&
+        !s->dirty) {
+        g_mutex_lock(&s->alloc_lock);
+        if (!s->dirty) {
+            ret = qcow2_mark_dirty(bs, true, errp);
+        }
+        g_mutex_unlock(&s->alloc_lock);
+        if (ret < 0) {
+            return -1;
+        }
+    }
+    while (bytes) {
+        Qcow2Extent ext;
+        uint64_t in_cluster = offset & (cs - 1);
+        int64_t n;
+
+        if (qcow2_get_extent(bs, offset, bytes, &ext, errp) < 0) {
+            return -1;
+        }
+        if (ext.type == QCOW2_SC_NORMAL &&
+            (!s->crypto || (offset % BDRV_SECTOR_SIZE == 0 &&
+                            ext.bytes % BDRV_SECTOR_SIZE == 0))) {
+            /* Allocated: in place (no snapshots: every refcount is 1). */
+            n = ext.bytes;
+            if (qcow2_write_data_from(bs, ext.host_offset, buf, n, flags,
+                                      errp) < 0) {
+                return -1;
+            }
+        } else {
+            n = 0;
+            if (ext.type != QCOW2_SC_NORMAL && !in_cluster && bytes >= cs) {
+                n = qcow2_write_new_clusters(bs, offset, buf, bytes, flags,
+                                             errp);
+                if (n < 0) {
+                    return -1;
+                }
+            }
+            if (!n) {
+                n = MIN(bytes, cs - in_cluster);
+                g_mutex_lock(&s->alloc_lock);
+                ret = qcow2_write_cluster(bs, offset, buf, n, errp);
+                g_mutex_unlock(&s->alloc_lock);
+                if (ret < 0) {
+                    return -1;
+                }
+            }
+        }
+        offset += n;
+        buf += n;
+        bytes -= n;
+    }
+    return 0;
+}
+
+/* ---- Compressed clusters */
+
+int qcow2_write_compressed(BlockDriverState *bs, uint64_t offset,
+                           const uint8_t *data, size_t len, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t cs = s->g.cluster_size;
+    uint64_t entry, bitmap, coff, sectors;
+    int ret = -1;
+
+    g_assert(offset % cs == 0 && len > 0 && len <= cs);
+    g_mutex_lock(&s->alloc_lock);
+    if (qcow2_get_l2_entry(bs, offset, &entry, &bitmap, errp) < 0) {
+        goto out;
+    }
+    if (entry & (QCOW2_OFLAG_COMPRESSED | QCOW2_OFFSET_MASK)) {
+        error_setg(errp, "Compressed write to an allocated cluster (guest "
+                   "offset 0x%" PRIx64 ")", offset);
+        goto out;
+    }
+    /*
+     * Packed one after another into host clusters, as QEMU: one more
+     * reference to the cluster the data lands in (it never spans two).
+     */
+    coff = s->compressed_next;
+    if (!coff || (coff & (cs - 1)) + len > cs) {
+        if (qcow2_alloc_clusters(bs, 1, &coff, errp) < 0) {
+            goto out;
+        }
+    } else if (qcow2_update_refcounts(bs, coff, 1, 1, errp) < 0) {
+        goto out;
+    }
+    s->compressed_next = coff + len;
+    if ((s->compressed_next & (cs - 1)) == 0) {
+        s->compressed_next = 0;
+    }
+    if (qcow2_file_pwrite(bs->file, coff, data, len, errp) < 0) {
+        goto out;
+    }
+    sectors = ((coff + len - 1) >> 9) - (coff >> 9);
+    entry = QCOW2_OFLAG_COMPRESSED | (sectors << s->g.csize_shift) | coff;
+    bitmap = 0;
+    ret = qcow2_set_l2_entries(bs, offset, 1, &entry, &bitmap, errp);
+out:
+    g_mutex_unlock(&s->alloc_lock);
+    return ret;
+}
+
+/*
+ * convert -c: each whole cluster compressed (here, in the caller's
+ * thread: the convert loop's threads compress in parallel), written
+ * compressed where that is smaller and the cluster is still unallocated,
+ * as data otherwise. All-zero clusters go the zero way. The image's last
+ * cluster may be partial: it is compressed padded with zeroes, as QEMU.
+ */
+int qcow2_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
+                            const void *vbuf, size_t bytes, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    const uint8_t *buf = vbuf;
+    uint64_t cs = s->g.cluster_size;
+    g_autofree uint8_t *out = g_malloc(cs);
+    g_autofree uint8_t *pad = NULL;
+
+    if (s->crypto) {
+        error_setg(errp, "Compression and encryption not supported at the "
+                   "same time");
+        return -1;
+    }
+    while (bytes) {
+        uint64_t in_cluster = offset & (cs - 1);
+        uint64_t n = MIN(bytes, cs - in_cluster);
+        bool tail = !in_cluster && n < cs && offset + n == s->header.size;
+        const uint8_t *in = buf;
+        uint64_t entry, bitmap;
+        size_t clen = 0;
+
+        if ((n == cs || tail) && !qcow2_buffer_is_zero(buf, n)) {
+            if (tail) {
+                pad = pad ? pad : g_malloc0(cs);
+                memset(pad, 0, cs);
+                memcpy(pad, buf, n);
+                in = pad;
+            }
+            clen = qcow2_compress(s->header.compression_type, in, cs, out,
+                                  cs - 1);
+        }
+        if (clen) {
+            g_mutex_lock(&s->alloc_lock);
+            if (qcow2_get_l2_entry(bs, offset, &entry, &bitmap, errp) < 0) {
+                g_mutex_unlock(&s->alloc_lock);
+                return -1;
+            }
+            g_mutex_unlock(&s->alloc_lock);
+            if (entry & (QCOW2_OFLAG_COMPRESSED | QCOW2_OFFSET_MASK)) {
+                clen = 0;   /* allocated (convert -n): overwrite in place */
+            }
+        }
+        if (clen) {
+            if (qcow2_write_compressed(bs, offset, out, clen, errp) < 0) {
+                return -1;
+            }
+        } else if (qcow2_pwrite(bs, offset, buf, n, 0, errp) < 0) {
+            return -1;
+        }
+        offset += n;
+        buf += n;
+        bytes -= n;
+    }
+    return 0;
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * In-place encryption of a raw image into LUKS2, resumable and crash-safe,
+ * with the re-encryption metadata cryptsetup 2.6 writes (the
+ * "online-reencrypt-v2" requirement, a "reencrypt" key slot with
+ * "datashift" resilience, linear and crypt segments, and the digest over
+ * the re-encryption parameters). See docs/reencrypt.md.
+ *
+ * Like the rest of crypto/, this does no I/O of its own: the caller's
+ * QCryptoReencryptIO moves the bytes of the one file that holds header and
+ * data.
+ */
+#ifndef QCRYPTO_REENCRYPT_H
+#define QCRYPTO_REENCRYPT_H
+
+#include "crypto/block.h"
+
+typedef struct QCryptoReencryptIO {
+    int (*read)(void *opaque, uint64_t offset, void *buf, size_t len,
+                Error **errp);
+    int (*write)(void *opaque, uint64_t offset, const void *buf, size_t len,
+                 Error **errp);
+    /* Make every write so far durable (fdatasync). */
+    int (*sync)(void *opaque, Error **errp);
+    /* The file's size, and setting it (growing reads back zeroes). */
+    int64_t (*length)(void *opaque, Error **errp);
+    int (*truncate)(void *opaque, uint64_t size, Error **errp);
+    /*
+     * Called after every hot zone with the bytes done and the total;
+     * returns true to stop there (the image stays resumable). May be NULL.
+     */
+    bool (*progress)(void *opaque, uint64_t done, uint64_t total);
+    void *opaque;
+} QCryptoReencryptIO;
+
+/*
+ * Turn the raw image behind io (its whole length is the data) into a LUKS2
+ * image in re-encryption state: the file grows by twice the data shift
+ * (the payload offset of a LUKS2 image created with options, 16 MiB by
+ * default), the first data-shift bytes are copied to the end, and the
+ * header is written over them. Nothing is encrypted yet: resume does it.
+ * hotzone: 0 for the data shift, else at most the data shift.
+ */
+int qcrypto_reencrypt_encrypt_init(const QCryptoBlockCreateOptions *options,
+                                   const QCryptoReencryptIO *io,
+                                   Error **errp);
+
+/*
+ * Finish the re-encryption the image behind io is in (started by us or by
+ * cryptsetup), hot zone by hot zone. 0 when done, 1 when progress asked to
+ * stop (resumable), -1 and errp on failure.
+ */
+int qcrypto_reencrypt_resume(const QCryptoBlockSecret *secret,
+                             uint64_t hotzone, const QCryptoReencryptIO *io,
+                             Error **errp);
+
+#endif
