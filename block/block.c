@@ -815,7 +815,7 @@ GPtrArray *bdrv_amend_option_list(const char *format, Error **errp)
 
 int bdrv_check(BlockDriverState *bs, BdrvCheckResult *res, BdrvCheckMode fix)
 {
-    void (*report)(void *, const char *) = res->report;
+    void (*report)(void *, bool, const char *) = res->report;
     void *opaque = res->report_opaque;
 
     if (!bs->drv->bdrv_check) {

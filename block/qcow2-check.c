@@ -41,6 +41,11 @@
 
 /* Spec, "Snapshots": the fixed part of a snapshot table entry. */
 #define QCOW2_SNAPSHOT_FIXED_LEN 40
+/* Spec: version 3 entries have at least 16 bytes of extra data. */
+#define QCOW2_SNAPSHOT_V3_EXTRA 16
+/* QEMU's limits: 1 KiB of extra data, a 64 MiB table. */
+#define QCOW2_MAX_SNAPSHOT_EXTRA 1024
+#define QCOW2_MAX_SNAPSHOTS_SIZE (64 * 1024 * 1024)
 
 /* Spec, "Bitmaps extension" and "Bitmap directory". */
 #define QCOW2_AUTOCLEAR_BITMAPS     (1ull << 0)
@@ -57,6 +62,7 @@
 typedef struct Qcow2CheckSnapshot {
     uint64_t l1_offset;
     uint32_t l1_size;
+    uint32_t extra_data_size;
     char *id;
     char *name;
 } Qcow2CheckSnapshot;
@@ -101,27 +107,55 @@ typedef struct Qcow2Check {
     bool rebuild;
 } Qcow2Check;
 
+static void check_vreport(Qcow2Check *c, bool is_error, const char *fmt,
+                          va_list ap)
+{
+    g_autofree char *msg = NULL;
+
+    if (c->res->report) {
+        msg = g_strdup_vprintf(fmt, ap);
+        c->res->report(c->res->report_opaque, is_error, msg);
+    }
+}
+
+/* A finding, as qemu-img prints it on stderr. */
 static void G_GNUC_PRINTF(2, 3) check_report(Qcow2Check *c,
                                              const char *fmt, ...)
 {
-    g_autofree char *msg = NULL;
     va_list ap;
 
-    if (!c->res->report) {
-        return;
-    }
     va_start(ap, fmt);
-    msg = g_strdup_vprintf(fmt, ap);
+    check_vreport(c, false, fmt, ap);
     va_end(ap);
-    c->res->report(c->res->report_opaque, msg);
+}
+
+/* One that qemu-img prints as its own error (error_report()). */
+static void G_GNUC_PRINTF(2, 3) check_report_error(Qcow2Check *c,
+                                                   const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    check_vreport(c, true, fmt, ap);
+    va_end(ap);
 }
 
 /* ---- I/O on the image file: past its end, reads give zeroes */
+
+/*
+ * QEMU's BDRV_MAX_LENGTH: its block layer fails requests that reach past
+ * it (-EIO), where nearer offsets past the end of the file read as zeroes.
+ */
+#define CHECK_MAX_LENGTH 0x7fffffffc0000000ull
 
 static int check_pread(Qcow2Check *c, uint64_t offset, void *buf, size_t len)
 {
     BlockDriverState *file = c->bs->file;
     size_t n = 0;
+
+    if (offset > CHECK_MAX_LENGTH || len > CHECK_MAX_LENGTH - offset) {
+        return -EIO;
+    }
 
     /* Only what the file holds is read: nothing to allocate for the rest. */
     if (offset < c->file_len) {
@@ -138,6 +172,10 @@ static int check_pwrite(Qcow2Check *c, uint64_t offset, const void *buf,
                         size_t len)
 {
     BlockDriverState *file = c->bs->file;
+
+    if (offset > CHECK_MAX_LENGTH || len > CHECK_MAX_LENGTH - offset) {
+        return -EIO;
+    }
 
     /* The cached refcount block may be what is written. */
     if (c->refblock_offset && offset < c->refblock_offset + c->cluster_size &&
@@ -635,6 +673,9 @@ static int check_bitmap_table(Qcow2Check *c, uint64_t offset, uint32_t size)
         c->res->corruptions++;
         return -EINVAL;
     }
+    if (!size) {
+        return 0;
+    }
     table = l1_read(c, offset, size, &ret);
     if (!table) {
         c->res->corruptions++;
@@ -709,6 +750,43 @@ static int check_bitmaps(Qcow2Check *c)
 }
 
 /*
+ * Make the file end with the cluster at offset; on failure say why as
+ * qemu-img does: the file layer's error, then the check's (both end with
+ * the system's reason, e.g. "File too large").
+ */
+static int check_grow_file(Qcow2Check *c, uint64_t offset, uint64_t cluster)
+{
+    BlockDriverState *file = c->bs->file;
+    g_autoptr(Error) err = NULL;
+    const char *why, *colon;
+
+    if (offset > INT64_MAX - c->cluster_size) {
+        check_report(c, "ERROR could not resize image: %s",
+                     g_strerror(EINVAL));
+        return -EINVAL;
+    }
+    if (cluster >= INT_MAX) {
+        /* Said as a file system refusing such a size says it. */
+        check_report_error(c, "Could not resize file: %s", g_strerror(EFBIG));
+        check_report(c, "ERROR could not resize image: %s",
+                     g_strerror(EFBIG));
+        return -EFBIG;
+    }
+    if (file->drv->bdrv_truncate(file, offset + c->cluster_size,
+                                 PREALLOC_MODE_OFF, &err) == 0) {
+        c->file_len = offset + c->cluster_size;
+        return 0;
+    }
+    /* The file layer's message ends with ": <strerror>". */
+    why = error_get_pretty(err);
+    colon = strrchr(why, ':');
+    why = colon && colon[1] == ' ' ? colon + 2 : why;
+    check_report_error(c, "Could not resize file: %s", why);
+    check_report(c, "ERROR could not resize image: %s", why);
+    return -EIO;
+}
+
+/*
  * The refcount blocks themselves (QEMU's check_refblocks): aligned,
  * inside the file (else, with fix, the file grows to hold them), and
  * referenced once.
@@ -716,13 +794,19 @@ static int check_bitmaps(Qcow2Check *c)
 static int check_refblocks(Qcow2Check *c)
 {
     BdrvCheckResult *res = c->res;
-    BlockDriverState *file = c->bs->file;
     int ret;
 
     for (uint64_t i = 0; i < c->reftable_size; i++) {
-        uint64_t offset = c->reftable[i];
+        uint64_t offset = c->reftable[i] & QCOW2_REFT_OFFSET_MASK;
         uint64_t cluster = offset >> c->cluster_bits;
 
+        if (c->reftable[i] & ~QCOW2_REFT_OFFSET_MASK) {
+            check_report(c, "ERROR refcount table entry %" PRIu64 " has "
+                         "reserved bits set", i);
+            res->corruptions++;
+            c->rebuild = true;
+            continue;
+        }
         if (offset & (c->cluster_size - 1)) {
             check_report(c, "ERROR refcount block %" PRIu64 " is not cluster "
                          "aligned; refcount table entry corrupted", i);
@@ -743,18 +827,11 @@ static int check_refblocks(Qcow2Check *c)
              * Grow the file so that the block exists (it reads as 0),
              * within the INT_MAX clusters a check can count.
              */
-            if (offset > INT64_MAX - c->cluster_size || cluster >= INT_MAX ||
-                file->drv->bdrv_truncate(file, offset + c->cluster_size,
-                                         PREALLOC_MODE_OFF, NULL) < 0) {
-                check_report(c, "ERROR could not resize image: %s",
-                             g_strerror(offset > INT64_MAX - c->cluster_size
-                                        ? EINVAL : cluster >= INT_MAX
-                                        ? EFBIG : EIO));
+            if (check_grow_file(c, offset, cluster) < 0) {
                 res->corruptions++;
                 c->rebuild = true;
                 continue;
             }
-            c->file_len = offset + c->cluster_size;
             ret = imrt_grow(c, cluster + 1);
             if (ret < 0) {
                 res->check_errors++;
@@ -1044,6 +1121,12 @@ static int check_oflag_copied(Qcow2Check *c)
 
 /* ---- Loading what the check walks */
 
+/*
+ * The snapshot table, as QEMU's check reads it (qcow2_do_read_snapshots
+ * without repairs): entries 8-aligned, past the end of the file as zeroes;
+ * too much extra data, or a table over QEMU's 64 MiB, fails the check.
+ * Version 3 entries need the 16 bytes of extra data the spec requires.
+ */
 static int load_snapshots(Qcow2Check *c)
 {
     const Qcow2Header *h = &c->s->header;
@@ -1058,12 +1141,9 @@ static int load_snapshots(Qcow2Check *c)
         uint8_t fixed[QCOW2_SNAPSHOT_FIXED_LEN];
         uint16_t id_len, name_len;
         uint32_t extra;
-        g_autofree char *id = NULL, *name = NULL;
 
-        /* The table lies in the file: the open checked its start. */
-        if (pos > c->file_len ||
-            c->file_len - pos < QCOW2_SNAPSHOT_FIXED_LEN ||
-            check_pread(c, pos, fixed, sizeof(fixed)) < 0) {
+        pos = ROUND_UP(pos, 8);
+        if (check_pread(c, pos, fixed, sizeof(fixed)) < 0) {
             return -EIO;
         }
         sn->l1_offset = ldq_be_p(fixed);
@@ -1071,26 +1151,44 @@ static int load_snapshots(Qcow2Check *c)
         id_len = lduw_be_p(fixed + 12);
         name_len = lduw_be_p(fixed + 14);
         extra = ldl_be_p(fixed + 36);
+        sn->extra_data_size = extra;
         pos += QCOW2_SNAPSHOT_FIXED_LEN;
-        /* QEMU's limit on the extra data: 1 KiB. */
-        if (extra > 1024 || c->file_len - pos < (uint64_t)extra + id_len +
-            name_len) {
+        if (extra > QCOW2_MAX_SNAPSHOT_EXTRA) {
+            check_report_error(c, "ERROR failed to read the snapshot "
+                               "table: Too much extra metadata in snapshot "
+                               "table entry %" PRIu32, i);
+            check_report(c, "You can force-remove this extra metadata with "
+                         "qemu-img check -r all");
             return -EFBIG;
         }
         pos += extra;
-        id = g_malloc0(id_len + 1);
-        name = g_malloc0(name_len + 1);
-        if (check_pread(c, pos, id, id_len) < 0 ||
-            check_pread(c, pos + id_len, name, name_len) < 0) {
+        sn->id = g_malloc0(id_len + 1);
+        sn->name = g_malloc0(name_len + 1);
+        c->nb_snapshots = i + 1;
+        if (check_pread(c, pos, sn->id, id_len) < 0 ||
+            check_pread(c, pos + id_len, sn->name, name_len) < 0) {
             return -EIO;
         }
         pos += id_len + name_len;
-        pos = ROUND_UP(pos, 8);
-        sn->id = g_steal_pointer(&id);
-        sn->name = g_steal_pointer(&name);
-        c->nb_snapshots = i + 1;
+        if (pos - h->snapshots_offset > QCOW2_MAX_SNAPSHOTS_SIZE) {
+            check_report_error(c, "ERROR failed to read the snapshot table: "
+                               "Snapshot table is too big");
+            check_report(c, "You can force-remove all %" PRIu32
+                         " overhanging snapshots with qemu-img check -r all",
+                         h->nb_snapshots - i);
+            return -EFBIG;
+        }
     }
     c->snapshots_size = pos - h->snapshots_offset;
+
+    for (uint32_t i = 0; h->version >= 3 && i < c->nb_snapshots; i++) {
+        if (c->snapshots[i].extra_data_size < QCOW2_SNAPSHOT_V3_EXTRA) {
+            /* QEMU rewrites the table with -r all; here it stays. */
+            check_report(c, "ERROR snapshot table entry %" PRIu32 " is "
+                         "incomplete", i);
+            c->res->corruptions++;
+        }
+    }
     return 0;
 }
 
@@ -1238,8 +1336,8 @@ static int rebuild_write_refblocks(Qcow2Check *c, uint64_t first,
             first_free = MAX(first_free, start);
             off = imrt_alloc(c, 1, &first_free);
             if (off < 0) {
-                check_report(c, "ERROR allocating refblock: %s",
-                             g_strerror(-off));
+                check_report_error(c, "ERROR allocating refblock: %s",
+                                   g_strerror(-off));
                 return off;
             }
             block = off;
@@ -1251,8 +1349,8 @@ static int rebuild_write_refblocks(Qcow2Check *c, uint64_t first,
 
                 if (n * sizeof(uint64_t) > QCOW2_MAX_REFTABLE_BYTES ||
                     !(t = g_try_renew(uint64_t, *table, n))) {
-                    check_report(c, "ERROR allocating reftable "
-                                 "memory");
+                    check_report_error(c, "ERROR allocating reftable "
+                                       "memory");
                     return -ENOMEM;
                 }
                 memset(t + *entries, 0, (n - *entries) * sizeof(uint64_t));
@@ -1265,8 +1363,8 @@ static int rebuild_write_refblocks(Qcow2Check *c, uint64_t first,
         /* The IMRT's bytes are whole clusters: the slice is in it. */
         if (check_pwrite(c, block, c->imrt + index * c->cluster_size,
                          c->cluster_size) < 0) {
-            check_report(c, "ERROR writing refblock: %s",
-                         g_strerror(EIO));
+            check_report_error(c, "ERROR writing refblock: %s",
+                               g_strerror(EIO));
             return -EIO;
         }
         cluster = start + per_block - 1;
@@ -1298,8 +1396,8 @@ static int rebuild_refcount_structure(Qcow2Check *c)
                    c->cluster_bits;
         offset = imrt_alloc(c, clusters, &first_free);
         if (offset < 0) {
-            check_report(c, "ERROR allocating reftable: %s",
-                         g_strerror(-offset));
+            check_report_error(c, "ERROR allocating reftable: %s",
+                               g_strerror(-offset));
             grown = offset;
             break;
         }
@@ -1324,8 +1422,8 @@ static int rebuild_refcount_structure(Qcow2Check *c)
     stl_be_p(hdr + 8, clusters);
     if (check_pwrite(c, offset, table, entries * sizeof(uint64_t)) < 0 ||
         check_pwrite(c, 48, hdr, sizeof(hdr)) < 0) {
-        check_report(c, "ERROR writing reftable: %s",
-                     g_strerror(EIO));
+        check_report_error(c, "ERROR writing reftable: %s",
+                           g_strerror(EIO));
         c->res->check_errors++;
         return -EIO;
     }
@@ -1503,8 +1601,9 @@ int qcow2_check(BlockDriverState *bs, BdrvCheckResult *res,
     c.file_len = len;
     c.refcount_max = c.order == 6 ? UINT64_MAX : (1ull << (1u << c.order)) - 1;
     c.refblock = g_malloc(c.cluster_size);
-    res->total_clusters = ROUND_UP(ROUND_UP(s->header.size,
-                                            BDRV_SECTOR_SIZE),
+    /* QEMU counts whole sectors of the virtual size (bs->total_sectors). */
+    res->total_clusters = ROUND_UP(ROUND_DOWN(s->header.size,
+                                              BDRV_SECTOR_SIZE),
                                    c.cluster_size) >> c.cluster_bits;
 
     ret = load_tables(&c);

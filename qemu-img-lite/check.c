@@ -17,9 +17,13 @@
 /* qemu-img's exit status for "This image format does not support checks". */
 #define IMG_CHECK_NOT_SUPPORTED 63
 
-static void check_print_finding(void *opaque, const char *msg)
+static void check_print_finding(void *opaque, bool is_error, const char *msg)
 {
-    fprintf(stderr, "%s\n", msg);
+    if (is_error) {
+        img_error(NULL, "%s", msg);
+    } else {
+        fprintf(stderr, "%s\n", msg);
+    }
 }
 
 static void check_print_human(const BdrvCheckResult *r)

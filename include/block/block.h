@@ -339,6 +339,9 @@ typedef enum {
  * What "check" found (QEMU's BdrvCheckResult). report, if set, receives
  * each finding as qemu-img prints it ("Leaked cluster 5 refcount=2
  * reference=1"), in order; the tool prints them, the library never does.
+ * is_error marks the few that qemu-img prints as its own errors, after
+ * its program name ("qemu-img: ERROR failed to read the snapshot table:
+ * ...").
  */
 typedef struct BdrvCheckResult {
     int64_t corruptions;
@@ -351,7 +354,7 @@ typedef struct BdrvCheckResult {
     int64_t allocated_clusters;
     int64_t fragmented_clusters;
     int64_t compressed_clusters;
-    void (*report)(void *opaque, const char *msg);
+    void (*report)(void *opaque, bool is_error, const char *msg);
     void *report_opaque;
 } BdrvCheckResult;
 
