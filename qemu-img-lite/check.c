@@ -59,67 +59,6 @@ static void check_print_human(const BdrvCheckResult *r)
     }
 }
 
-static void check_json_codepoint(GString *out, gunichar cp)
-{
-    switch (cp) {
-    case '"':
-        g_string_append(out, "\\\"");
-        break;
-    case '\\':
-        g_string_append(out, "\\\\");
-        break;
-    case '\b':
-        g_string_append(out, "\\b");
-        break;
-    case '\f':
-        g_string_append(out, "\\f");
-        break;
-    case '\n':
-        g_string_append(out, "\\n");
-        break;
-    case '\r':
-        g_string_append(out, "\\r");
-        break;
-    case '\t':
-        g_string_append(out, "\\t");
-        break;
-    default:
-        if (cp > 0xffff) {
-            /* A UTF-16 surrogate pair. */
-            cp -= 0x10000;
-            g_string_append_printf(out, "\\u%04X\\u%04X",
-                                   0xd800 + (cp >> 10), 0xdc00 + (cp & 0x3ff));
-        } else if (cp < 0x20 || cp >= 0x7f) {
-            g_string_append_printf(out, "\\u%04X", cp);
-        } else {
-            g_string_append_c(out, cp);
-        }
-    }
-}
-
-/*
- * A JSON string as QEMU's qjson writes it: ASCII as is, the rest as
- * \uXXXX, and U+FFFD for each byte that is not valid UTF-8.
- */
-static void check_json_string(GString *out, const char *s)
-{
-    const char *end = s + strlen(s);
-
-    g_string_append_c(out, '"');
-    while (s < end) {
-        gunichar cp = g_utf8_get_char_validated(s, end - s);
-
-        if (cp == (gunichar)-1 || cp == (gunichar)-2) {
-            check_json_codepoint(out, 0xfffd);
-            s++;
-            continue;
-        }
-        check_json_codepoint(out, cp);
-        s = g_utf8_next_char(s);
-    }
-    g_string_append_c(out, '"');
-}
-
 /*
  * qemu-img's ImageCheck as JSON: its keys come out in the order of QEMU's
  * QDict hash buckets (tdb_hash(key) % 512), not in the schema's order;
@@ -152,9 +91,9 @@ static void check_print_json(const BdrvCheckResult *r, const char *filename,
         }
     }
     g_string_append(out, "    \"filename\": ");
-    check_json_string(out, filename);
+    img_json_append_quoted(out, filename);
     g_string_append(out, ",\n    \"format\": ");
-    check_json_string(out, format);
+    img_json_append_quoted(out, format);
     if (r->fragmented_clusters) {
         g_string_append_printf(out, ",\n    \"fragmented-clusters\": %"
                                PRId64, r->fragmented_clusters);

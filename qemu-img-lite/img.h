@@ -100,6 +100,12 @@ char *img_size_to_str(uint64_t size);
 /* --output=human|json; prints errors. Returns true for json. */
 int img_parse_output_format(const char *str, bool *json);
 
+/*
+ * Append s to out as a JSON string the way QEMU's JSON writer quotes it
+ * (json-quote.c): usual escapes, all but printable ASCII as \uXXXX.
+ */
+void img_json_append_quoted(GString *out, const char *s);
+
 /* qemu-img -p: "    (12.34/100%)\r" lines on stdout (progress.c). */
 typedef struct ImgProgress {
     bool enabled;

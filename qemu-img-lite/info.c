@@ -279,61 +279,6 @@ static void info_add_image_json(JsonBuilder *b, const BlockImageInfo *info)
     json_builder_end_object(b);
 }
 
-/*
- * A string as QEMU's JSON writer quotes it (qobject/qjson.c): the usual
- * escapes, and every other character outside printable ASCII as \uXXXX
- * (a surrogate pair above U+FFFF); a byte that is not UTF-8 as U+FFFD.
- */
-static void json_append_quoted(GString *out, const char *s)
-{
-    g_string_append_c(out, '"');
-    while (*s) {
-        gunichar c = g_utf8_get_char_validated(s, -1);
-
-        if (c == (gunichar)-1 || c == (gunichar)-2) {
-            c = 0xfffd;
-            s++;
-        } else {
-            s = g_utf8_next_char(s);
-        }
-        switch (c) {
-        case '"':
-            g_string_append(out, "\\\"");
-            break;
-        case '\\':
-            g_string_append(out, "\\\\");
-            break;
-        case '\b':
-            g_string_append(out, "\\b");
-            break;
-        case '\f':
-            g_string_append(out, "\\f");
-            break;
-        case '\n':
-            g_string_append(out, "\\n");
-            break;
-        case '\r':
-            g_string_append(out, "\\r");
-            break;
-        case '\t':
-            g_string_append(out, "\\t");
-            break;
-        default:
-            if (c > 0xffff) {
-                c -= 0x10000;
-                g_string_append_printf(out, "\\u%04X\\u%04X",
-                                       0xd800 | (c >> 10),
-                                       0xdc00 | (c & 0x3ff));
-            } else if (c < 0x20 || c >= 0x7f) {
-                g_string_append_printf(out, "\\u%04X", c);
-            } else {
-                g_string_append_c(out, c);
-            }
-        }
-    }
-    g_string_append_c(out, '"');
-}
-
 static void json_newline(GString *out, int indent)
 {
     g_string_append_c(out, '\n');
@@ -362,7 +307,7 @@ static void json_append_node(GString *out, JsonNode *node, int indent)
         while (json_object_iter_next_ordered(&iter, &key, &member)) {
             g_string_append(out, sep);
             json_newline(out, indent + 1);
-            json_append_quoted(out, key);
+            img_json_append_quoted(out, key);
             g_string_append(out, ": ");
             json_append_node(out, member, indent + 1);
             sep = ",";
@@ -395,7 +340,7 @@ static void json_append_node(GString *out, JsonNode *node, int indent)
                                                             : "false");
             break;
         case G_TYPE_STRING:
-            json_append_quoted(out, json_node_get_string(node));
+            img_json_append_quoted(out, json_node_get_string(node));
             break;
         default:
             g_string_append_printf(out, "%" G_GINT64_FORMAT,
