@@ -193,25 +193,6 @@ static int check_pwrite(Qcow2Check *c, uint64_t offset, const void *buf,
 
 /* ---- Refcount arrays (IMRT and refcount blocks share the layout) */
 
-static void refcount_entry_set(uint8_t *block, uint64_t index, unsigned order,
-                               uint64_t value)
-{
-    unsigned bits = 1u << order;
-
-    if (bits < 8) {
-        uint64_t bit = index * bits;
-        uint8_t mask = ((1u << bits) - 1) << (bit % 8);
-
-        block[bit / 8] = (block[bit / 8] & ~mask) |
-                         ((value << (bit % 8)) & mask);
-        return;
-    }
-    for (unsigned i = bits / 8; i-- > 0;) {
-        block[index * (bits / 8) + i] = value & 0xff;
-        value >>= 8;
-    }
-}
-
 static uint64_t imrt_get(Qcow2Check *c, uint64_t cluster)
 {
     return qcow2_refcount_block_entry(c->imrt, cluster, c->order);
@@ -287,7 +268,7 @@ static int imrt_inc(Qcow2Check *c, uint64_t offset, uint64_t size)
             c->res->corruptions++;
             continue;
         }
-        refcount_entry_set(c->imrt, k, c->order, refcount + 1);
+        qcow2_refcount_block_set(c->imrt, k, c->order, refcount + 1);
     }
     return 0;
 }
@@ -358,7 +339,7 @@ static int disk_refcount_set(Qcow2Check *c, uint64_t cluster, uint64_t value)
     if (!block) {
         return -EIO;
     }
-    refcount_entry_set(c->refblock, index, c->order, value);
+    qcow2_refcount_block_set(c->refblock, index, c->order, value);
     /* Write the bytes that hold the entry. */
     byte = (index << c->order) / 8;
     n = c->order < 3 ? 1 : (1u << c->order) / 8;
@@ -1299,7 +1280,7 @@ static int64_t imrt_alloc(Qcow2Check *c, uint64_t count, uint64_t *first_free)
     }
     cluster -= run;
     for (uint64_t i = 0; i < count; i++) {
-        refcount_entry_set(c->imrt, cluster + i, c->order, 1);
+        qcow2_refcount_block_set(c->imrt, cluster + i, c->order, 1);
     }
     return cluster << c->cluster_bits;
 }
@@ -1407,7 +1388,7 @@ static int rebuild_refcount_structure(Qcow2Check *c)
         if (grown > 0) {
             /* A bigger table goes elsewhere: free this place. */
             for (uint64_t i = start; i < end; i++) {
-                refcount_entry_set(c->imrt, i, c->order, 0);
+                qcow2_refcount_block_set(c->imrt, i, c->order, 0);
             }
         }
     }
