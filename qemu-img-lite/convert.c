@@ -107,51 +107,33 @@ static int convert_write_over_backing(ConvertState *s, uint64_t offset,
                                       uint8_t *buf, size_t len, Error **errp)
 {
     g_autofree uint8_t *old = g_malloc(CONVERT_BACKING_BLOCK);
-    size_t pos = 0;
+    size_t pos = 0, start = 0;     /* [start, pos): differing, unwritten */
 
     while (pos < len) {
-        size_t start = pos;
+        uint64_t at = offset + pos;
+        size_t n = MIN(CONVERT_BACKING_BLOCK - at % CONVERT_BACKING_BLOCK,
+                       len - pos);
+        size_t in = at < s->backing_len ? MIN(n, s->backing_len - at) : 0;
 
-        /* Skip the blocks equal to the backing file's, then write the
-         * run of differing ones. */
-        while (pos < len) {
-            uint64_t at = offset + pos;
-            size_t n = MIN(CONVERT_BACKING_BLOCK -
-                           at % CONVERT_BACKING_BLOCK, len - pos);
-            size_t in = at < s->backing_len ?
-                        MIN(n, s->backing_len - at) : 0;
-
-            memset(old, 0, n);
-            if (in && bdrv_pread(s->backing, at, old, in, errp) < 0) {
-                return -1;
-            }
-            if (memcmp(old, buf + pos, n) != 0) {
-                break;
-            }
-            pos += n;
-            start = pos;
-        }
-        while (pos < len) {
-            uint64_t at = offset + pos;
-            size_t n = MIN(CONVERT_BACKING_BLOCK -
-                           at % CONVERT_BACKING_BLOCK, len - pos);
-            size_t in = at < s->backing_len ?
-                        MIN(n, s->backing_len - at) : 0;
-
-            memset(old, 0, n);
-            if (in && bdrv_pread(s->backing, at, old, in, errp) < 0) {
-                return -1;
-            }
-            if (memcmp(old, buf + pos, n) == 0) {
-                break;
-            }
-            pos += n;
-        }
-        if (pos > start &&
-            convert_write_1(s, offset + start, buf + start, pos - start,
-                            errp) < 0) {
+        memset(old, 0, n);
+        if (in && bdrv_pread(s->backing, at, old, in, errp) < 0) {
             return -1;
         }
+        if (memcmp(old, buf + pos, n) == 0) {
+            /* Equal: write the run of differing blocks before it. */
+            if (pos > start &&
+                convert_write_1(s, offset + start, buf + start, pos - start,
+                                errp) < 0) {
+                return -1;
+            }
+            start = pos + n;
+        }
+        pos += n;
+    }
+    if (pos > start &&
+        convert_write_1(s, offset + start, buf + start, pos - start,
+                        errp) < 0) {
+        return -1;
     }
     return 0;
 }
