@@ -23,466 +23,54 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crypto/blockpriv.h"
-#include "crypto/luks2priv.h"
 #include "crypto/pbkdf.h"
 #include "crypto/random.h"
-#include "crypto/reencrypt.h"
+#include "crypto/reencryptpriv.h"
 #include "block-luks2-json.h"
 
 /* cryptsetup's LUKS2_REENCRYPT_REQ_VERSION for encryption and rotation. */
 #define REENC_REQ_VERSION 2
 #define REENC_REQUIREMENT "online-reencrypt-v2"
-/* cryptsetup's reencrypt key slot area: one 4 KiB block, unused by datashift */
-#define REENC_AREA_SIZE 4096
-#define REENC_DIGEST_SALT_LEN 32
-/* cryptsetup rejects longer strings when it serialises for the digest */
-#define REENC_MAX_STR 256
-/* Larger offsets and sizes are refused: sums of a few never wrap. */
-#define REENC_MAX_BYTES (1ull << 60)
-
-typedef struct Reenc {
-    const QCryptoReencryptIO *io;
-    QCryptoBlock *block;
-    QCryptoLUKS2Header *hdr;
-    JsonNode *root;
-    int ks_id;                  /* the "reencrypt" key slot */
-    int digest_new;             /* digest of the final segment's key */
-    int digest_reenc;           /* digest over the re-encryption metadata */
-    JsonObject *prev, *final, *moved;   /* the backup segments */
-    uint64_t shift;             /* S */
-    uint64_t size;              /* V */
-    uint64_t moved_offset;
-    uint64_t moved_size;        /* M */
-} Reenc;
-
-static void reenc_clear(Reenc *r)
-{
-    if (r->root) {
-        json_node_unref(r->root);
-    }
-    qcrypto_luks2_header_free(r->hdr);
-    qcrypto_block_free(r->block);
-}
-
-/* ---- I/O through the caller's callbacks ---- */
-
-static int reenc_block_read(QCryptoBlock *block, uint64_t offset,
-                            uint8_t *buf, size_t len, void *opaque,
-                            Error **errp)
-{
-    const QCryptoReencryptIO *io = opaque;
-
-    return io->read(io->opaque, offset, buf, len, errp);
-}
-
-static int reenc_block_write(QCryptoBlock *block, uint64_t offset,
-                             const uint8_t *buf, size_t len, void *opaque,
-                             Error **errp)
-{
-    const QCryptoReencryptIO *io = opaque;
-
-    return io->write(io->opaque, offset, buf, len, errp);
-}
-
-/* ---- JSON helpers ---- */
-
-static void set_u64(JsonObject *o, const char *key, uint64_t v)
-{
-    g_autofree char *s = g_strdup_printf("%" PRIu64, v);
-
-    json_object_set_string_member(o, key, s);
-}
-
-static int get_u64(JsonObject *o, const char *what, const char *key,
-                   uint64_t *v, Error **errp)
-{
-    return luks2_json_get_u64_string(o, what, key, v, errp);
-}
-
-static bool seg_has_flag(JsonObject *seg, const char *flag)
-{
-    JsonArray *flags;
-
-    if (!json_object_has_member(seg, "flags") ||
-        !JSON_NODE_HOLDS_ARRAY(json_object_get_member(seg, "flags"))) {
-        return false;
-    }
-    flags = json_object_get_array_member(seg, "flags");
-    for (guint i = 0; i < json_array_get_length(flags); i++) {
-        JsonNode *n = json_array_get_element(flags, i);
-
-        if (JSON_NODE_HOLDS_VALUE(n) &&
-            json_node_get_value_type(n) == G_TYPE_STRING &&
-            g_str_equal(json_node_get_string(n), flag)) {
-            return true;
-        }
-    }
-    return false;
-}
-
-/*
- * A deep copy of node (json_node_copy() shares objects and arrays, and
- * edits must not reach the original).
- */
-static JsonNode *deep_copy(JsonNode *node)
-{
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    g_autofree char *text = NULL;
-
-    json_generator_set_root(gen, node);
-    text = json_generator_to_data(gen, NULL);
-    return json_from_string(text, NULL);
-}
-
-/* A deep copy of seg, with flags replaced (NULL: none). */
-static JsonObject *seg_copy(JsonObject *seg, const char *flag)
-{
-    JsonNode *n = json_node_alloc();
-    JsonNode *copy;
-    JsonObject *o;
-
-    json_node_init_object(n, seg);
-    copy = deep_copy(n);
-    json_node_unref(n);
-    o = json_node_dup_object(copy);
-    json_node_unref(copy);
-    if (json_object_has_member(o, "flags")) {
-        json_object_remove_member(o, "flags");
-    }
-    if (flag) {
-        JsonArray *a = json_array_new();
-
-        json_array_add_string_element(a, flag);
-        json_object_set_array_member(o, "flags", a);
-    }
-    return o;
-}
-
-static JsonObject *linear_seg(uint64_t offset, uint64_t size)
-{
-    JsonObject *o = json_object_new();
-
-    json_object_set_string_member(o, "type", "linear");
-    set_u64(o, "offset", offset);
-    set_u64(o, "size", size);
-    return o;
-}
 
 /* A piece of the final crypt segment: logical [x, x + size). */
 static JsonObject *crypt_seg(Reenc *r, uint64_t x, uint64_t size,
                              const char *flag)
 {
-    JsonObject *o = seg_copy(r->final, flag);
+    JsonObject *o = reenc_seg_copy(r->final, flag);
 
-    set_u64(o, "offset", r->shift + x);
-    set_u64(o, "size", size);
-    set_u64(o, "iv_tweak", x / 512);
+    reenc_set_u64(o, "offset", r->shift + x);
+    reenc_set_u64(o, "size", size);
+    reenc_set_u64(o, "iv_tweak", x / 512);
     return o;
 }
 
-static char *json_text(JsonNode *root)
-{
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-
-    json_generator_set_root(gen, root);
-    return json_generator_to_data(gen, NULL);
-}
-
-static JsonObject *section(JsonNode *root, const char *name)
-{
-    return json_object_get_object_member(json_node_get_object(root), name);
-}
-
-static JsonArray *id_array(const int *ids, int n)
-{
-    JsonArray *a = json_array_new();
-
-    for (int i = 0; i < n; i++) {
-        g_autofree char *s = g_strdup_printf("%d", ids[i]);
-
-        json_array_add_string_element(a, s);
-    }
-    return a;
-}
-
-/* ---- the digest over the re-encryption metadata ---- */
-
-/*
- * cryptsetup 2.6 (luks2_reencrypt_digest.c) binds the re-encryption
- * parameters to the volume keys (CVE-2021-4122): a PBKDF2 digest of
- *   'v' '0'+version | old key | new key | reencrypt key slot fields |
- *   backup-previous | backup-final | backup-moved-segment
- * where strings are their bytes (no NUL), 64-bit numbers big-endian,
- * "dynamic" sizes the string, sector sizes 32-bit big-endian.
- */
-static bool ser_str(GByteArray *b, JsonObject *o, const char *key)
-{
-    const char *s;
-
-    if (!json_object_has_member(o, key) ||
-        !JSON_NODE_HOLDS_VALUE(json_object_get_member(o, key)) ||
-        json_node_get_value_type(json_object_get_member(o, key)) !=
-            G_TYPE_STRING) {
-        return false;
-    }
-    s = json_object_get_string_member(o, key);
-    if (strlen(s) > REENC_MAX_STR) {
-        return false;
-    }
-    g_byte_array_append(b, (const guint8 *)s, strlen(s));
-    return true;
-}
-
-static bool ser_u64(GByteArray *b, JsonObject *o, const char *key,
-                    bool dynamic_ok)
-{
-    uint64_t v;
-    uint8_t be[8];
-
-    if (!json_object_has_member(o, key) ||
-        json_node_get_value_type(json_object_get_member(o, key)) !=
-            G_TYPE_STRING) {
-        return false;
-    }
-    if (dynamic_ok &&
-        g_str_equal(json_object_get_string_member(o, key), "dynamic")) {
-        return ser_str(b, o, key);
-    }
-    if (luks2_json_get_u64_string(o, "reencrypt", key, &v, NULL) < 0) {
-        return false;
-    }
-    for (int i = 0; i < 8; i++) {
-        be[i] = v >> (56 - 8 * i);
-    }
-    g_byte_array_append(b, be, 8);
-    return true;
-}
-
-static bool ser_u32(GByteArray *b, JsonObject *o, const char *key)
-{
-    uint32_t v;
-    uint8_t be[4];
-
-    if (luks2_json_get_uint(o, "reencrypt", key, 0, UINT32_MAX, &v,
-                            NULL) < 0) {
-        return false;
-    }
-    for (int i = 0; i < 4; i++) {
-        be[i] = v >> (24 - 8 * i);
-    }
-    g_byte_array_append(b, be, 4);
-    return true;
-}
-
-static bool ser_segment(GByteArray *b, JsonObject *seg)
-{
-    const char *type = json_object_has_member(seg, "type") ?
-        json_object_get_string_member(seg, "type") : NULL;
-
-    if (!type || !ser_str(b, seg, "type") || !ser_u64(b, seg, "offset", false) ||
-        !ser_u64(b, seg, "size", true)) {
-        return false;
-    }
-    if (g_str_equal(type, "linear")) {
-        return true;
-    }
-    return g_str_equal(type, "crypt") && ser_u64(b, seg, "iv_tweak", false) &&
-        ser_str(b, seg, "encryption") && ser_u32(b, seg, "sector_size");
-}
-
-static bool ser_keyslot(GByteArray *b, JsonObject *ks)
-{
-    JsonObject *area = json_object_get_object_member(ks, "area");
-    const char *type = json_object_get_string_member(area, "type");
-
-    if (!ser_str(b, ks, "mode") || !ser_str(b, ks, "direction") ||
-        !ser_str(b, area, "type") || !ser_u64(b, area, "offset", false) ||
-        !ser_u64(b, area, "size", false)) {
-        return false;
-    }
-    if (g_str_equal(type, "datashift")) {
-        return ser_u64(b, area, "shift_size", false);
-    }
-    if (g_str_equal(type, "checksum")) {
-        return ser_str(b, area, "hash") && ser_u32(b, area, "sector_size");
-    }
-    return true;
-}
-
-/* The bytes the digest covers; NULL if a field is missing or malformed. */
-static GByteArray *reenc_verification_data(Reenc *r, const uint8_t *key,
-                                           size_t nkey)
-{
-    GByteArray *b = g_byte_array_new();
-    g_autofree char *id = g_strdup_printf("%d", r->ks_id);
-    JsonObject *ks = json_object_get_object_member(
-        section(r->root, "keyslots"), id);
-    uint8_t head[2] = { 'v', '0' + REENC_REQ_VERSION };
-
-    g_byte_array_append(b, head, 2);
-    g_byte_array_append(b, key, nkey);
-    if (!ser_keyslot(b, ks) || !ser_segment(b, r->prev) ||
-        !ser_segment(b, r->final) || (r->moved && !ser_segment(b, r->moved))) {
-        explicit_bzero(b->data, b->len);
-        g_byte_array_unref(b);
-        return NULL;
-    }
-    return b;
-}
-
-static int reenc_digest_compute(Reenc *r, QCryptoHashAlgo hash,
-                                uint64_t iters, const uint8_t *salt,
-                                size_t nsalt, const uint8_t *key, size_t nkey,
-                                uint8_t *out, size_t nout, Error **errp)
-{
-    GByteArray *data = reenc_verification_data(r, key, nkey);
-    int ret;
-
-    if (!data) {
-        error_setg(errp, "LUKS2 re-encryption metadata is malformed");
-        return -1;
-    }
-    ret = qcrypto_pbkdf2(hash, data->data, data->len, salt, nsalt, iters,
-                         out, nout, errp);
-    explicit_bzero(data->data, data->len);
-    g_byte_array_unref(data);
-    return ret;
-}
-
-/* ---- reading the state ---- */
-
-static JsonObject *find_backup(JsonObject *segs, const char *flag,
-                               int *id)
-{
-    g_autoptr(GList) members = json_object_get_members(segs);
-
-    for (GList *l = members; l; l = l->next) {
-        JsonNode *n = json_object_get_member(segs, l->data);
-
-        if (JSON_NODE_HOLDS_OBJECT(n) &&
-            seg_has_flag(json_node_get_object(n), flag)) {
-            if (id) {
-                *id = atoi(l->data);
-            }
-            return json_node_get_object(n);
-        }
-    }
-    return NULL;
-}
-
-static bool id_array_has(JsonObject *o, const char *key, int id)
-{
-    JsonArray *a;
-
-    if (!json_object_has_member(o, key) ||
-        !JSON_NODE_HOLDS_ARRAY(json_object_get_member(o, key))) {
-        return false;
-    }
-    a = json_object_get_array_member(o, key);
-    for (guint i = 0; i < json_array_get_length(a); i++) {
-        JsonNode *n = json_array_get_element(a, i);
-
-        if (json_node_get_value_type(n) == G_TYPE_STRING &&
-            atoi(json_node_get_string(n)) == id) {
-            return true;
-        }
-    }
-    return false;
-}
-
 /* The re-encryption parameters of r->root: what cryptsetup checks too. */
-static int reenc_parse(Reenc *r, Error **errp)
+static int reenc_parse(Reenc *r, JsonObject *ks, Error **errp)
 {
     JsonObject *top = json_node_get_object(r->root);
-    JsonObject *config, *keyslots, *segs, *digests, *ks = NULL, *area;
-    g_auto(GStrv) req = NULL;
+    JsonObject *segs, *digests, *area;
     g_autoptr(GList) members = NULL;
-    const char *mode, *dir, *atype;
+    const char *dir, *atype;
     int final_id = -1;
-    bool found = false;
 
-    config = luks2_json_get_object(top, "metadata", "config", errp);
-    if (!config) {
+    if (r->version != REENC_REQ_VERSION) {
+        error_setg(errp, "LUKS2 encryption with requirement "
+                   "online-reencrypt-v%d is not supported (only '"
+                   REENC_REQUIREMENT "')", r->version);
         return -1;
     }
-    if (json_object_has_member(config, "requirements")) {
-        JsonObject *ro = luks2_json_get_object(config, "config",
-                                               "requirements", errp);
-
-        if (!ro || luks2_json_get_strv(ro, "config requirements",
-                                       "mandatory", &req, errp) < 0) {
-            return -1;
-        }
-        for (char **p = req; *p; p++) {
-            if (g_str_equal(*p, REENC_REQUIREMENT)) {
-                found = true;
-            } else if (g_str_has_prefix(*p, "online-reencrypt") ||
-                       g_str_has_prefix(*p, "offline-reencrypt")) {
-                error_setg(errp, "LUKS2 re-encryption state '%s' is not "
-                           "supported (only '" REENC_REQUIREMENT "'): "
-                           "finish it with cryptsetup reencrypt "
-                           "--resume-only", *p);
-                return -1;
-            }
-        }
-    }
-    if (!found) {
-        error_setg(errp, "The image is not being re-encrypted (no '"
-                   REENC_REQUIREMENT "' requirement)");
-        return -1;
-    }
-    keyslots = luks2_json_get_object(top, "metadata", "keyslots", errp);
-    segs = keyslots ? luks2_json_get_object(top, "metadata", "segments",
-                                            errp) : NULL;
+    segs = luks2_json_get_object(top, "metadata", "segments", errp);
     digests = segs ? luks2_json_get_object(top, "metadata", "digests",
                                            errp) : NULL;
     if (!digests) {
         return -1;
     }
-    members = json_object_get_members(keyslots);
-    r->ks_id = -1;
-    for (GList *l = members; l; l = l->next) {
-        JsonNode *n = json_object_get_member(keyslots, l->data);
-        const char *t;
-
-        if (!JSON_NODE_HOLDS_OBJECT(n)) {
-            continue;
-        }
-        t = json_object_get_string_member_with_default(
-            json_node_get_object(n), "type", "");
-        if (g_str_equal(t, "reencrypt")) {
-            if (r->ks_id >= 0) {
-                error_setg(errp, "LUKS2 image has two reencrypt key slots");
-                return -1;
-            }
-            r->ks_id = luks2_json_parse_id(l->data,
-                                           QCRYPTO_LUKS2_KEYSLOTS_MAX,
-                                           "keyslot", errp);
-            if (r->ks_id < 0) {
-                return -1;
-            }
-            ks = json_node_get_object(n);
-        }
-    }
-    if (!ks) {
-        error_setg(errp, "LUKS2 re-encryption key slot is missing");
-        return -1;
-    }
-    if (!(mode = luks2_json_get_string(ks, "reencrypt keyslot", "mode",
-                                       errp)) ||
-        !(dir = luks2_json_get_string(ks, "reencrypt keyslot", "direction",
+    if (!(dir = luks2_json_get_string(ks, "reencrypt keyslot", "direction",
                                       errp)) ||
         !(area = luks2_json_get_object(ks, "reencrypt keyslot", "area",
                                        errp)) ||
         !(atype = luks2_json_get_string(area, "reencrypt keyslot area",
                                         "type", errp))) {
-        return -1;
-    }
-    if (!g_str_equal(mode, "encrypt")) {
-        error_setg(errp, "LUKS2 re-encryption mode '%s' is not supported "
-                   "here yet: finish it with cryptsetup reencrypt "
-                   "--resume-only", mode);
         return -1;
     }
     if (!g_str_equal(dir, "backward") || !g_str_equal(atype, "datashift")) {
@@ -491,13 +79,13 @@ static int reenc_parse(Reenc *r, Error **errp)
                    "datashift)", dir, atype);
         return -1;
     }
-    if (get_u64(area, "reencrypt keyslot area", "shift_size", &r->shift,
+    if (reenc_get_u64(area, "reencrypt keyslot area", "shift_size", &r->shift,
                 errp) < 0) {
         return -1;
     }
-    r->prev = find_backup(segs, "backup-previous", NULL);
-    r->final = find_backup(segs, "backup-final", &final_id);
-    r->moved = find_backup(segs, "backup-moved-segment", NULL);
+    r->prev = reenc_find_backup(segs, "backup-previous", NULL);
+    r->final = reenc_find_backup(segs, "backup-final", &final_id);
+    r->moved = reenc_find_backup(segs, "backup-moved-segment", NULL);
     if (!r->prev || !r->final || !r->moved) {
         error_setg(errp, "LUKS2 re-encryption backup segments are missing");
         return -1;
@@ -509,15 +97,15 @@ static int reenc_parse(Reenc *r, Error **errp)
         const char *fs = json_object_get_string_member_with_default(
             r->final, "size", "");
 
-        if (get_u64(r->prev, "backup-previous segment", "size", &r->size,
+        if (reenc_get_u64(r->prev, "backup-previous segment", "size", &r->size,
                     errp) < 0 ||
-            get_u64(r->prev, "backup-previous segment", "offset", &off,
+            reenc_get_u64(r->prev, "backup-previous segment", "offset", &off,
                     errp) < 0 ||
-            get_u64(r->final, "backup-final segment", "offset", &fo,
+            reenc_get_u64(r->final, "backup-final segment", "offset", &fo,
                     errp) < 0 ||
-            get_u64(r->moved, "backup-moved-segment", "offset",
+            reenc_get_u64(r->moved, "backup-moved-segment", "offset",
                     &r->moved_offset, errp) < 0 ||
-            get_u64(r->moved, "backup-moved-segment", "size",
+            reenc_get_u64(r->moved, "backup-moved-segment", "size",
                     &r->moved_size, errp) < 0) {
             return -1;
         }
@@ -539,7 +127,6 @@ static int reenc_parse(Reenc *r, Error **errp)
         }
     }
     r->digest_new = r->digest_reenc = -1;
-    g_list_free(members);
     members = json_object_get_members(digests);
     for (GList *l = members; l; l = l->next) {
         JsonNode *n = json_object_get_member(digests, l->data);
@@ -547,10 +134,10 @@ static int reenc_parse(Reenc *r, Error **errp)
         if (!JSON_NODE_HOLDS_OBJECT(n)) {
             continue;
         }
-        if (id_array_has(json_node_get_object(n), "segments", final_id)) {
+        if (reenc_id_array_has(json_node_get_object(n), "segments", final_id)) {
             r->digest_new = atoi(l->data);
         }
-        if (id_array_has(json_node_get_object(n), "keyslots", r->ks_id)) {
+        if (reenc_id_array_has(json_node_get_object(n), "keyslots", r->ks_id)) {
             r->digest_reenc = atoi(l->data);
         }
     }
@@ -568,22 +155,22 @@ static int reenc_parse(Reenc *r, Error **errp)
  */
 static JsonNode *reenc_final_root(Reenc *r)
 {
-    JsonNode *root = deep_copy(r->root);
+    JsonNode *root = reenc_deep_copy(r->root);
     JsonObject *segs = json_object_new();
-    JsonObject *config = section(root, "config");
+    JsonObject *config = reenc_section(root, "config");
     JsonObject *dg;
     g_autofree char *ks = g_strdup_printf("%d", r->ks_id);
     g_autofree char *dr = g_strdup_printf("%d", r->digest_reenc);
     g_autofree char *dn = g_strdup_printf("%d", r->digest_new);
     int zero = 0;
 
-    json_object_remove_member(section(root, "keyslots"), ks);
-    json_object_remove_member(section(root, "digests"), dr);
-    json_object_set_object_member(segs, "0", seg_copy(r->final, NULL));
+    json_object_remove_member(reenc_section(root, "keyslots"), ks);
+    json_object_remove_member(reenc_section(root, "digests"), dr);
+    json_object_set_object_member(segs, "0", reenc_seg_copy(r->final, NULL));
     json_object_set_object_member(json_node_get_object(root), "segments",
                                   segs);
-    dg = json_object_get_object_member(section(root, "digests"), dn);
-    json_object_set_array_member(dg, "segments", id_array(&zero, 1));
+    dg = json_object_get_object_member(reenc_section(root, "digests"), dn);
+    json_object_set_array_member(dg, "segments", reenc_id_array(&zero, 1));
     json_object_remove_member(config, "requirements");
     return root;
 }
@@ -594,7 +181,7 @@ static JsonNode *reenc_final_root(Reenc *r)
  */
 static JsonNode *reenc_state_root(Reenc *r, uint64_t lin, uint64_t zone)
 {
-    JsonNode *root = deep_copy(r->root);
+    JsonNode *root = reenc_deep_copy(r->root);
     JsonObject *segs = json_object_new();
     JsonObject *dg;
     g_autofree char *dn = g_strdup_printf("%d", r->digest_new);
@@ -604,10 +191,10 @@ static JsonNode *reenc_state_root(Reenc *r, uint64_t lin, uint64_t zone)
 #define ADD(o) do { g_autofree char *k = g_strdup_printf("%d", id++); \
         json_object_set_object_member(segs, k, (o)); } while (0)
     if (lin) {
-        ADD(linear_seg(r->moved_offset, MIN(lin, r->moved_size)));
+        ADD(reenc_linear_seg(r->moved_offset, MIN(lin, r->moved_size)));
     }
     if (lin > r->moved_size) {
-        ADD(linear_seg(r->moved_size, lin - r->moved_size));
+        ADD(reenc_linear_seg(r->moved_size, lin - r->moved_size));
     }
     if (zone) {
         crypt_ids[ncrypt++] = id;
@@ -626,28 +213,18 @@ static JsonNode *reenc_state_root(Reenc *r, uint64_t lin, uint64_t zone)
         crypt_ids[ncrypt++] = id;
         ADD(seg);
     }
-    ADD(seg_copy(r->prev, "backup-previous"));
+    ADD(reenc_seg_copy(r->prev, "backup-previous"));
     crypt_ids[ncrypt++] = id;
-    ADD(seg_copy(r->final, "backup-final"));
-    ADD(seg_copy(r->moved, "backup-moved-segment"));
+    ADD(reenc_seg_copy(r->final, "backup-final"));
+    ADD(reenc_seg_copy(r->moved, "backup-moved-segment"));
 #undef ADD
     json_object_set_object_member(json_node_get_object(root), "segments",
                                   segs);
-    dg = json_object_get_object_member(section(root, "digests"), dn);
-    json_object_set_array_member(dg, "segments", id_array(crypt_ids, ncrypt));
+    dg = json_object_get_object_member(reenc_section(root, "digests"), dn);
+    json_object_set_array_member(dg, "segments", reenc_id_array(crypt_ids, ncrypt));
     return root;
 }
 
-static int reenc_write_root(Reenc *r, JsonNode *root, Error **errp)
-{
-    g_autofree char *json = json_text(root);
-
-    if (qcrypto_luks2_header_write(r->hdr, json, r->block, reenc_block_write,
-                                   (void *)r->io, errp) < 0) {
-        return -1;
-    }
-    return r->io->sync(r->io->opaque, errp);
-}
 
 /* ---- encrypt: init ---- */
 
@@ -697,32 +274,15 @@ static int mem_secondary_write(QCryptoBlock *block, uint64_t offset,
     return offset ? mem_write(block, offset, buf, len, opaque, errp) : 0;
 }
 
-/* Copy len bytes from src to dst in the file, in 1 MiB pieces. */
-static int io_copy(const QCryptoReencryptIO *io, uint64_t src, uint64_t dst,
-                   uint64_t len, Error **errp)
-{
-    const size_t chunk = 1 << 20;
-    g_autofree uint8_t *buf = g_malloc(chunk);
-
-    for (uint64_t done = 0; done < len; done += chunk) {
-        size_t n = MIN(chunk, len - done);
-
-        if (io->read(io->opaque, src + done, buf, n, errp) < 0 ||
-            io->write(io->opaque, dst + done, buf, n, errp) < 0) {
-            return -1;
-        }
-    }
-    return 0;
-}
 
 /* Add the reencrypt key slot, backup segments, digest and requirement. */
 static int reenc_init_metadata(Reenc *r, uint64_t keyslots_end,
                                Error **errp)
 {
-    JsonObject *keyslots = section(r->root, "keyslots");
-    JsonObject *segs = section(r->root, "segments");
-    JsonObject *digests = section(r->root, "digests");
-    JsonObject *config = section(r->root, "config");
+    JsonObject *keyslots = reenc_section(r->root, "keyslots");
+    JsonObject *segs = reenc_section(r->root, "segments");
+    JsonObject *digests = reenc_section(r->root, "digests");
+    JsonObject *config = reenc_section(r->root, "config");
     JsonObject *ks = json_object_new(), *area = json_object_new();
     JsonObject *dg, *reqo, *newsegs;
     JsonArray *mand;
@@ -741,8 +301,8 @@ static int reenc_init_metadata(Reenc *r, uint64_t keyslots_end,
         uint64_t off, size;
 
         r->ks_id = MAX(r->ks_id, atoi(l->data) + 1);
-        if (get_u64(a, "keyslot area", "offset", &off, errp) < 0 ||
-            get_u64(a, "keyslot area", "size", &size, errp) < 0) {
+        if (reenc_get_u64(a, "keyslot area", "offset", &off, errp) < 0 ||
+            reenc_get_u64(a, "keyslot area", "size", &size, errp) < 0) {
             return -1;
         }
         area_off = MAX(area_off, off + size);
@@ -753,10 +313,10 @@ static int reenc_init_metadata(Reenc *r, uint64_t keyslots_end,
                    "re-encryption key slot");
         return -1;
     }
-    set_u64(area, "offset", area_off);
-    set_u64(area, "size", REENC_AREA_SIZE);
+    reenc_set_u64(area, "offset", area_off);
+    reenc_set_u64(area, "size", REENC_AREA_SIZE);
     json_object_set_string_member(area, "type", "datashift");
-    set_u64(area, "shift_size", r->shift);
+    reenc_set_u64(area, "shift_size", r->shift);
     json_object_set_object_member(ks, "area", area);
     json_object_set_string_member(ks, "type", "reencrypt");
     json_object_set_int_member(ks, "key_size", 1);
@@ -767,13 +327,13 @@ static int reenc_init_metadata(Reenc *r, uint64_t keyslots_end,
     json_object_set_object_member(keyslots, ksname, ks);
 
     /* The backups; the active list is written by reenc_state_root(). */
-    r->final = seg_copy(json_object_get_object_member(segs, "0"),
+    r->final = reenc_seg_copy(json_object_get_object_member(segs, "0"),
                         "backup-final");
     newsegs = json_object_new();
-    json_object_set_object_member(newsegs, "0", linear_seg(0, r->size));
+    json_object_set_object_member(newsegs, "0", reenc_linear_seg(0, r->size));
     json_object_set_object_member(newsegs, "1", r->final);
     json_object_set_object_member(newsegs, "2",
-                                  linear_seg(r->moved_offset,
+                                  reenc_linear_seg(r->moved_offset,
                                              r->moved_size));
     r->prev = json_object_get_object_member(newsegs, "0");
     r->moved = json_object_get_object_member(newsegs, "2");
@@ -789,7 +349,7 @@ static int reenc_init_metadata(Reenc *r, uint64_t keyslots_end,
 
     r->digest_new = 0;
     dg = json_object_get_object_member(digests, "0");
-    json_object_set_array_member(dg, "segments", id_array(&zero, 0));
+    json_object_set_array_member(dg, "segments", reenc_id_array(&zero, 0));
     iters = json_object_get_int_member(dg, "iterations");
 
     reqo = json_object_new();
@@ -808,7 +368,7 @@ static int reenc_init_metadata(Reenc *r, uint64_t keyslots_end,
     }
     if (qcrypto_random_bytes(salt, sizeof(salt), errp) < 0 ||
         reenc_digest_compute(r, QCRYPTO_HASH_ALGO_SHA256, iters, salt,
-                             sizeof(salt), r->block->master_key,
+                             sizeof(salt), NULL, 0, r->block->master_key,
                              r->block->master_key_len, dig, sizeof(dig),
                              errp) < 0) {
         return -1;
@@ -817,7 +377,7 @@ static int reenc_init_metadata(Reenc *r, uint64_t keyslots_end,
     dig64 = g_base64_encode(dig, sizeof(dig));
     dg = json_object_new();
     json_object_set_string_member(dg, "type", "pbkdf2");
-    json_object_set_array_member(dg, "keyslots", id_array(&r->ks_id, 1));
+    json_object_set_array_member(dg, "keyslots", reenc_id_array(&r->ks_id, 1));
     json_object_set_array_member(dg, "segments", json_array_new());
     json_object_set_string_member(dg, "hash", "sha256");
     json_object_set_int_member(dg, "iterations", iters);
@@ -835,7 +395,7 @@ int qcrypto_reencrypt_encrypt_init(const QCryptoBlockCreateOptions *options,
     MemHeader m = { 0 };
     g_autoptr(QCryptoLUKS2Metadata) md = NULL;
     g_autofree char *json = NULL;
-    Reenc r = { .io = io };
+    Reenc r = { .io = io, .version = REENC_REQ_VERSION };
     int64_t len = io->length(io->opaque, errp);
     uint64_t sector;
     int ret = -1;
@@ -891,11 +451,11 @@ int qcrypto_reencrypt_encrypt_init(const QCryptoBlockCreateOptions *options,
     {
         g_autoptr(JsonNode) state = reenc_state_root(&r, r.size, 0);
 
-        json = json_text(state);
+        json = reenc_json_text(state);
     }
     /* The copy first, durable before its source is overwritten. */
     if (io->truncate(io->opaque, len + 2 * r.shift, errp) < 0 ||
-        io_copy(io, 0, r.moved_offset, r.moved_size, errp) < 0 ||
+        reenc_io_copy(io, 0, r.moved_offset, r.moved_size, errp) < 0 ||
         io->sync(io->opaque, errp) < 0) {
         goto out;
     }
@@ -933,45 +493,17 @@ static int reenc_unlock(Reenc *r, const QCryptoBlockSecret *secret,
                         Error **errp)
 {
     g_autoptr(JsonNode) fin = reenc_final_root(r);
-    g_autofree char *json = json_text(fin);
+    g_autofree char *json = reenc_json_text(fin);
     g_autoptr(QCryptoLUKS2Metadata) md = NULL;
     g_autoptr(QCryptoSecureBuf) key = NULL;
-    g_autofree char *dn = g_strdup_printf("%d", r->digest_reenc);
-    JsonObject *dg = json_object_get_object_member(section(r->root, "digests"),
-                                                   dn);
     const QCryptoLUKS2Segment *seg;
-    QCryptoHashAlgo hash;
-    uint8_t salt[QCRYPTO_LUKS2_JSON_SALT_MAX], want[QCRYPTO_HASH_MAX_DIGEST_LEN];
-    uint8_t got[QCRYPTO_HASH_MAX_DIGEST_LEN];
-    size_t nsalt, nwant;
-    uint32_t iters;
     QCryptoLUKS2Cipher c;
-    uint8_t diff = 0;
     int slot;
 
     md = qcrypto_luks2_metadata_parse(json, r->hdr->bin.hdr_size, errp);
     if (!md || qcrypto_luks2_unlock(md, secret, r->block, reenc_block_read,
-                                    (void *)r->io, &key, &slot, errp) < 0) {
-        return -1;
-    }
-    if (luks2_json_get_hash(dg, "digest", "hash", &hash, errp) < 0 ||
-        luks2_json_get_uint(dg, "digest", "iterations", 1000,
-                            r->block->max_pbkdf2_iters, &iters, errp) < 0 ||
-        luks2_json_get_base64(dg, "digest", "salt", salt, sizeof(salt),
-                              &nsalt, errp) < 0 ||
-        luks2_json_get_base64(dg, "digest", "digest", want, sizeof(want),
-                              &nwant, errp) < 0 ||
-        reenc_digest_compute(r, hash, iters, salt, nsalt, key->data,
-                             key->len, got, nwant, errp) < 0) {
-        return -1;
-    }
-    for (size_t i = 0; i < nwant; i++) {
-        diff |= got[i] ^ want[i];
-    }
-    if (diff) {
-        error_setg(errp, "LUKS2 re-encryption metadata does not match its "
-                   "digest: it is damaged or was changed; refusing to touch "
-                   "the data");
+                                    (void *)r->io, &key, &slot, errp) < 0 ||
+        reenc_digest_check(r, NULL, 0, key->data, key->len, errp) < 0) {
         return -1;
     }
     seg = md->segments[0];
@@ -995,7 +527,7 @@ static int reenc_unlock(Reenc *r, const QCryptoBlockSecret *secret,
 static int reenc_position(Reenc *r, uint64_t *lin, uint64_t *zone,
                           Error **errp)
 {
-    JsonObject *segs = section(r->root, "segments");
+    JsonObject *segs = reenc_section(r->root, "segments");
     uint64_t done = 0, expect_crypt = UINT64_MAX;
 
     *lin = *zone = 0;
@@ -1009,13 +541,13 @@ static int reenc_position(Reenc *r, uint64_t *lin, uint64_t *zone,
             break;
         }
         s = json_object_get_object_member(segs, k);
-        if (!s || seg_has_flag(s, "backup-previous") ||
-            seg_has_flag(s, "backup-final") ||
-            seg_has_flag(s, "backup-moved-segment")) {
+        if (!s || reenc_seg_has_flag(s, "backup-previous") ||
+            reenc_seg_has_flag(s, "backup-final") ||
+            reenc_seg_has_flag(s, "backup-moved-segment")) {
             break;
         }
         type = json_object_get_string_member_with_default(s, "type", "");
-        if (get_u64(s, "segment", "offset", &off, errp) < 0) {
+        if (reenc_get_u64(s, "segment", "offset", &off, errp) < 0) {
             return -1;
         }
         /*
@@ -1027,7 +559,7 @@ static int reenc_position(Reenc *r, uint64_t *lin, uint64_t *zone,
             g_str_equal(json_object_get_string_member_with_default(
                             s, "size", ""), "dynamic")) {
             size = r->size - MIN(r->size, *lin + *zone + done);
-        } else if (get_u64(s, "segment", "size", &size, errp) < 0) {
+        } else if (reenc_get_u64(s, "segment", "size", &size, errp) < 0) {
             return -1;
         }
         if (g_str_equal(type, "linear") && !*zone && !done) {
@@ -1041,7 +573,7 @@ static int reenc_position(Reenc *r, uint64_t *lin, uint64_t *zone,
             if (off != r->shift + *lin + *zone + done) {
                 goto bad;
             }
-            if (seg_has_flag(s, "in-reencryption")) {
+            if (reenc_seg_has_flag(s, "in-reencryption")) {
                 if (*zone || done) {
                     goto bad;
                 }
@@ -1120,61 +652,48 @@ static int reenc_finish(Reenc *r, Error **errp)
     return 0;
 }
 
-int qcrypto_reencrypt_resume(const QCryptoBlockSecret *secret,
-                             uint64_t hotzone, const QCryptoReencryptIO *io,
-                             Error **errp)
+/* Finish an encryption whose state r holds (loaded, key slot ks). */
+static int reenc_encrypt_resume(Reenc *r, JsonObject *ks,
+                                const QCryptoBlockSecret *secret,
+                                uint64_t hotzone, Error **errp)
 {
-    Reenc r = { .io = io };
+    const QCryptoReencryptIO *io = r->io;
     g_autofree uint8_t *buf = NULL;
     uint64_t lin, zone, bufsize = 0;
     int64_t flen;
     int ret = -1;
 
-    r.block = qcrypto_block_new(QCRYPTO_BLOCK_FORMAT_LUKS, NULL);
-    r.hdr = qcrypto_luks2_header_read(r.block, reenc_block_read, (void *)io,
-                                      NULL, errp);
-    if (!r.hdr) {
-        goto out;
-    }
-    if (luks2_json_validate_depth(r.hdr->json, errp) < 0) {
-        goto out;
-    }
-    r.root = json_from_string(r.hdr->json, NULL);
-    if (!r.root || !JSON_NODE_HOLDS_OBJECT(r.root)) {
-        error_setg(errp, "LUKS2 metadata is not a JSON object");
-        goto out;
-    }
-    if (reenc_parse(&r, errp) < 0 || reenc_position(&r, &lin, &zone,
-                                                    errp) < 0 ||
-        reenc_unlock(&r, secret, errp) < 0) {
+    if (reenc_parse(r, ks, errp) < 0 ||
+        reenc_position(r, &lin, &zone, errp) < 0 ||
+        reenc_unlock(r, secret, errp) < 0) {
         goto out;
     }
     flen = io->length(io->opaque, errp);
     if (flen < 0) {
         goto out;
     }
-    if (r.moved_offset + r.moved_size > (uint64_t)flen) {
+    if (r->moved_offset + r->moved_size > (uint64_t)flen) {
         error_setg(errp, "The moved data lies beyond the end of the file: "
                    "was it truncated?");
         goto out;
     }
-    hotzone = hotzone ? MIN(hotzone, r.shift) : r.shift;
-    hotzone -= hotzone % r.block->sector_size;
+    hotzone = hotzone ? MIN(hotzone, r->shift) : r->shift;
+    hotzone -= hotzone % r->block->sector_size;
     if (!hotzone) {
         error_setg(errp, "The hot zone must hold at least one sector");
         goto out;
     }
     /* A zone is at most the hot zone, a cut one, or the moved copy. */
-    bufsize = MAX(MAX(hotzone, zone), r.moved_size);
+    bufsize = MAX(MAX(hotzone, zone), r->moved_size);
     buf = g_malloc(bufsize);
     /* A zone cut short: its source is intact, do it again. */
-    if (zone && reenc_zone(&r, lin, zone, buf, errp) < 0) {
+    if (zone && reenc_zone(r, lin, zone, buf, errp) < 0) {
         goto out;
     }
     while (lin) {
-        uint64_t len, floor = lin > r.moved_size ? r.moved_size : 0;
+        uint64_t len, floor = lin > r->moved_size ? r->moved_size : 0;
 
-        if (io->progress && io->progress(io->opaque, r.size - lin, r.size)) {
+        if (io->progress && io->progress(io->opaque, r->size - lin, r->size)) {
             ret = 1;
             goto out;
         }
@@ -1184,7 +703,7 @@ int qcrypto_reencrypt_resume(const QCryptoBlockSecret *secret,
          * with less than a whole data shift of plain text left.
          */
         len = floor ? MIN(hotzone, lin - floor) : lin;
-        if (reenc_zone(&r, lin - len, len, buf, errp) < 0) {
+        if (reenc_zone(r, lin - len, len, buf, errp) < 0) {
             goto out;
         }
         lin -= len;
@@ -1194,17 +713,41 @@ int qcrypto_reencrypt_resume(const QCryptoBlockSecret *secret,
         ret = 1;
         goto out;
     }
-    if (reenc_finish(&r, errp) < 0) {
+    if (reenc_finish(r, errp) < 0) {
         goto out;
     }
     if (io->progress) {
-        io->progress(io->opaque, r.size, r.size);
+        io->progress(io->opaque, r->size, r->size);
     }
     ret = 0;
 out:
     if (buf) {
         explicit_bzero(buf, bufsize);
     }
+    return ret;
+}
+
+int qcrypto_reencrypt_resume(const QCryptoBlockSecret *secret,
+                             uint64_t hotzone, const QCryptoReencryptIO *io,
+                             Error **errp)
+{
+    Reenc r = { 0 };
+    JsonObject *ks;
+    const char *mode;
+    int ret = -1;
+
+    if (reenc_load(&r, io, errp) < 0 ||
+        !(ks = reenc_find_keyslot(&r, &mode, errp))) {
+        goto out;
+    }
+    if (g_str_equal(mode, "encrypt")) {
+        ret = reenc_encrypt_resume(&r, ks, secret, hotzone, errp);
+    } else {
+        error_setg(errp, "LUKS2 re-encryption mode '%s' is not supported "
+                   "here yet: finish it with cryptsetup reencrypt "
+                   "--resume-only", mode);
+    }
+out:
     reenc_clear(&r);
     return ret;
 }

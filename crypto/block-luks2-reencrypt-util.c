@@ -1,0 +1,522 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * What every LUKS2 re-encryption mode shares (encryption in
+ * block-luks2-reencrypt.c): loading the state, JSON segment helpers, the
+ * digest that binds the metadata to the volume keys, header writes through
+ * the caller's I/O callbacks. docs/reencrypt.md tells the whole story.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "crypto/blockpriv.h"
+#include "crypto/luks2priv.h"
+#include "crypto/pbkdf.h"
+#include "crypto/random.h"
+#include "crypto/reencryptpriv.h"
+#include "block-luks2-json.h"
+
+void reenc_clear(Reenc *r)
+{
+    if (r->root) {
+        json_node_unref(r->root);
+    }
+    qcrypto_luks2_header_free(r->hdr);
+    qcrypto_block_free(r->block);
+}
+
+/* ---- I/O through the caller's callbacks ---- */
+
+int reenc_block_read(QCryptoBlock *block, uint64_t offset,
+                            uint8_t *buf, size_t len, void *opaque,
+                            Error **errp)
+{
+    const QCryptoReencryptIO *io = opaque;
+
+    return io->read(io->opaque, offset, buf, len, errp);
+}
+
+int reenc_block_write(QCryptoBlock *block, uint64_t offset,
+                             const uint8_t *buf, size_t len, void *opaque,
+                             Error **errp)
+{
+    const QCryptoReencryptIO *io = opaque;
+
+    return io->write(io->opaque, offset, buf, len, errp);
+}
+
+/* ---- JSON helpers ---- */
+
+void reenc_set_u64(JsonObject *o, const char *key, uint64_t v)
+{
+    g_autofree char *s = g_strdup_printf("%" PRIu64, v);
+
+    json_object_set_string_member(o, key, s);
+}
+
+int reenc_get_u64(JsonObject *o, const char *what, const char *key,
+                   uint64_t *v, Error **errp)
+{
+    return luks2_json_get_u64_string(o, what, key, v, errp);
+}
+
+bool reenc_seg_has_flag(JsonObject *seg, const char *flag)
+{
+    JsonArray *flags;
+
+    if (!json_object_has_member(seg, "flags") ||
+        !JSON_NODE_HOLDS_ARRAY(json_object_get_member(seg, "flags"))) {
+        return false;
+    }
+    flags = json_object_get_array_member(seg, "flags");
+    for (guint i = 0; i < json_array_get_length(flags); i++) {
+        JsonNode *n = json_array_get_element(flags, i);
+
+        if (JSON_NODE_HOLDS_VALUE(n) &&
+            json_node_get_value_type(n) == G_TYPE_STRING &&
+            g_str_equal(json_node_get_string(n), flag)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * A deep copy of node (json_node_copy() shares objects and arrays, and
+ * edits must not reach the original).
+ */
+JsonNode *reenc_deep_copy(JsonNode *node)
+{
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autofree char *text = NULL;
+
+    json_generator_set_root(gen, node);
+    text = json_generator_to_data(gen, NULL);
+    return json_from_string(text, NULL);
+}
+
+/* A deep copy of seg, with flags replaced (NULL: none). */
+JsonObject *reenc_seg_copy(JsonObject *seg, const char *flag)
+{
+    JsonNode *n = json_node_alloc();
+    JsonNode *copy;
+    JsonObject *o;
+
+    json_node_init_object(n, seg);
+    copy = reenc_deep_copy(n);
+    json_node_unref(n);
+    o = json_node_dup_object(copy);
+    json_node_unref(copy);
+    if (json_object_has_member(o, "flags")) {
+        json_object_remove_member(o, "flags");
+    }
+    if (flag) {
+        JsonArray *a = json_array_new();
+
+        json_array_add_string_element(a, flag);
+        json_object_set_array_member(o, "flags", a);
+    }
+    return o;
+}
+
+JsonObject *reenc_linear_seg(uint64_t offset, uint64_t size)
+{
+    JsonObject *o = json_object_new();
+
+    json_object_set_string_member(o, "type", "linear");
+    reenc_set_u64(o, "offset", offset);
+    reenc_set_u64(o, "size", size);
+    return o;
+}
+
+
+char *reenc_json_text(JsonNode *root)
+{
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+
+    json_generator_set_root(gen, root);
+    return json_generator_to_data(gen, NULL);
+}
+
+JsonObject *reenc_section(JsonNode *root, const char *name)
+{
+    return json_object_get_object_member(json_node_get_object(root), name);
+}
+
+JsonArray *reenc_id_array(const int *ids, int n)
+{
+    JsonArray *a = json_array_new();
+
+    for (int i = 0; i < n; i++) {
+        g_autofree char *s = g_strdup_printf("%d", ids[i]);
+
+        json_array_add_string_element(a, s);
+    }
+    return a;
+}
+
+/* ---- the digest over the re-encryption metadata ---- */
+
+/*
+ * cryptsetup 2.6 (luks2_reencrypt_digest.c) binds the re-encryption
+ * parameters to the volume keys (CVE-2021-4122): a PBKDF2 digest of
+ *   'v' '0'+version | old key | new key | reencrypt key slot fields |
+ *   backup-previous | backup-final | backup-moved-segment
+ * where strings are their bytes (no NUL), 64-bit numbers big-endian,
+ * "dynamic" sizes the string, sector sizes 32-bit big-endian.
+ */
+static bool ser_str(GByteArray *b, JsonObject *o, const char *key)
+{
+    const char *s;
+
+    if (!json_object_has_member(o, key) ||
+        !JSON_NODE_HOLDS_VALUE(json_object_get_member(o, key)) ||
+        json_node_get_value_type(json_object_get_member(o, key)) !=
+            G_TYPE_STRING) {
+        return false;
+    }
+    s = json_object_get_string_member(o, key);
+    if (strlen(s) > REENC_MAX_STR) {
+        return false;
+    }
+    g_byte_array_append(b, (const guint8 *)s, strlen(s));
+    return true;
+}
+
+static bool ser_u64(GByteArray *b, JsonObject *o, const char *key,
+                    bool dynamic_ok)
+{
+    uint64_t v;
+    uint8_t be[8];
+
+    if (!json_object_has_member(o, key) ||
+        json_node_get_value_type(json_object_get_member(o, key)) !=
+            G_TYPE_STRING) {
+        return false;
+    }
+    if (dynamic_ok &&
+        g_str_equal(json_object_get_string_member(o, key), "dynamic")) {
+        return ser_str(b, o, key);
+    }
+    if (luks2_json_get_u64_string(o, "reencrypt", key, &v, NULL) < 0) {
+        return false;
+    }
+    for (int i = 0; i < 8; i++) {
+        be[i] = v >> (56 - 8 * i);
+    }
+    g_byte_array_append(b, be, 8);
+    return true;
+}
+
+static bool ser_u32(GByteArray *b, JsonObject *o, const char *key)
+{
+    uint32_t v;
+    uint8_t be[4];
+
+    if (luks2_json_get_uint(o, "reencrypt", key, 0, UINT32_MAX, &v,
+                            NULL) < 0) {
+        return false;
+    }
+    for (int i = 0; i < 4; i++) {
+        be[i] = v >> (24 - 8 * i);
+    }
+    g_byte_array_append(b, be, 4);
+    return true;
+}
+
+static bool ser_segment(GByteArray *b, JsonObject *seg)
+{
+    const char *type = json_object_has_member(seg, "type") ?
+        json_object_get_string_member(seg, "type") : NULL;
+
+    if (!type || !ser_str(b, seg, "type") || !ser_u64(b, seg, "offset", false) ||
+        !ser_u64(b, seg, "size", true)) {
+        return false;
+    }
+    if (g_str_equal(type, "linear")) {
+        return true;
+    }
+    return g_str_equal(type, "crypt") && ser_u64(b, seg, "iv_tweak", false) &&
+        ser_str(b, seg, "encryption") && ser_u32(b, seg, "sector_size");
+}
+
+static bool ser_keyslot(GByteArray *b, JsonObject *ks)
+{
+    JsonObject *area = json_object_get_object_member(ks, "area");
+    const char *type = json_object_get_string_member(area, "type");
+
+    if (!ser_str(b, ks, "mode") || !ser_str(b, ks, "direction") ||
+        !ser_str(b, area, "type") || !ser_u64(b, area, "offset", false) ||
+        !ser_u64(b, area, "size", false)) {
+        return false;
+    }
+    if (g_str_equal(type, "datashift")) {
+        return ser_u64(b, area, "shift_size", false);
+    }
+    if (g_str_equal(type, "checksum")) {
+        return ser_str(b, area, "hash") && ser_u32(b, area, "sector_size");
+    }
+    return true;
+}
+
+/*
+ * The bytes the digest covers; NULL if a field is missing or malformed.
+ * old is the key of the data as it was (re-encryption, decryption), new
+ * the key it gets (re-encryption, encryption); either may be absent.
+ */
+static GByteArray *reenc_verification_data(Reenc *r, const uint8_t *old,
+                                           size_t nold, const uint8_t *new,
+                                           size_t nnew)
+{
+    GByteArray *b = g_byte_array_new();
+    g_autofree char *id = g_strdup_printf("%d", r->ks_id);
+    JsonObject *ks = json_object_get_object_member(
+        reenc_section(r->root, "keyslots"), id);
+    uint8_t head[2] = { 'v', '0' + r->version };
+
+    g_byte_array_append(b, head, 2);
+    if (old) {
+        g_byte_array_append(b, old, nold);
+    }
+    if (new) {
+        g_byte_array_append(b, new, nnew);
+    }
+    if (!ks || !ser_keyslot(b, ks) || !ser_segment(b, r->prev) ||
+        !ser_segment(b, r->final) || (r->moved && !ser_segment(b, r->moved))) {
+        explicit_bzero(b->data, b->len);
+        g_byte_array_unref(b);
+        return NULL;
+    }
+    return b;
+}
+
+int reenc_digest_compute(Reenc *r, QCryptoHashAlgo hash, uint64_t iters,
+                         const uint8_t *salt, size_t nsalt,
+                         const uint8_t *old, size_t nold,
+                         const uint8_t *new, size_t nnew,
+                         uint8_t *out, size_t nout, Error **errp)
+{
+    GByteArray *data = reenc_verification_data(r, old, nold, new, nnew);
+    int ret;
+
+    if (!data) {
+        error_setg(errp, "LUKS2 re-encryption metadata is malformed");
+        return -1;
+    }
+    ret = qcrypto_pbkdf2(hash, data->data, data->len, salt, nsalt, iters,
+                         out, nout, errp);
+    explicit_bzero(data->data, data->len);
+    g_byte_array_unref(data);
+    return ret;
+}
+
+int reenc_digest_check(Reenc *r, const uint8_t *old, size_t nold,
+                       const uint8_t *new, size_t nnew, Error **errp)
+{
+    g_autofree char *dn = g_strdup_printf("%d", r->digest_reenc);
+    JsonObject *dg = json_object_get_object_member(
+        reenc_section(r->root, "digests"), dn);
+    uint8_t salt[QCRYPTO_LUKS2_JSON_SALT_MAX], want[QCRYPTO_HASH_MAX_DIGEST_LEN];
+    uint8_t got[QCRYPTO_HASH_MAX_DIGEST_LEN];
+    QCryptoHashAlgo hash;
+    size_t nsalt, nwant;
+    uint32_t iters;
+    uint8_t diff = 0;
+
+    if (!dg) {
+        error_setg(errp, "LUKS2 re-encryption digest is missing");
+        return -1;
+    }
+    if (luks2_json_get_hash(dg, "digest", "hash", &hash, errp) < 0 ||
+        luks2_json_get_uint(dg, "digest", "iterations", 1000,
+                            r->block->max_pbkdf2_iters, &iters, errp) < 0 ||
+        luks2_json_get_base64(dg, "digest", "salt", salt, sizeof(salt),
+                              &nsalt, errp) < 0 ||
+        luks2_json_get_base64(dg, "digest", "digest", want, sizeof(want),
+                              &nwant, errp) < 0 ||
+        reenc_digest_compute(r, hash, iters, salt, nsalt, old, nold, new,
+                             nnew, got, nwant, errp) < 0) {
+        return -1;
+    }
+    /* constant time: the digest is a function of the volume key */
+    for (size_t i = 0; i < nwant; i++) {
+        diff |= got[i] ^ want[i];
+    }
+    explicit_bzero(got, sizeof(got));
+    if (diff) {
+        error_setg(errp, "LUKS2 re-encryption metadata does not match its "
+                   "digest: it is damaged or was changed; refusing to touch "
+                   "the data");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- reading the state ---- */
+
+JsonObject *reenc_find_backup(JsonObject *segs, const char *flag,
+                               int *id)
+{
+    g_autoptr(GList) members = json_object_get_members(segs);
+
+    for (GList *l = members; l; l = l->next) {
+        JsonNode *n = json_object_get_member(segs, l->data);
+
+        if (JSON_NODE_HOLDS_OBJECT(n) &&
+            reenc_seg_has_flag(json_node_get_object(n), flag)) {
+            if (id) {
+                *id = atoi(l->data);
+            }
+            return json_node_get_object(n);
+        }
+    }
+    return NULL;
+}
+
+bool reenc_id_array_has(JsonObject *o, const char *key, int id)
+{
+    JsonArray *a;
+
+    if (!json_object_has_member(o, key) ||
+        !JSON_NODE_HOLDS_ARRAY(json_object_get_member(o, key))) {
+        return false;
+    }
+    a = json_object_get_array_member(o, key);
+    for (guint i = 0; i < json_array_get_length(a); i++) {
+        JsonNode *n = json_array_get_element(a, i);
+
+        if (json_node_get_value_type(n) == G_TYPE_STRING &&
+            atoi(json_node_get_string(n)) == id) {
+            return true;
+        }
+    }
+    return false;
+}
+
+int reenc_write_root(Reenc *r, JsonNode *root, Error **errp)
+{
+    g_autofree char *json = reenc_json_text(root);
+
+    if (qcrypto_luks2_header_write(r->hdr, json, r->block, reenc_block_write,
+                                   (void *)r->io, errp) < 0) {
+        return -1;
+    }
+    return r->io->sync(r->io->opaque, errp);
+}
+
+/* Copy len bytes from src to dst in the file, in 1 MiB pieces. */
+int reenc_io_copy(const QCryptoReencryptIO *io, uint64_t src, uint64_t dst,
+                   uint64_t len, Error **errp)
+{
+    const size_t chunk = 1 << 20;
+    g_autofree uint8_t *buf = g_malloc(chunk);
+
+    for (uint64_t done = 0; done < len; done += chunk) {
+        size_t n = MIN(chunk, len - done);
+
+        if (io->read(io->opaque, src + done, buf, n, errp) < 0 ||
+            io->write(io->opaque, dst + done, buf, n, errp) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- loading ---- */
+
+int reenc_load(Reenc *r, const QCryptoReencryptIO *io, Error **errp)
+{
+    r->io = io;
+    r->block = qcrypto_block_new(QCRYPTO_BLOCK_FORMAT_LUKS, NULL);
+    r->hdr = qcrypto_luks2_header_read(r->block, reenc_block_read,
+                                       (void *)io, NULL, errp);
+    if (!r->hdr || luks2_json_validate_depth(r->hdr->json, errp) < 0) {
+        return -1;
+    }
+    r->root = json_from_string(r->hdr->json, NULL);
+    if (!r->root || !JSON_NODE_HOLDS_OBJECT(r->root)) {
+        error_setg(errp, "LUKS2 metadata is not a JSON object");
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * The requirement (sets r->version) and the reencrypt key slot (sets
+ * r->ks_id, returns it); its mode in *mode.
+ */
+JsonObject *reenc_find_keyslot(Reenc *r, const char **mode, Error **errp)
+{
+    JsonObject *top = json_node_get_object(r->root);
+    JsonObject *config, *keyslots, *ks = NULL;
+    g_auto(GStrv) req = NULL;
+    g_autoptr(GList) members = NULL;
+
+    r->version = 0;
+    config = luks2_json_get_object(top, "metadata", "config", errp);
+    if (!config) {
+        return NULL;
+    }
+    if (json_object_has_member(config, "requirements")) {
+        JsonObject *ro = luks2_json_get_object(config, "config",
+                                               "requirements", errp);
+
+        if (!ro || luks2_json_get_strv(ro, "config requirements",
+                                       "mandatory", &req, errp) < 0) {
+            return NULL;
+        }
+        for (char **p = req; *p; p++) {
+            if (g_str_equal(*p, "online-reencrypt-v2")) {
+                r->version = 2;
+            } else if (g_str_equal(*p, "online-reencrypt-v3")) {
+                r->version = 3;
+            } else if (g_str_has_prefix(*p, "online-reencrypt") ||
+                       g_str_has_prefix(*p, "offline-reencrypt")) {
+                error_setg(errp, "LUKS2 re-encryption state '%s' is not "
+                           "supported (only online-reencrypt-v2 and -v3): "
+                           "finish it with cryptsetup reencrypt "
+                           "--resume-only", *p);
+                return NULL;
+            }
+        }
+    }
+    if (!r->version) {
+        error_setg(errp, "The image is not being re-encrypted (no "
+                   "'online-reencrypt' requirement)");
+        return NULL;
+    }
+    keyslots = luks2_json_get_object(top, "metadata", "keyslots", errp);
+    if (!keyslots) {
+        return NULL;
+    }
+    members = json_object_get_members(keyslots);
+    r->ks_id = -1;
+    for (GList *l = members; l; l = l->next) {
+        JsonNode *n = json_object_get_member(keyslots, l->data);
+        const char *t;
+
+        if (!JSON_NODE_HOLDS_OBJECT(n)) {
+            continue;
+        }
+        t = json_object_get_string_member_with_default(
+            json_node_get_object(n), "type", "");
+        if (g_str_equal(t, "reencrypt")) {
+            if (r->ks_id >= 0) {
+                error_setg(errp, "LUKS2 image has two reencrypt key slots");
+                return NULL;
+            }
+            r->ks_id = luks2_json_parse_id(l->data,
+                                           QCRYPTO_LUKS2_KEYSLOTS_MAX,
+                                           "keyslot", errp);
+            if (r->ks_id < 0) {
+                return NULL;
+            }
+            ks = json_node_get_object(n);
+        }
+    }
+    if (!ks) {
+        error_setg(errp, "LUKS2 re-encryption key slot is missing");
+        return NULL;
+    }
+    *mode = luks2_json_get_string(ks, "reencrypt keyslot", "mode", errp);
+    return *mode ? ks : NULL;
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Private to the LUKS2 re-encryption code (crypto/block-luks2-reencrypt*.c):
+ * the state of a run and the helpers every mode shares.
+ */
+#ifndef QCRYPTO_REENCRYPTPRIV_H
+#define QCRYPTO_REENCRYPTPRIV_H
+
+#include <json-glib/json-glib.h>
+
+#include "crypto/blockpriv.h"
+#include "crypto/hash.h"
+#include "crypto/luks2priv.h"
+#include "crypto/reencrypt.h"
+
+/* cryptsetup's reencrypt key slot area: one 4 KiB block, unused by datashift */
+#define REENC_AREA_SIZE 4096
+#define REENC_DIGEST_SALT_LEN 32
+/* cryptsetup rejects longer strings when it serialises for the digest */
+#define REENC_MAX_STR 256
+/* Larger offsets and sizes are refused: sums of a few never wrap. */
+#define REENC_MAX_BYTES (1ull << 60)
+
+typedef struct Reenc {
+    const QCryptoReencryptIO *io;
+    QCryptoBlock *block;
+    QCryptoLUKS2Header *hdr;
+    JsonNode *root;
+    int version;                /* N of the online-reencrypt-vN requirement */
+    int ks_id;                  /* the "reencrypt" key slot */
+    int digest_new;             /* digest of the final segment's key */
+    int digest_reenc;           /* digest over the re-encryption metadata */
+    JsonObject *prev, *final, *moved;   /* the backup segments */
+    uint64_t shift;             /* S */
+    uint64_t size;              /* V */
+    uint64_t moved_offset;
+    uint64_t moved_size;        /* M */
+} Reenc;
+
+void reenc_clear(Reenc *r);
+
+/* QCryptoBlock header I/O through the QCryptoReencryptIO in opaque */
+int reenc_block_read(QCryptoBlock *block, uint64_t offset, uint8_t *buf,
+                     size_t len, void *opaque, Error **errp);
+int reenc_block_write(QCryptoBlock *block, uint64_t offset,
+                      const uint8_t *buf, size_t len, void *opaque,
+                      Error **errp);
+
+/* Read the header through io into r (block, hdr, root). */
+int reenc_load(Reenc *r, const QCryptoReencryptIO *io, Error **errp);
+/* The reencrypt key slot and the requirement's version; *mode its mode. */
+JsonObject *reenc_find_keyslot(Reenc *r, const char **mode, Error **errp);
+
+/* JSON helpers: numbers as LUKS2 strings, segments, id arrays */
+void reenc_set_u64(JsonObject *o, const char *key, uint64_t v);
+int reenc_get_u64(JsonObject *o, const char *what, const char *key,
+                  uint64_t *v, Error **errp);
+bool reenc_seg_has_flag(JsonObject *seg, const char *flag);
+JsonNode *reenc_deep_copy(JsonNode *node);
+JsonObject *reenc_seg_copy(JsonObject *seg, const char *flag);
+JsonObject *reenc_linear_seg(uint64_t offset, uint64_t size);
+char *reenc_json_text(JsonNode *root);
+JsonObject *reenc_section(JsonNode *root, const char *name);
+JsonArray *reenc_id_array(const int *ids, int n);
+JsonObject *reenc_find_backup(JsonObject *segs, const char *flag, int *id);
+bool reenc_id_array_has(JsonObject *o, const char *key, int id);
+
+/*
+ * The digest binding the metadata (r->ks_id's key slot, r->prev, r->final,
+ * r->moved, r->version) to the old and/or new volume key (NULL: none).
+ */
+int reenc_digest_compute(Reenc *r, QCryptoHashAlgo hash, uint64_t iters,
+                         const uint8_t *salt, size_t nsalt,
+                         const uint8_t *old, size_t nold,
+                         const uint8_t *new, size_t nnew,
+                         uint8_t *out, size_t nout, Error **errp);
+/* Check digest r->digest_reenc, in constant time. */
+int reenc_digest_check(Reenc *r, const uint8_t *old, size_t nold,
+                       const uint8_t *new, size_t nnew, Error **errp);
+
+/* Write root as both header copies, then sync. */
+int reenc_write_root(Reenc *r, JsonNode *root, Error **errp);
+/* Copy len bytes from src to dst in the file. */
+int reenc_io_copy(const QCryptoReencryptIO *io, uint64_t src, uint64_t dst,
+                  uint64_t len, Error **errp);
+
+#endif
