@@ -38,6 +38,7 @@ struct FileCreate {
     char *path;
     char *temp_path;        /* NULL: unnamed (O_TMPFILE) */
     bool committed;
+    bool no_sync;           /* file_create_set_sync(fc, false) */
     gsize written;          /* bytes reported by file_create_wrote() */
 };
 
@@ -188,11 +189,17 @@ bool file_create_is_committed(FileCreate *fc)
     return fc->committed;
 }
 
+void file_create_set_sync(FileCreate *fc, bool sync)
+{
+    fc->no_sync = !sync;
+}
+
 void file_create_wrote(FileCreate *fc, uint64_t bytes)
 {
     gsize before = g_atomic_pointer_add(&fc->written, (gssize)bytes);
 
-    if (before / FILE_CREATE_WRITEBACK_STEP !=
+    if (!fc->no_sync &&
+        before / FILE_CREATE_WRITEBACK_STEP !=
         (before + bytes) / FILE_CREATE_WRITEBACK_STEP) {
         /*
          * Start (not wait for) the write-back of the whole file's dirty
@@ -258,7 +265,7 @@ int file_create_commit(FileCreate *fc, Error **errp)
      * Data first, then the name: after a crash the name shows the whole
      * image or nothing (linkat does not order the two by itself).
      */
-    if (fdatasync(fc->fd) < 0) {
+    if (!fc->no_sync && fdatasync(fc->fd) < 0) {
         error_setg_errno(errp, errno, "Could not flush '%s'", fc->path);
         return -1;
     }
@@ -267,7 +274,9 @@ int file_create_commit(FileCreate *fc, Error **errp)
         return -1;
     }
     fc->committed = true;
-    file_create_sync_dir(fc->path);
+    if (!fc->no_sync) {
+        file_create_sync_dir(fc->path);
+    }
     return 0;
 }
 

@@ -52,6 +52,14 @@ bool file_create_is_committed(FileCreate *fc);
 void file_create_wrote(FileCreate *fc, uint64_t bytes);
 
 /*
+ * Whether commit syncs the file and its directory (the default) and
+ * file_create_wrote() starts write-back. Without, the name still shows
+ * only a complete file to other processes, but a crash may leave it
+ * named with part of its data (BDRV_O_CREATE_NO_SYNC).
+ */
+void file_create_set_sync(FileCreate *fc, bool sync);
+
+/*
  * Sync the file, give it its name (failing with EEXIST, and changing
  * nothing, if something took the name meanwhile), and sync the directory.
  * Committing twice is harmless.

@@ -15,6 +15,8 @@ packages=(
     zlib1g-dev libzstd-dev
     # interop tests: the real qemu-img and cryptsetup
     qemu-utils cryptsetup-bin
+    # tests/cli/test_cache.py: which syncs a convert makes
+    strace
     # the demo's sample file system and the shared test images
     dosfstools mtools xz-utils
 )

@@ -56,6 +56,13 @@ typedef struct BlockDriverState BlockDriverState;
  */
 #define BDRV_O_CHECK (1 << 5)
 /*
+ * qemu-img convert -t unsafe, given on purpose: a new file is named when
+ * complete but not synced first (no write-back during the copy either), so
+ * after a power loss its name may show a partial image. Without it a new
+ * file is always synced before it is named, whatever the cache mode.
+ */
+#define BDRV_O_CREATE_NO_SYNC (1 << 6)
+/*
  * QEMU's cache.direct=on (cache modes none and directsync): the file is
  * opened with O_DIRECT, its data goes to the device around the page cache.
  */

@@ -6,9 +6,11 @@ alignment of the image's size; a bad mode is refused as qemu-img does."""
 import ctypes
 import mmap
 import os
+import re
+import subprocess
 
-from qiltest import (ITER_TIME, SECRET, TestCase, file_bytes, luks_opts,
-                     main, qil, random_file)
+from qiltest import (ITER_TIME, SECRET, TOOL, TestCase, file_bytes,
+                     luks_opts, main, qil, random_file)
 
 MODES = ("none", "directsync", "writeback", "writethrough", "unsafe")
 
@@ -77,6 +79,42 @@ class CacheModes(TestCase):
         # Sizes count whole sectors, as in qemu-img: 24 zeroes pad it.
         self.assertEqual(file_bytes(direct), file_bytes(self.src) + bytes(24))
         self.assertEqual(file_bytes(cached), file_bytes(direct))
+
+    def traced_convert(self, *args):
+        """convert args under strace: the sync and truncate calls made."""
+        log = self.path("strace.log")
+        subprocess.run(["strace", "-f", "-qq", "-o", log, "-e",
+                        "trace=fdatasync,fsync,sync_file_range,ftruncate",
+                        TOOL, "convert", *args], check=True,
+                       capture_output=True)
+        with open(log) as f:
+            calls = f.read()
+        os.unlink(log)
+        return calls
+
+    def test_new_target_synced_unless_unsafe_asked_for(self):
+        """A new target is synced before it is named in the default mode
+        (qemu-img's unsafe); only -t unsafe given on purpose skips it. No
+        truncate to size 0 either (ext4 then writes back in close())."""
+        for t in ((), ("-t", "unsafe")):
+            with self.subTest(t=t):
+                dst = self.path("dst.luks")
+                calls = self.traced_convert(
+                    *t, "--object", SECRET, "-O", "luks", "-o",
+                    f"key-secret=sec0,iter-time={ITER_TIME}", self.src, dst)
+                synced = re.search(r"\bf(data)?sync\(", calls) is not None
+                self.assertEqual(synced, not t, calls)
+                if t:
+                    self.assertNotIn("sync_file_range", calls)
+                self.assertIsNone(re.search(r"ftruncate\(\d+, 0\)", calls),
+                                  calls)
+                back = self.path("back.raw")
+                qil("convert", "--object", SECRET, "--image-opts",
+                    luks_opts(dst), "-O", "raw", back)
+                self.assertEqual(file_bytes(back),
+                                 file_bytes(self.src) + bytes(24))
+                os.unlink(dst)
+                os.unlink(back)
 
     def test_bad_modes(self):
         dst = self.path("dst.raw")
