@@ -60,7 +60,7 @@ trap 'rm -rf "${SCRATCH[@]+"${SCRATCH[@]}"}"' EXIT
 
 # bench_dir DIR: the dense 1 GiB runs in a scratch directory under DIR.
 bench_dir() {
-    local dir t_dd t_enc t_encn t_dec t_q_enc='' t_q_dec=''
+    local dir t_dd t_ddf t_encu t_decu t_enc t_encn t_dec t_q_enc='' t_q_dec=''
     local t_ddd='' t_encd='' t_decd=''
 
     dir=$(mktemp -d "$1/qil-bench.XXXXXX")
@@ -70,12 +70,21 @@ bench_dir() {
     cat src.raw > /dev/null                 # into the page cache
 
     t_dd=$(best dd.raw dd if=src.raw of=dd.raw bs=256K)
+    # dd that makes its copy durable too, as a convert does by default
+    t_ddf=$(best dd.raw dd if=src.raw of=dd.raw bs=256K conv=fsync)
     rm -f dd.raw
     # qemu-img-lite (the last run's output is kept: decrypt it, check it)
     t_enc=$(best qil.luks "$QIL" convert --object "$SECRET" -f raw -O luks \
             -o "$OPTS" src.raw qil.luks)
     t_dec=$(best qil.raw "$QIL" convert --object "$SECRET" --image-opts \
             "${LUKS_OPEN}qil.luks" -O raw qil.raw)
+    cmp src.raw qil.raw
+    rm -f qil.raw
+    # -t unsafe by name: no sync of the new target, as dd without fsync
+    t_encu=$(best qil.luks "$QIL" convert -t unsafe --object "$SECRET" \
+             -f raw -O luks -o "$OPTS" src.raw qil.luks)
+    t_decu=$(best qil.raw "$QIL" convert -t unsafe --object "$SECRET" \
+             --image-opts "${LUKS_OPEN}qil.luks" -O raw qil.raw)
     cmp src.raw qil.raw
     rm -f qil.raw
     # The data path alone: into the existing image (-n), no LUKS header
@@ -116,9 +125,12 @@ bench_dir() {
 
     echo "== $1 ($(fstype "$1")), ${SIZE_MIB} MiB, minimum of $RUNS"
     row "dd bs=256K" "$t_dd" "$t_dd"
+    row "dd bs=256K conv=fsync" "$t_ddf" "$t_dd"
     row "raw -> luks" "$t_enc" "$t_dd" "$t_q_enc"
+    row "raw -> luks -t unsafe" "$t_encu" "$t_dd" "$t_q_enc"
     row "raw -> luks (-n)" "$t_encn" "$t_dd"
     row "luks -> raw" "$t_dec" "$t_dd" "$t_q_dec"
+    row "luks -> raw -t unsafe" "$t_decu" "$t_dd" "$t_q_dec"
     if [ -n "$t_ddd" ]; then
         echo "-- O_DIRECT (convert -t none -T none; dd iflag/oflag=direct)"
         row "dd bs=256K direct" "$t_ddd" "$t_ddd"
