@@ -81,6 +81,11 @@ t_wq=$(best qil.qcow2 "$QIL" convert --object "$SECRET" -f raw -O qcow2 \
        -o "$QOPTS" src.raw qil.qcow2)
 qcow2_luks_matches qil.qcow2
 rm -f qil.qcow2
+# -t unsafe by name: no sync of the new target, as dd without fsync
+t_wqu=$(best qil.qcow2 "$QIL" convert -t unsafe --object "$SECRET" -f raw \
+        -O qcow2 -o "$QOPTS" src.raw qil.qcow2)
+qcow2_luks_matches qil.qcow2
+rm -f qil.qcow2
 t_q_wq=$(best q.qcow2 "$QEMU_IMG" convert --object "$SECRET" -f raw \
          -O qcow2 -o "$QOPTS" src.raw q.qcow2)
 rm -f q.qcow2
@@ -115,6 +120,7 @@ row "dd bs=256K" "$t_dd" "$t_dd"
 row "qcow2 -> luks" "$t_enc" "$t_dd" "$t_q_enc"
 row "qcow2 (zlib) -> raw" "$t_dec" "$t_dd" "$t_q_dec"
 row "raw -> qcow2+luks" "$t_wq" "$t_dd" "$t_q_wq"
+row "raw -> qcow2+luks -t unsafe" "$t_wqu" "$t_dd" "$t_q_wq"
 row "raw -> qcow2 -c -m 1" "$t_c1" "$t_dd" "$t_q_c"
 row "raw -> qcow2 -c -m 2" "$t_c2" "$t_dd" "$t_q_c"
 awk -v a="$t_c1" -v b="$t_c2" 'BEGIN { printf "-c: 2 threads %.2fx one\n", a / b }'
