@@ -32,6 +32,9 @@ int reenc_block_read(QCryptoBlock *block, uint64_t offset,
 {
     const QCryptoReencryptIO *io = opaque;
 
+    if (io->hdr_read) {
+        return io->hdr_read(io->opaque, offset, buf, len, errp);
+    }
     return io->read(io->opaque, offset, buf, len, errp);
 }
 
@@ -41,6 +44,9 @@ int reenc_block_write(QCryptoBlock *block, uint64_t offset,
 {
     const QCryptoReencryptIO *io = opaque;
 
+    if (io->hdr_write) {
+        return io->hdr_write(io->opaque, offset, buf, len, errp);
+    }
     return io->write(io->opaque, offset, buf, len, errp);
 }
 
@@ -252,6 +258,10 @@ static bool ser_keyslot(GByteArray *b, JsonObject *ks)
     if (g_str_equal(type, "datashift")) {
         return ser_u64(b, area, "shift_size", false);
     }
+    if (g_str_equal(type, "datashift-checksum")) {
+        return ser_str(b, area, "hash") && ser_u32(b, area, "sector_size") &&
+            ser_u64(b, area, "shift_size", false);
+    }
     if (g_str_equal(type, "checksum")) {
         return ser_str(b, area, "hash") && ser_u32(b, area, "sector_size");
     }
@@ -392,6 +402,12 @@ bool reenc_id_array_has(JsonObject *o, const char *key, int id)
     return false;
 }
 
+int reenc_hdr_sync(const QCryptoReencryptIO *io, Error **errp)
+{
+    return io->hdr_sync ? io->hdr_sync(io->opaque, errp)
+                        : io->sync(io->opaque, errp);
+}
+
 int reenc_write_root(Reenc *r, JsonNode *root, Error **errp)
 {
     g_autofree char *json = reenc_json_text(root);
@@ -400,7 +416,7 @@ int reenc_write_root(Reenc *r, JsonNode *root, Error **errp)
                                    (void *)r->io, errp) < 0) {
         return -1;
     }
-    return r->io->sync(r->io->opaque, errp);
+    return reenc_hdr_sync(r->io, errp);
 }
 
 /* Copy len bytes from src to dst in the file, in 1 MiB pieces. */

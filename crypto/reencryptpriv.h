@@ -78,10 +78,20 @@ int reenc_digest_compute(Reenc *r, QCryptoHashAlgo hash, uint64_t iters,
 int reenc_digest_check(Reenc *r, const uint8_t *old, size_t nold,
                        const uint8_t *new, size_t nnew, Error **errp);
 
+/* Sync the header's file (the data file unless the header is detached). */
+int reenc_hdr_sync(const QCryptoReencryptIO *io, Error **errp);
 /* Write root as both header copies, then sync. */
 int reenc_write_root(Reenc *r, JsonNode *root, Error **errp);
 /* Copy len bytes from src to dst in the file. */
 int reenc_io_copy(const QCryptoReencryptIO *io, uint64_t src, uint64_t dst,
                   uint64_t len, Error **errp);
+
+/*
+ * Finish a decryption whose state r holds (loaded, key slot ks, mode
+ * "decrypt"): block-luks2-reencrypt-decrypt.c.
+ */
+int reenc_decrypt_resume(Reenc *r, JsonObject *ks,
+                         const QCryptoBlockSecret *secret, uint64_t hotzone,
+                         Error **errp);
 
 #endif

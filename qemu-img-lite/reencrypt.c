@@ -6,9 +6,13 @@
  * file parses the command line, moves bytes through the file node and
  * shows progress.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "block/crypto.h"
 #include "crypto/reencrypt.h"
@@ -21,6 +25,8 @@ typedef struct ReencCtx {
     bool stopped;
     double start;
     uint64_t start_done;
+    int hdr_fd;                 /* --decrypt: the header's own file */
+    const char *hdr_path;
 } ReencCtx;
 
 static int ctx_read(void *opaque, uint64_t off, void *buf, size_t len,
@@ -120,12 +126,243 @@ static bool file_is_luks(BlockDriverState *file)
     return false;
 }
 
+/* ---- --decrypt: the header lives in its own file meanwhile ---- */
+
+static int ctx_hdr_read(void *opaque, uint64_t off, void *buf, size_t len,
+                        Error **errp)
+{
+    ReencCtx *c = opaque;
+
+    while (len) {
+        ssize_t n = pread(c->hdr_fd, buf, len, off);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            error_setg_errno(errp, n < 0 ? errno : EIO, "Could not read "
+                             "the header file '%s'", c->hdr_path);
+            return -1;
+        }
+        buf = (uint8_t *)buf + n;
+        off += n;
+        len -= n;
+    }
+    return 0;
+}
+
+static int ctx_hdr_write(void *opaque, uint64_t off, const void *buf,
+                         size_t len, Error **errp)
+{
+    ReencCtx *c = opaque;
+
+    while (len) {
+        ssize_t n = pwrite(c->hdr_fd, buf, len, off);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            error_setg_errno(errp, n < 0 ? errno : EIO, "Could not write "
+                             "the header file '%s'", c->hdr_path);
+            return -1;
+        }
+        buf = (const uint8_t *)buf + n;
+        off += n;
+        len -= n;
+    }
+    return 0;
+}
+
+static int ctx_hdr_sync(void *opaque, Error **errp)
+{
+    ReencCtx *c = opaque;
+
+    if (fdatasync(c->hdr_fd) < 0) {
+        error_setg_errno(errp, errno, "Could not sync the header file '%s'",
+                         c->hdr_path);
+        return -1;
+    }
+    return 0;
+}
+
+/* Make a new or removed name in path's directory durable. */
+static int sync_parent_dir(const char *path, Error **errp)
+{
+    g_autofree char *dir = g_path_get_dirname(path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    if (fd < 0 || fsync(fd) < 0) {
+        error_setg_errno(errp, errno, "Could not sync the directory '%s'",
+                         dir);
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
+/*
+ * The end of a decryption: the data file cut to the data size (if the
+ * crash came before), the header file removed.
+ */
+static int decrypt_cleanup(ReencCtx *ctx, uint64_t size, Error **errp)
+{
+    int64_t len = bdrv_getlength(ctx->file, errp);
+
+    if (len < 0) {
+        return -1;
+    }
+    if ((uint64_t)len > size &&
+        (bdrv_truncate(ctx->file, size, PREALLOC_MODE_OFF, errp) < 0 ||
+         bdrv_flush(ctx->file, errp) < 0)) {
+        return -1;
+    }
+    if (unlink(ctx->hdr_path) < 0) {
+        error_setg_errno(errp, errno, "Could not remove the header file "
+                         "'%s'", ctx->hdr_path);
+        return -1;
+    }
+    return sync_parent_dir(ctx->hdr_path, errp);
+}
+
+/*
+ * --decrypt, or --resume-only of a decryption: start or finish, whatever
+ * the header file (ours or cryptsetup's) says. 0 done, 1 stopped, -1 error.
+ */
+static int reencrypt_decrypt(ReencCtx *ctx, QCryptoReencryptIO *io,
+                             const QCryptoBlockSecret *secret,
+                             uint64_t hotzone, bool init_only,
+                             bool resume_only, Error **errp)
+{
+    QCryptoReencryptDecryptState st = QCRYPTO_REENCRYPT_DECRYPT_NONE;
+    bool exists = access(ctx->hdr_path, F_OK) == 0;
+    uint64_t size = 0;
+    int r;
+
+    if (!exists && resume_only) {
+        error_setg(errp, "No decryption to resume: its header file '%s' "
+                   "does not exist", ctx->hdr_path);
+        return -1;
+    }
+    ctx->hdr_fd = open(ctx->hdr_path, O_RDWR | O_CLOEXEC |
+                       (exists ? 0 : O_CREAT | O_EXCL), 0600);
+    if (ctx->hdr_fd < 0) {
+        error_setg_errno(errp, errno, "Could not open the header file '%s'",
+                         ctx->hdr_path);
+        return -1;
+    }
+    io->hdr_read = ctx_hdr_read;
+    io->hdr_write = ctx_hdr_write;
+    io->hdr_sync = ctx_hdr_sync;
+    if (!exists) {
+        if (sync_parent_dir(ctx->hdr_path, errp) < 0) {
+            return -1;
+        }
+        if (qcrypto_reencrypt_decrypt_init(secret, false, io, errp) < 0) {
+            struct stat stbuf;
+
+            /* Nothing was copied yet (a wrong passphrase): no trace left. */
+            if (fstat(ctx->hdr_fd, &stbuf) == 0 && stbuf.st_size == 0) {
+                unlink(ctx->hdr_path);
+            }
+            return -1;
+        }
+    } else {
+        if (qcrypto_reencrypt_decrypt_state(io, &st, &size, errp) < 0) {
+            return -1;
+        }
+        switch (st) {
+        case QCRYPTO_REENCRYPT_DECRYPT_NONE:
+            error_setg(errp, "'%s' exists but holds no LUKS2 header: move "
+                       "it away (or name another file with --header)",
+                       ctx->hdr_path);
+            return -1;
+        case QCRYPTO_REENCRYPT_DECRYPT_PLAIN:
+            /* an init cut short: the data past S is intact, do it again */
+            if (qcrypto_reencrypt_decrypt_init(secret, true, io, errp) < 0) {
+                return -1;
+            }
+            break;
+        case QCRYPTO_REENCRYPT_DECRYPT_RUNNING:
+            break;
+        case QCRYPTO_REENCRYPT_DECRYPT_DONE:
+            return decrypt_cleanup(ctx, size, errp);
+        case QCRYPTO_REENCRYPT_DECRYPT_DONE_UNSIZED:
+            error_setg(errp, "The decryption was finished by cryptsetup: the "
+                       "file holds the plain data followed by the old "
+                       "payload offset's worth of bytes; cut it to the data "
+                       "size and remove '%s'", ctx->hdr_path);
+            return -1;
+        }
+    }
+    if (init_only) {
+        return 0;
+    }
+    if (ctx->progress) {
+        printf("    (%3.2f/100%%)\r", 0.0);
+        fflush(stdout);
+    }
+    r = qcrypto_reencrypt_resume(secret, hotzone, io, errp);
+    if (ctx->progress) {
+        printf("\n");
+        fflush(stdout);
+    }
+    if (r != 0) {
+        return r;
+    }
+    if (qcrypto_reencrypt_decrypt_state(io, &st, &size, errp) < 0) {
+        return -1;
+    }
+    g_assert(st == QCRYPTO_REENCRYPT_DECRYPT_DONE);
+    return decrypt_cleanup(ctx, size, errp);
+}
+
+/* The --decrypt command: the file node opened, errors printed. */
+static int img_reencrypt_decrypt(ReencCtx *ctx, QCryptoReencryptIO *io,
+                                 const char *filename,
+                                 const QCryptoBlockSecret *secret,
+                                 uint64_t hotzone, bool init_only,
+                                 bool resume_only)
+{
+    Error *err = NULL;
+    int r;
+
+    ctx->file = bdrv_open(filename, "file", NULL,
+                          BDRV_O_RDWR | BDRV_O_REENCRYPT, &err);
+    if (!ctx->file) {
+        img_error_free(filename, err);
+        return 1;
+    }
+    r = reencrypt_decrypt(ctx, io, secret, hotzone, init_only, resume_only,
+                          &err);
+    if (ctx->hdr_fd >= 0) {
+        close(ctx->hdr_fd);
+    }
+    bdrv_close(ctx->file);
+    if (r < 0) {
+        img_error_free(filename, err);
+        return 1;
+    }
+    if (r > 0) {
+        img_error(filename, "Interrupted at a consistent point; finish with "
+                  "'qemu-img-lite reencrypt --resume-only' (or cryptsetup "
+                  "reencrypt --resume-only --force-offline-reencrypt "
+                  "--header %s)", ctx->hdr_path);
+        return 1;
+    }
+    return 0;
+}
+
 int img_reencrypt(int argc, char **argv)
 {
     g_auto(GStrv) opt_strs = NULL;
     g_autoptr(GHashTable) opts = NULL;
     g_autoptr(GHashTable) iopts = NULL;
     g_autofree char *resilience = NULL, *hotzone_str = NULL;
+    g_autofree char *header = NULL, *default_header = NULL;
     gboolean image_opts = FALSE, encrypt = FALSE, decrypt = FALSE;
     gboolean init_only = FALSE, resume_only = FALSE, progress = FALSE;
     ImgCommonOpts common = { 0 };
@@ -133,7 +370,10 @@ int img_reencrypt(int argc, char **argv)
         { "encrypt", 0, 0, G_OPTION_ARG_NONE, &encrypt,
           "encrypt the raw image FILENAME into LUKS2 in place", NULL },
         { "decrypt", 0, 0, G_OPTION_ARG_NONE, &decrypt,
-          "decrypt a LUKS2 image in place (not implemented yet)", NULL },
+          "decrypt a LUKS2 (or LUKS1) image in place", NULL },
+        { "header", 0, 0, G_OPTION_ARG_FILENAME, &header,
+          "--decrypt: the header's file meanwhile (default "
+          "FILE.luks2-header)", "HDR" },
         { "options", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &opt_strs,
           "key-secret=ID and the LUKS2 options of create -O luks",
           "OPTIONS" },
@@ -156,7 +396,7 @@ int img_reencrypt(int argc, char **argv)
     bool have_copts = false;
     QCryptoBlockSecret secret = { 0 };
     bool have_secret = false;
-    ReencCtx ctx = { 0 };
+    ReencCtx ctx = { .hdr_fd = -1 };
     QCryptoReencryptIO io = {
         .read = ctx_read, .write = ctx_write, .sync = ctx_sync,
         .length = ctx_length, .truncate = ctx_truncate,
@@ -191,13 +431,24 @@ int img_reencrypt(int argc, char **argv)
         img_error(NULL, "--init-only and --resume-only exclude each other");
         goto out;
     }
-    if (decrypt || (!encrypt && !resume_only)) {
-        img_error(NULL, "Only --encrypt and --resume-only of an encryption "
-                  "are implemented; use cryptsetup reencrypt for %s",
-                  decrypt ? "--decrypt" : "a new volume key");
+    if (encrypt && decrypt) {
+        img_error(NULL, "--encrypt and --decrypt exclude each other");
         goto out;
     }
-    if (resilience && !g_str_equal(resilience, "datashift")) {
+    if (!encrypt && !decrypt && !resume_only) {
+        img_error(NULL, "Only --encrypt, --decrypt and --resume-only are "
+                  "implemented; use cryptsetup reencrypt for a new volume "
+                  "key");
+        goto out;
+    }
+    if (decrypt && resilience && !g_str_equal(resilience, "datashift") &&
+        !g_str_equal(resilience, "datashift-checksum")) {
+        img_error(NULL, "--decrypt in place supports --resilience "
+                  "datashift(-checksum) only (the data moves back by the "
+                  "header size; the last zone, in place, has checksums)");
+        goto out;
+    }
+    if (!decrypt && resilience && !g_str_equal(resilience, "datashift")) {
         img_error(NULL, "--encrypt in place supports --resilience datashift "
                   "only (the data moves by the header size)");
         goto out;
@@ -251,6 +502,17 @@ int img_reencrypt(int argc, char **argv)
         have_secret = true;
     }
 
+    default_header = g_strconcat(filename, ".luks2-header", NULL);
+    ctx.hdr_path = header ? header : default_header;
+    if (decrypt || (resume_only && access(ctx.hdr_path, F_OK) == 0)) {
+        ret = img_reencrypt_decrypt(&ctx, &io, filename, &secret, hotzone,
+                                    init_only, resume_only);
+        goto out;
+    }
+    if (header) {
+        img_error(NULL, "--header is for --decrypt only");
+        goto out;
+    }
     ctx.file = bdrv_open(filename, "file", NULL, BDRV_O_RDWR, &err);
     if (!ctx.file) {
         img_error_free(filename, err);

@@ -68,6 +68,13 @@ typedef struct BlockDriverState BlockDriverState;
  */
 #define BDRV_O_NOCACHE (1 << 8)
 /*
+ * qemu-img-lite reencrypt only: open the file even though a decryption in
+ * place is under way (its header file FILE.luks2-header says so, see
+ * docs/reencrypt.md); every other open refuses it, as the file then holds
+ * part plain text, part ciphertext and no header.
+ */
+#define BDRV_O_REENCRYPT (1 << 9)
+/*
  * The alignment BDRV_O_NOCACHE I/O wants of offsets, lengths and buffers
  * to go straight to the file (anything else takes a bounce buffer): 4096
  * covers every logical block size Linux devices use (512 or 4096).

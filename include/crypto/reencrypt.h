@@ -30,6 +30,16 @@ typedef struct QCryptoReencryptIO {
      * returns true to stop there (the image stays resumable). May be NULL.
      */
     bool (*progress)(void *opaque, uint64_t done, uint64_t total);
+    /*
+     * The header's own file (a detached LUKS2 header, as decryption uses
+     * it: the data overwrites the header in the image). NULL: the header
+     * is in the data file, read and written with read/write/sync.
+     */
+    int (*hdr_read)(void *opaque, uint64_t offset, void *buf, size_t len,
+                    Error **errp);
+    int (*hdr_write)(void *opaque, uint64_t offset, const void *buf,
+                     size_t len, Error **errp);
+    int (*hdr_sync)(void *opaque, Error **errp);
     void *opaque;
 } QCryptoReencryptIO;
 
@@ -44,6 +54,42 @@ typedef struct QCryptoReencryptIO {
 int qcrypto_reencrypt_encrypt_init(const QCryptoBlockCreateOptions *options,
                                    const QCryptoReencryptIO *io,
                                    Error **errp);
+
+/*
+ * Start decrypting in place the LUKS2 or LUKS1 image in io's data file
+ * (cryptsetup 2.6's "reencrypt --decrypt" with a detached header, the
+ * "online-reencrypt-v3" requirement and "datashift-checksum" resilience).
+ * The header moves to the header file behind io->hdr_* (required): if
+ * header_copied is false that file is new and empty and the image's
+ * header is copied there first (a LUKS1 header converted to LUKS2);
+ * if true, it already holds the plain header of an init that stopped
+ * before its metadata was written. Then the first min(S, V) bytes of
+ * ciphertext (S the payload offset, V the data size) move to the start of
+ * the data file and the metadata records it. Nothing is decrypted yet:
+ * qcrypto_reencrypt_resume() does it, and at the end the data file is
+ * truncated to V; the caller then removes the header file.
+ */
+int qcrypto_reencrypt_decrypt_init(const QCryptoBlockSecret *secret,
+                                   bool header_copied,
+                                   const QCryptoReencryptIO *io,
+                                   Error **errp);
+
+/* What the header file behind io->hdr_* holds (decryption). */
+typedef enum QCryptoReencryptDecryptState {
+    QCRYPTO_REENCRYPT_DECRYPT_NONE,         /* not a LUKS2 header */
+    QCRYPTO_REENCRYPT_DECRYPT_PLAIN,        /* init stopped before metadata */
+    QCRYPTO_REENCRYPT_DECRYPT_RUNNING,      /* a re-encryption requirement */
+    QCRYPTO_REENCRYPT_DECRYPT_DONE,         /* ours, finished: *size is V */
+    QCRYPTO_REENCRYPT_DECRYPT_DONE_UNSIZED, /* cryptsetup's finished one */
+} QCryptoReencryptDecryptState;
+
+/*
+ * Classify the header file (io->hdr_*); for _DONE, *size is the data
+ * size to truncate the data file to. -1 and errp if it cannot be read.
+ */
+int qcrypto_reencrypt_decrypt_state(const QCryptoReencryptIO *io,
+                                    QCryptoReencryptDecryptState *state,
+                                    uint64_t *size, Error **errp);
 
 /*
  * Finish the re-encryption the image behind io is in (started by us or by

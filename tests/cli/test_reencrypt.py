@@ -340,7 +340,7 @@ class Reencrypt(TestCase):
                     s["offset"] = str(int(s["offset"]) + 4096)
 
         untouched(shift, "inconsistent")
-        untouched(mode, "mode 'decrypt'")
+        untouched(mode, "decryption keeps the header in its own file")
         untouched(version, "not supported")
         untouched(digest, "does not match its digest")
         untouched(moved, "segments")
@@ -348,9 +348,12 @@ class Reencrypt(TestCase):
                           "secret,id=sec0,data=wrong", "--resume-only",
                           "--image-opts", image_opts(img)],
                          "Invalid password")
+        before = file_bytes(img)
         self.assertFails(["reencrypt", "--object", SECRET, "--decrypt",
                           "--image-opts", image_opts(img)],
-                         "use cryptsetup reencrypt")
+                         "unfinished re-encryption")
+        self.assertEqual(file_bytes(img), before)
+        self.assertFalse(os.path.exists(img + ".luks2-header"))
 
     # ---- crash safety ----
 
