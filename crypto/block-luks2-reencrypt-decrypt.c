@@ -528,8 +528,14 @@ static int dec_moved_zone(Dec *d, uint8_t *buf, Error **errp)
     if (reenc_block_write(r->block, d->area_offset, sums, n * d->csum_len,
                           (void *)io, errp) < 0 ||
         reenc_hdr_sync(io, errp) < 0 ||
-        reenc_write_root(r, during, errp) < 0 ||
-        qcrypto_block_decrypt(r->block, 0, buf, m, errp) < 0 ||
+        reenc_write_root(r, during, errp) < 0) {
+        return -1;
+    }
+    /* For tests only: stop with the moved zone marked, nothing written. */
+    if (g_getenv("QIL_TEST_REENCRYPT_STOP_IN_MOVED_ZONE")) {
+        return 1;
+    }
+    if (qcrypto_block_decrypt(r->block, 0, buf, m, errp) < 0 ||
         io->write(io->opaque, 0, buf, m, errp) < 0 ||
         data_sync(io, errp) < 0) {
         return -1;
@@ -667,9 +673,11 @@ int reenc_decrypt_resume(Reenc *r, JsonObject *ks,
             ret = 1;
             goto out;
         }
-        if (dec_moved_zone(d, buf, errp) < 0) {
+        ret = dec_moved_zone(d, buf, errp);
+        if (ret != 0) {
             goto out;
         }
+        ret = -1;
     }
     if (dec_finish(d, errp) < 0) {
         goto out;
@@ -867,12 +875,57 @@ static int dec_copy_header(const QCryptoReencryptIO *io, uint64_t len,
     return io->hdr_sync(io->opaque, errp);
 }
 
+/*
+ * Load the header (from the data file, or its own file) and unlock it:
+ * md and key are the caller's.
+ */
+static int dec_load_plain(Reenc *r, const QCryptoReencryptIO *io,
+                          const QCryptoBlockSecret *secret,
+                          QCryptoLUKS2Metadata **md, QCryptoSecureBuf **key,
+                          Error **errp)
+{
+    int slot;
+
+    if (reenc_load(r, io, errp) < 0) {
+        return -1;
+    }
+    *md = qcrypto_luks2_metadata_parse(r->hdr->json, r->hdr->bin.hdr_size,
+                                       errp);
+    if (!*md || dec_check_plain(*md, errp) < 0 ||
+        qcrypto_luks2_unlock(*md, secret, r->block, reenc_block_read,
+                             (void *)r->io, key, &slot, errp) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+int qcrypto_reencrypt_decrypt_export_header(const QCryptoBlockSecret *secret,
+                                            const QCryptoReencryptIO *io,
+                                            Error **errp)
+{
+    QCryptoReencryptIO in_data = io_header_in_data(io);
+    Reenc r = { 0 };
+    g_autoptr(QCryptoLUKS2Metadata) md = NULL;
+    g_autoptr(QCryptoSecureBuf) key = NULL;
+    int ret = -1;
+
+    if (!io->hdr_read || !io->hdr_write || !io->hdr_sync) {
+        error_setg(errp, "In-place decryption needs a file for the header");
+        return -1;
+    }
+    /* the passphrase is checked before anything is written */
+    if (dec_load_plain(&r, &in_data, secret, &md, &key, errp) == 0 &&
+        dec_copy_header(io, qcrypto_luks2_keyslots_end(md), errp) == 0) {
+        ret = 0;
+    }
+    reenc_clear(&r);
+    return ret;
+}
+
 int qcrypto_reencrypt_decrypt_init(const QCryptoBlockSecret *secret,
-                                   bool header_copied,
                                    const QCryptoReencryptIO *io,
                                    Error **errp)
 {
-    QCryptoReencryptIO in_data = io_header_in_data(io);
     Reenc r = { 0 };
     Dec d = { .r = &r };
     g_autoptr(QCryptoLUKS2Metadata) md = NULL;
@@ -880,7 +933,7 @@ int qcrypto_reencrypt_decrypt_init(const QCryptoBlockSecret *secret,
     g_autoptr(JsonNode) state = NULL;
     const QCryptoLUKS2Segment *seg;
     int64_t flen = io->length(io->opaque, errp);
-    int slot, ret = -1;
+    int ret = -1;
 
     if (flen < 0) {
         return -1;
@@ -889,14 +942,7 @@ int qcrypto_reencrypt_decrypt_init(const QCryptoBlockSecret *secret,
         error_setg(errp, "In-place decryption needs a file for the header");
         return -1;
     }
-    if (reenc_load(&r, header_copied ? io : &in_data, errp) < 0) {
-        goto out;
-    }
-    md = qcrypto_luks2_metadata_parse(r.hdr->json, r.hdr->bin.hdr_size,
-                                      errp);
-    if (!md || dec_check_plain(md, errp) < 0 ||
-        qcrypto_luks2_unlock(md, secret, r.block, reenc_block_read,
-                             (void *)r.io, &key, &slot, errp) < 0) {
+    if (dec_load_plain(&r, io, secret, &md, &key, errp) < 0) {
         goto out;
     }
     seg = md->segments[0];
@@ -915,16 +961,10 @@ int qcrypto_reencrypt_decrypt_init(const QCryptoBlockSecret *secret,
     }
     state = dec_state_root(&d, r.moved_size, 0, false);
     /*
-     * The header first goes to its own file, durable: from then on a
-     * crash leaves that file's plain header, and the data in place past
-     * S (only the start of the data file is written below), so the init
-     * can be done again from it.
+     * Only the start of the data file is written, from past S: the source
+     * stays intact, so a crash before the metadata below is durable leaves
+     * the plain header in its file and this can be done again.
      */
-    if (!header_copied &&
-        dec_copy_header(io, qcrypto_luks2_keyslots_end(md), errp) < 0) {
-        goto out;
-    }
-    r.io = io;
     if (reenc_io_copy(io, r.shift, 0, r.moved_size, errp) < 0 ||
         io->sync(io->opaque, errp) < 0 ||
         reenc_write_root(&r, state, errp) < 0) {

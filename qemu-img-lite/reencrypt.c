@@ -247,56 +247,65 @@ static int reencrypt_decrypt(ReencCtx *ctx, QCryptoReencryptIO *io,
                    "does not exist", ctx->hdr_path);
         return -1;
     }
-    ctx->hdr_fd = open(ctx->hdr_path, O_RDWR | O_CLOEXEC |
-                       (exists ? 0 : O_CREAT | O_EXCL), 0600);
-    if (ctx->hdr_fd < 0) {
-        error_setg_errno(errp, errno, "Could not open the header file '%s'",
-                         ctx->hdr_path);
-        return -1;
-    }
     io->hdr_read = ctx_hdr_read;
     io->hdr_write = ctx_hdr_write;
     io->hdr_sync = ctx_hdr_sync;
     if (!exists) {
+        /* Written whole under another name, then renamed: all or nothing. */
+        g_autofree char *tmp = g_strconcat(ctx->hdr_path, ".tmp", NULL);
+
+        ctx->hdr_fd = open(tmp, O_RDWR | O_CLOEXEC | O_CREAT | O_TRUNC,
+                           0600);
+        if (ctx->hdr_fd < 0) {
+            error_setg_errno(errp, errno, "Could not create '%s'", tmp);
+            return -1;
+        }
+        if (qcrypto_reencrypt_decrypt_export_header(secret, io, errp) < 0) {
+            unlink(tmp);
+            return -1;
+        }
+        if (rename(tmp, ctx->hdr_path) < 0) {
+            error_setg_errno(errp, errno, "Could not rename '%s'", tmp);
+            unlink(tmp);
+            return -1;
+        }
         if (sync_parent_dir(ctx->hdr_path, errp) < 0) {
             return -1;
         }
-        if (qcrypto_reencrypt_decrypt_init(secret, false, io, errp) < 0) {
-            struct stat stbuf;
-
-            /* Nothing was copied yet (a wrong passphrase): no trace left. */
-            if (fstat(ctx->hdr_fd, &stbuf) == 0 && stbuf.st_size == 0) {
-                unlink(ctx->hdr_path);
-            }
+        st = QCRYPTO_REENCRYPT_DECRYPT_PLAIN;
+    } else {
+        ctx->hdr_fd = open(ctx->hdr_path, O_RDWR | O_CLOEXEC);
+        if (ctx->hdr_fd < 0) {
+            error_setg_errno(errp, errno, "Could not open the header file "
+                             "'%s'", ctx->hdr_path);
             return -1;
         }
-    } else {
         if (qcrypto_reencrypt_decrypt_state(io, &st, &size, errp) < 0) {
             return -1;
         }
-        switch (st) {
-        case QCRYPTO_REENCRYPT_DECRYPT_NONE:
-            error_setg(errp, "'%s' exists but holds no LUKS2 header: move "
-                       "it away (or name another file with --header)",
-                       ctx->hdr_path);
-            return -1;
-        case QCRYPTO_REENCRYPT_DECRYPT_PLAIN:
-            /* an init cut short: the data past S is intact, do it again */
-            if (qcrypto_reencrypt_decrypt_init(secret, true, io, errp) < 0) {
-                return -1;
-            }
-            break;
-        case QCRYPTO_REENCRYPT_DECRYPT_RUNNING:
-            break;
-        case QCRYPTO_REENCRYPT_DECRYPT_DONE:
-            return decrypt_cleanup(ctx, size, errp);
-        case QCRYPTO_REENCRYPT_DECRYPT_DONE_UNSIZED:
-            error_setg(errp, "The decryption was finished by cryptsetup: the "
-                       "file holds the plain data followed by the old "
-                       "payload offset's worth of bytes; cut it to the data "
-                       "size and remove '%s'", ctx->hdr_path);
+    }
+    switch (st) {
+    case QCRYPTO_REENCRYPT_DECRYPT_NONE:
+        error_setg(errp, "'%s' exists but holds no LUKS2 header: move it "
+                   "away (or name another file with --header)",
+                   ctx->hdr_path);
+        return -1;
+    case QCRYPTO_REENCRYPT_DECRYPT_PLAIN:
+        /* new, or an init cut short: the data past S is intact */
+        if (qcrypto_reencrypt_decrypt_init(secret, io, errp) < 0) {
             return -1;
         }
+        break;
+    case QCRYPTO_REENCRYPT_DECRYPT_RUNNING:
+        break;
+    case QCRYPTO_REENCRYPT_DECRYPT_DONE:
+        return decrypt_cleanup(ctx, size, errp);
+    case QCRYPTO_REENCRYPT_DECRYPT_DONE_UNSIZED:
+        error_setg(errp, "The decryption was finished by cryptsetup: the "
+                   "file holds the plain data followed by the old payload "
+                   "offset's worth of bytes; cut it to the data size and "
+                   "remove '%s'", ctx->hdr_path);
+        return -1;
     }
     if (init_only) {
         return 0;
@@ -504,7 +513,8 @@ int img_reencrypt(int argc, char **argv)
 
     default_header = g_strconcat(filename, ".luks2-header", NULL);
     ctx.hdr_path = header ? header : default_header;
-    if (decrypt || (resume_only && access(ctx.hdr_path, F_OK) == 0)) {
+    if (decrypt ||
+        (resume_only && (header || access(ctx.hdr_path, F_OK) == 0))) {
         ret = img_reencrypt_decrypt(&ctx, &io, filename, &secret, hotzone,
                                     init_only, resume_only);
         goto out;

@@ -56,28 +56,36 @@ int qcrypto_reencrypt_encrypt_init(const QCryptoBlockCreateOptions *options,
                                    Error **errp);
 
 /*
- * Start decrypting in place the LUKS2 or LUKS1 image in io's data file
- * (cryptsetup 2.6's "reencrypt --decrypt" with a detached header, the
- * "online-reencrypt-v3" requirement and "datashift-checksum" resilience).
- * The header moves to the header file behind io->hdr_* (required): if
- * header_copied is false that file is new and empty and the image's
- * header is copied there first (a LUKS1 header converted to LUKS2);
- * if true, it already holds the plain header of an init that stopped
- * before its metadata was written. Then the first min(S, V) bytes of
- * ciphertext (S the payload offset, V the data size) move to the start of
- * the data file and the metadata records it. Nothing is decrypted yet:
- * qcrypto_reencrypt_resume() does it, and at the end the data file is
- * truncated to V; the caller then removes the header file.
+ * In-place decryption of a LUKS2 or LUKS1 image (cryptsetup 2.6's
+ * "reencrypt --decrypt" with a detached header: the "online-reencrypt-v3"
+ * requirement, "datashift-checksum" resilience). The data overwrites the
+ * header in the image, so the header lives in its own file meanwhile
+ * (io->hdr_*, required), and the caller removes that file at the end.
+ *
+ * First qcrypto_reencrypt_decrypt_export_header(): check the passphrase
+ * and copy the image's header into the (empty) header file, a LUKS1
+ * header converted to LUKS2 (as cryptsetup convert does), then sync. The
+ * caller makes that file appear whole (write a temporary, rename it).
+ *
+ * Then qcrypto_reencrypt_decrypt_init(): from the header file, move the
+ * first min(S, V) bytes of ciphertext (S the payload offset, V the data
+ * size) to the start of the data file and write the metadata that says
+ * so. A crash in it leaves the header file's plain header and the data in
+ * place past S: it can be done again. Nothing is decrypted yet:
+ * qcrypto_reencrypt_resume() does it, and at the end cuts the data file
+ * to V.
  */
+int qcrypto_reencrypt_decrypt_export_header(const QCryptoBlockSecret *secret,
+                                            const QCryptoReencryptIO *io,
+                                            Error **errp);
 int qcrypto_reencrypt_decrypt_init(const QCryptoBlockSecret *secret,
-                                   bool header_copied,
                                    const QCryptoReencryptIO *io,
                                    Error **errp);
 
 /* What the header file behind io->hdr_* holds (decryption). */
 typedef enum QCryptoReencryptDecryptState {
     QCRYPTO_REENCRYPT_DECRYPT_NONE,         /* not a LUKS2 header */
-    QCRYPTO_REENCRYPT_DECRYPT_PLAIN,        /* init stopped before metadata */
+    QCRYPTO_REENCRYPT_DECRYPT_PLAIN,        /* exported; init not done */
     QCRYPTO_REENCRYPT_DECRYPT_RUNNING,      /* a re-encryption requirement */
     QCRYPTO_REENCRYPT_DECRYPT_DONE,         /* ours, finished: *size is V */
     QCRYPTO_REENCRYPT_DECRYPT_DONE_UNSIZED, /* cryptsetup's finished one */

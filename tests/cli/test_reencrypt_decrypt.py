@@ -1,0 +1,421 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""qemu-img-lite reencrypt --decrypt (issue 13): in place, resumable, and
+resumable by cryptsetup 2.6 (and cryptsetup's runs by us).
+
+A LUKS2 image becomes the raw image again byte for byte, the file shrinking
+to the data size. Meanwhile the header lives in FILE.luks2-header (a
+cryptsetup detached header with the online-reencrypt-v3 requirement and
+datashift-checksum resilience) and every other command refuses the image.
+
+The kill tests SIGKILL our command (or cryptsetup's) at random moments,
+then go on with our command or cryptsetup's, alternately, and check every
+byte. The seed is printed with each failure.
+"""
+import base64
+import hashlib
+import json
+import os
+import random
+import struct
+import subprocess
+import time
+
+from qiltest import (CRYPTSETUP, ITER_TIME, PASSPHRASE, QEMU_IMG, SECRET,
+                     TOOL, TestCase, file_bytes, main, qemu_img, qil,
+                     random_file, run)
+
+MiB = 1 << 20
+# align-payload=2048 sectors: a 1 MiB data shift keeps the tests small.
+SMALL = f"key-secret=sec0,iter-time={ITER_TIME},align-payload=2048"
+SHIFT = MiB
+KILL_ROUNDS = 10
+
+
+def image_opts(img):
+    return f"driver=luks,key-secret=sec0,file.filename={img}"
+
+
+def rewrite_json(hdr, edit):
+    """Apply edit(metadata) to both LUKS2 header copies, checksums right."""
+    with open(hdr, "r+b") as f:
+        hdr_size = struct.unpack(">Q", f.read(16)[8:16])[0]
+        for off in (0, hdr_size):
+            f.seek(off)
+            area = bytearray(f.read(hdr_size))
+            md = json.loads(area[4096:].split(b"\0")[0])
+            edit(md)
+            text = json.dumps(md, separators=(",", ":")).encode()
+            area[4096:] = text + bytes(hdr_size - 4096 - len(text))
+            area[0x1C0:0x200] = bytes(64)
+            area[0x1C0:0x1E0] = hashlib.sha256(area).digest()
+            f.seek(off)
+            f.write(area)
+
+
+def header_json(hdr):
+    with open(hdr, "rb") as f:
+        hdr_size = struct.unpack(">Q", f.read(16)[8:16])[0]
+        f.seek(4096)
+        return json.loads(f.read(hdr_size - 4096).split(b"\0")[0])
+
+
+def reenc_slot(md):
+    return [k for k in md["keyslots"].values() if k["type"] == "reencrypt"][0]
+
+
+class Decrypt(TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.seed = int.from_bytes(os.urandom(4), "little")
+        cls.rng = random.Random(cls.seed)
+
+    def setUp(self):
+        super().setUp()
+        self.keyfile = self.path("key")
+        with open(self.keyfile, "w") as f:
+            f.write(PASSPHRASE)
+
+    def need_all(self):
+        self.need_luks()
+        self.need_cryptsetup()
+
+    # ---- helpers ----
+
+    def luks2(self, name, size, seed=3, opts=SMALL):
+        """A LUKS2 image (our in-place encryption) and its raw original."""
+        img = self.path(name)
+        random_file(img, size, seed)
+        orig = self.path(name + ".orig")
+        random_file(orig, size, seed)
+        qil("reencrypt", "--object", SECRET, "--encrypt", "-o", opts, img)
+        return img, orig
+
+    def decrypt(self, img, *extra, check=True):
+        return qil("reencrypt", "--object", SECRET, "--decrypt", *extra,
+                   "--image-opts", image_opts(img), check=check)
+
+    def resume_ours(self, img, *extra, check=True):
+        return qil("reencrypt", "--object", SECRET, "--resume-only", *extra,
+                   "--image-opts", image_opts(img), check=check)
+
+    def cryptsetup_args(self, img, *extra):
+        return [CRYPTSETUP, "reencrypt", *extra, "--force-offline-reencrypt",
+                "--batch-mode", "--key-file", self.keyfile, "--header",
+                img + ".luks2-header", img]
+
+    def resume_cryptsetup(self, img):
+        proc = run(self.cryptsetup_args(img, "--resume-only"), check=False)
+        if "Run repair first" in proc.stderr:
+            run([CRYPTSETUP, "repair", "--batch-mode", "--key-file",
+                 self.keyfile, "--header", img + ".luks2-header", img])
+            if "requirements" not in header_json(img + ".luks2-header")[
+                    "config"]:
+                return
+            proc = run(self.cryptsetup_args(img, "--resume-only"),
+                       check=False)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+
+    def finish_after_cryptsetup(self, img, size):
+        """cryptsetup finished: its header stays, the file is S longer."""
+        hdr = img + ".luks2-header"
+        md = header_json(hdr)
+        self.assertNotIn("requirements", md["config"])
+        self.assertEqual(md["segments"]["0"]["type"], "linear")
+        self.assertEqual(os.path.getsize(img), size + SHIFT)
+        self.assertFails(["reencrypt", "--object", SECRET, "--resume-only",
+                          "--image-opts", image_opts(img)],
+                         "finished by cryptsetup")
+        os.unlink(hdr)
+        os.truncate(img, size)
+
+    def assert_raw(self, img, orig):
+        self.assertFalse(os.path.exists(img + ".luks2-header"),
+                         f"seed {self.seed}")
+        self.assertEqual(file_bytes(img), file_bytes(orig),
+                         f"seed {self.seed}")
+
+    # ---- decryption ----
+
+    def test_encrypt_then_decrypt_is_identical(self):
+        """Default 16 MiB shift: encrypt, decrypt, the very same file."""
+        self.need_all()
+        img, orig = self.luks2("a.img", 20 * MiB + 4096,
+                               opts=f"key-secret=sec0,iter-time={ITER_TIME}")
+        self.assertEqual(os.path.getsize(img), 36 * MiB + 4096)
+        self.decrypt(img, "-p")
+        self.assert_raw(img, orig)
+        run(["cmp", img, orig])
+
+    def test_small_image_and_options(self):
+        """Smaller than the shift; 512-byte sectors, aes-128, pbkdf2."""
+        self.need_all()
+        img, orig = self.luks2("b.img", 96 * 1024 + 512, opts=SMALL +
+                               ",cipher-alg=aes-128,sector-size=512,"
+                               "kdf=pbkdf2")
+        self.decrypt(img, "--hotzone-size", "64k")
+        self.assert_raw(img, orig)
+
+    def test_init_only_metadata_as_cryptsetup(self):
+        """--init-only: cryptsetup reads the state as its own, finishes it."""
+        self.need_all()
+        img, orig = self.luks2("c.img", 5 * MiB)
+        self.decrypt(img, "--init-only")
+        hdr = img + ".luks2-header"
+        md = header_json(hdr)
+        self.assertEqual(md["config"]["requirements"]["mandatory"],
+                         ["online-reencrypt-v3"])
+        ks = reenc_slot(md)
+        self.assertEqual((ks["mode"], ks["direction"], ks["area"]["type"],
+                          ks["area"]["shift_size"], ks["area"]["hash"]),
+                         ("decrypt", "forward", "datashift-checksum",
+                          str(SHIFT), "sha256"))
+        segs = md["segments"]
+        self.assertEqual([(s["type"], s["offset"], s.get("flags", []))
+                          for s in segs.values()],
+                         [("crypt", "0", []), ("crypt", str(2 * SHIFT), []),
+                          ("crypt", "0", ["backup-moved-segment"]),
+                          ("crypt", str(SHIFT), ["backup-previous"]),
+                          ("linear", "0", ["backup-final"])])
+        # cryptsetup's own view of it
+        dump = run([CRYPTSETUP, "luksDump", hdr]).stdout
+        self.assertIn("decrypt", dump)
+        # Every other command refuses the image meanwhile.
+        for args in (["info", img],
+                     ["info", "--object", SECRET, "--image-opts",
+                      image_opts(img)],
+                     ["convert", "-O", "raw", img, self.path("x.raw")]):
+            self.assertFails(args, "being decrypted in place")
+        self.resume_cryptsetup(img)
+        self.assertEqual(file_bytes(img)[:5 * MiB], file_bytes(orig))
+        self.finish_after_cryptsetup(img, 5 * MiB)
+        self.assert_raw(img, orig)
+
+    def test_cryptsetup_init_resumed_by_us(self):
+        """cryptsetup reencrypt --decrypt --init-only, finished by us."""
+        self.need_all()
+        img, orig = self.luks2("d.img", 6 * MiB)
+        run(self.cryptsetup_args(img, "--decrypt", "--init-only"))
+        self.resume_ours(img)
+        self.assert_raw(img, orig)
+
+    def test_our_decrypt_of_cryptsetup_init(self):
+        """--decrypt (not only --resume-only) goes on with a started run."""
+        self.need_all()
+        img, orig = self.luks2("d2.img", 3 * MiB)
+        run(self.cryptsetup_args(img, "--decrypt", "--init-only"))
+        self.decrypt(img)
+        self.assert_raw(img, orig)
+
+    def test_header_option(self):
+        """--header names the header file, as cryptsetup's."""
+        self.need_all()
+        img, orig = self.luks2("h.img", 3 * MiB)
+        hdr = self.path("elsewhere.hdr")
+        self.decrypt(img, "--header", hdr, "--init-only")
+        self.assertTrue(os.path.exists(hdr))
+        self.assertFalse(os.path.exists(img + ".luks2-header"))
+        self.resume_ours(img, "--header", hdr)
+        self.assertFalse(os.path.exists(hdr))
+        self.assertEqual(file_bytes(img), file_bytes(orig))
+
+    def test_sigint_stops_between_zones(self):
+        self.need_all()
+        img, orig = self.luks2("e.img", 24 * MiB)
+        proc = subprocess.Popen(
+            [TOOL, "reencrypt", "--object", SECRET, "--decrypt",
+             "--hotzone-size", "64k", "-p", "--image-opts", image_opts(img)],
+            bufsize=0, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        buf = b""
+        while b"MiB/s" not in buf:
+            c = proc.stdout.read(1)
+            if not c:
+                break
+            buf += c
+        proc.send_signal(subprocess.signal.SIGINT)
+        out, err = proc.communicate()
+        if proc.returncode == 0:
+            self.skipTest("finished before the signal")
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn(b"--resume-only", err)
+        self.resume_ours(img)
+        self.assert_raw(img, orig)
+
+    # ---- refusals ----
+
+    def test_refusals_leave_everything_untouched(self):
+        self.need_all()
+        img, _ = self.luks2("f.img", 3 * MiB)
+        before = file_bytes(img)
+        self.assertFails(["reencrypt", "--object",
+                          "secret,id=sec0,data=wrong", "--decrypt",
+                          "--image-opts", image_opts(img)],
+                         "Invalid password")
+        self.assertEqual(file_bytes(img), before)
+        self.assertEqual(os.listdir(self.dir).count("f.img.luks2-header"), 0)
+        self.assertFails(["reencrypt", "--object", SECRET, "--resume-only",
+                          "--header", self.path("none"), "--image-opts",
+                          image_opts(img)], "does not exist")
+        with open(img + ".luks2-header", "wb") as f:
+            f.write(b"not a header")
+        self.assertFails(["reencrypt", "--object", SECRET, "--decrypt",
+                          "--image-opts", image_opts(img)],
+                         "holds no LUKS2 header")
+        os.unlink(img + ".luks2-header")
+        self.assertEqual(file_bytes(img), before)
+
+        self.decrypt(img, "--init-only")
+        hdr = img + ".luks2-header"
+        started, started_hdr = file_bytes(img), file_bytes(hdr)
+
+        def untouched(edit, message):
+            bad, badhdr = self.path("bad.img"), self.path("bad.img.luks2-header")
+            with open(bad, "wb") as f:
+                f.write(started)
+            with open(badhdr, "wb") as f:
+                f.write(started_hdr)
+            if edit:
+                rewrite_json(badhdr, edit)
+            b_img, b_hdr = file_bytes(bad), file_bytes(badhdr)
+            self.assertFails(["reencrypt", "--object", SECRET,
+                              "--resume-only", "--image-opts",
+                              image_opts(bad)], message)
+            self.assertEqual(file_bytes(bad), b_img)
+            self.assertEqual(file_bytes(badhdr), b_hdr)
+
+        def shift(md):
+            reenc_slot(md)["area"]["shift_size"] = str(SHIFT // 2)
+
+        def direction(md):
+            reenc_slot(md)["direction"] = "backward"
+
+        def version(md):
+            md["config"]["requirements"]["mandatory"] = ["online-reencrypt-v9"]
+
+        def digest(md):
+            d = [d for d in md["digests"].values() if not d["segments"]][0]
+            raw = bytearray(base64.b64decode(d["digest"]))
+            raw[0] ^= 1
+            d["digest"] = base64.b64encode(bytes(raw)).decode()
+
+        def moved(md):
+            for s in md["segments"].values():
+                if "backup-moved-segment" in s.get("flags", []):
+                    s["size"] = str(SHIFT // 2)
+
+        def segment(md):
+            md["segments"]["1"]["offset"] = str(3 * SHIFT)
+
+        untouched(shift, "inconsistent")
+        untouched(direction, "not supported")
+        untouched(version, "not supported")
+        untouched(digest, "does not match its digest")
+        untouched(moved, "inconsistent")
+        untouched(segment, "segments do not describe")
+
+    def test_wrong_hot_zone_checksum(self):
+        """A hot-zone checksum that matches nothing: refused, untouched."""
+        self.need_all()
+        img, orig = self.luks2("g.img", 3 * MiB)
+        hdr = img + ".luks2-header"
+        # Stop in the last zone: kill our run with it marked, by hand.
+        self.decrypt(img, "--init-only")
+        env = dict(os.environ, QIL_TEST_REENCRYPT_STOP_IN_MOVED_ZONE="1")
+        proc = subprocess.run([TOOL, "reencrypt", "--object", SECRET,
+                               "--resume-only", "--image-opts",
+                               image_opts(img)], env=env,
+                              capture_output=True, text=True)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        ks = reenc_slot(header_json(hdr))
+        good = file_bytes(hdr)
+        with open(hdr, "r+b") as f:
+            f.seek(int(ks["area"]["offset"]) + 32 * 5)
+            b = f.read(1)
+            f.seek(-1, 1)
+            f.write(bytes([b[0] ^ 0x80]))
+        b_img, b_hdr = file_bytes(img), file_bytes(hdr)
+        self.assertFails(["reencrypt", "--object", SECRET, "--resume-only",
+                          "--image-opts", image_opts(img)],
+                         "hot zone checksum of block 5")
+        self.assertEqual(file_bytes(img), b_img)
+        self.assertEqual(file_bytes(hdr), b_hdr)
+        with open(hdr, "wb") as f:
+            f.write(good)
+        self.resume_ours(img)
+        self.assert_raw(img, orig)
+
+    # ---- crash safety ----
+
+    def kill_at_random(self, args, limit):
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(self.rng.uniform(0, limit))
+        proc.kill()
+        return proc.wait()
+
+    def go_on(self, img, orig, size, round_):
+        """Finish whatever a kill left, alternating the tool."""
+        hdr = img + ".luks2-header"
+        if not os.path.exists(hdr):
+            if os.path.getsize(img) == size:
+                return          # killed after the very end (the unlink)
+            # Killed before the header file was whole: nothing changed.
+            self.assertEqual(os.path.getsize(img), size + SHIFT)
+            self.decrypt(img)
+            return
+        md = header_json(hdr)
+        if "requirements" not in md["config"] or round_ % 2:
+            self.resume_ours(img)
+            return
+        self.resume_cryptsetup(img)
+        self.finish_after_cryptsetup(img, size)
+
+    def test_sigkill_ours_then_resume(self):
+        """Kill our decryption (and our resume) anywhere; nothing is lost."""
+        self.need_all()
+        size = 6 * MiB
+        for i in range(KILL_ROUNDS):
+            img, orig = self.luks2(f"k{i}.img", size, seed=i)
+            rc = self.kill_at_random(
+                [TOOL, "reencrypt", "--object", SECRET, "--decrypt",
+                 "--hotzone-size", "256k", "--image-opts", image_opts(img)],
+                0.25)
+            if rc != 0:
+                if i % 4 == 1 and os.path.exists(img + ".luks2-header"):
+                    self.kill_at_random(
+                        [TOOL, "reencrypt", "--object", SECRET,
+                         "--resume-only", "--hotzone-size", "128k",
+                         "--image-opts", image_opts(img)], 0.15)
+                self.go_on(img, orig, size, i)
+            self.assert_raw(img, orig)
+            os.unlink(img)
+
+    def test_sigkill_cryptsetup_then_resume_ours(self):
+        """cryptsetup's decryption killed anywhere, finished by us."""
+        self.need_all()
+        size = 6 * MiB
+        for i in range(KILL_ROUNDS // 2):
+            img, orig = self.luks2(f"c{i}.img", size, seed=100 + i)
+            hdr = img + ".luks2-header"
+            rc = self.kill_at_random(self.cryptsetup_args(img, "--decrypt"),
+                                     0.6)
+            if rc == 0:
+                self.finish_after_cryptsetup(img, size)
+            elif os.path.exists(hdr) and \
+                    "requirements" in header_json(hdr)["config"]:
+                self.resume_ours(img)
+            elif os.path.exists(hdr):
+                # cut before its metadata: a plain header, data intact
+                md = header_json(hdr)
+                if md["segments"]["0"]["type"] == "crypt":
+                    self.decrypt(img)
+                else:
+                    self.finish_after_cryptsetup(img, size)
+            else:
+                self.assertEqual(os.path.getsize(img), size + SHIFT)
+                self.decrypt(img)
+            self.assert_raw(img, orig)
+            os.unlink(img)
+
+
+if __name__ == "__main__":
+    main()
