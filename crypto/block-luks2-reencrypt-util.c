@@ -59,6 +59,17 @@ int reenc_get_u64(JsonObject *o, const char *what, const char *key,
     return luks2_json_get_u64_string(o, what, key, v, errp);
 }
 
+const char *reenc_get_str(JsonObject *o, const char *key, const char *def)
+{
+    JsonNode *n = json_object_get_member(o, key);
+
+    if (!n || !JSON_NODE_HOLDS_VALUE(n) ||
+        json_node_get_value_type(n) != G_TYPE_STRING) {
+        return def;
+    }
+    return json_node_get_string(n);
+}
+
 bool reenc_seg_has_flag(JsonObject *seg, const char *flag)
 {
     JsonArray *flags;
@@ -225,8 +236,7 @@ static bool ser_u32(GByteArray *b, JsonObject *o, const char *key)
 
 static bool ser_segment(GByteArray *b, JsonObject *seg)
 {
-    const char *type = json_object_has_member(seg, "type") ?
-        json_object_get_string_member(seg, "type") : NULL;
+    const char *type = reenc_get_str(seg, "type", NULL);
 
     if (!type || !ser_str(b, seg, "type") || !ser_u64(b, seg, "offset", false) ||
         !ser_u64(b, seg, "size", true)) {
@@ -242,9 +252,9 @@ static bool ser_segment(GByteArray *b, JsonObject *seg)
 static bool ser_keyslot(GByteArray *b, JsonObject *ks)
 {
     JsonObject *area = json_object_get_object_member(ks, "area");
-    const char *type = json_object_get_string_member(area, "type");
+    const char *type = area ? reenc_get_str(area, "type", NULL) : NULL;
 
-    if (!ser_str(b, ks, "mode") || !ser_str(b, ks, "direction") ||
+    if (!type || !ser_str(b, ks, "mode") || !ser_str(b, ks, "direction") ||
         !ser_str(b, area, "type") || !ser_u64(b, area, "offset", false) ||
         !ser_u64(b, area, "size", false)) {
         return false;
@@ -497,8 +507,7 @@ JsonObject *reenc_find_keyslot(Reenc *r, const char **mode, Error **errp)
         if (!JSON_NODE_HOLDS_OBJECT(n)) {
             continue;
         }
-        t = json_object_get_string_member_with_default(
-            json_node_get_object(n), "type", "");
+        t = reenc_get_str(json_node_get_object(n), "type", "");
         if (g_str_equal(t, "reencrypt")) {
             if (r->ks_id >= 0) {
                 error_setg(errp, "LUKS2 image has two reencrypt key slots");

@@ -92,10 +92,8 @@ static int reenc_parse(Reenc *r, JsonObject *ks, Error **errp)
     }
     {
         uint64_t off, fo;
-        const char *ft = json_object_get_string_member_with_default(
-            r->final, "type", "");
-        const char *fs = json_object_get_string_member_with_default(
-            r->final, "size", "");
+        const char *ft = reenc_get_str(r->final, "type", "");
+        const char *fs = reenc_get_str(r->final, "size", "");
 
         if (reenc_get_u64(r->prev, "backup-previous segment", "size", &r->size,
                     errp) < 0 ||
@@ -118,8 +116,7 @@ static int reenc_parse(Reenc *r, JsonObject *ks, Error **errp)
             r->shift % QCRYPTO_LUKS2_AREA_ALIGN ||
             r->moved_size != MIN(r->shift, r->size) ||
             r->moved_offset < r->shift + r->size ||
-            !g_str_equal(json_object_get_string_member_with_default(
-                             r->prev, "type", ""), "linear")) {
+            !g_str_equal(reenc_get_str(r->prev, "type", ""), "linear")) {
             error_setg(errp, "LUKS2 re-encryption segments are "
                        "inconsistent with a data shift of %" PRIu64
                        " bytes", r->shift);
@@ -546,7 +543,7 @@ static int reenc_position(Reenc *r, uint64_t *lin, uint64_t *zone,
             reenc_seg_has_flag(s, "backup-moved-segment")) {
             break;
         }
-        type = json_object_get_string_member_with_default(s, "type", "");
+        type = reenc_get_str(s, "type", "");
         if (reenc_get_u64(s, "segment", "offset", &off, errp) < 0) {
             return -1;
         }
@@ -556,8 +553,7 @@ static int reenc_position(Reenc *r, uint64_t *lin, uint64_t *zone,
          * one): whatever is left.
          */
         if (g_str_equal(type, "crypt") &&
-            g_str_equal(json_object_get_string_member_with_default(
-                            s, "size", ""), "dynamic")) {
+            g_str_equal(reenc_get_str(s, "size", ""), "dynamic")) {
             size = r->size - MIN(r->size, *lin + *zone + done);
         } else if (reenc_get_u64(s, "segment", "size", &size, errp) < 0) {
             return -1;
