@@ -537,8 +537,12 @@ static int reenc_position(Reenc *r, uint64_t *lin, uint64_t *zone,
         if (!json_object_has_member(segs, k)) {
             break;
         }
+        if (!JSON_NODE_HOLDS_OBJECT(json_object_get_member(segs, k))) {
+            error_setg(errp, "LUKS2 segment %s is not an object", k);
+            return -1;
+        }
         s = json_object_get_object_member(segs, k);
-        if (!s || reenc_seg_has_flag(s, "backup-previous") ||
+        if (reenc_seg_has_flag(s, "backup-previous") ||
             reenc_seg_has_flag(s, "backup-final") ||
             reenc_seg_has_flag(s, "backup-moved-segment")) {
             break;
