@@ -374,7 +374,10 @@ JsonObject *reenc_find_backup(JsonObject *segs, const char *flag,
         if (JSON_NODE_HOLDS_OBJECT(n) &&
             reenc_seg_has_flag(json_node_get_object(n), flag)) {
             if (id) {
-                *id = atoi(l->data);
+                /* -1 if not a strict id ("01", "1x", "-1"...) */
+                *id = luks2_json_parse_id(l->data,
+                                          QCRYPTO_LUKS2_SEGMENTS_MAX,
+                                          "segment", NULL);
             }
             return json_node_get_object(n);
         }
@@ -394,8 +397,12 @@ bool reenc_id_array_has(JsonObject *o, const char *key, int id)
     for (guint i = 0; i < json_array_get_length(a); i++) {
         JsonNode *n = json_array_get_element(a, i);
 
-        if (json_node_get_value_type(n) == G_TYPE_STRING &&
-            atoi(json_node_get_string(n)) == id) {
+        /* strict: "01" or "1x" is not id 1 */
+        if (JSON_NODE_HOLDS_VALUE(n) &&
+            json_node_get_value_type(n) == G_TYPE_STRING &&
+            luks2_json_parse_id(json_node_get_string(n),
+                                QCRYPTO_LUKS2_SEGMENTS_MAX, "id",
+                                NULL) == id) {
             return true;
         }
     }

@@ -90,6 +90,12 @@ static int reenc_parse(Reenc *r, JsonObject *ks, Error **errp)
         error_setg(errp, "LUKS2 re-encryption backup segments are missing");
         return -1;
     }
+    if (final_id < 0) {
+        error_setg(errp, "LUKS2 re-encryption: the backup-final segment's "
+                   "id is not a number from 0 to %d",
+                   QCRYPTO_LUKS2_SEGMENTS_MAX - 1);
+        return -1;
+    }
     {
         uint64_t off, fo;
         const char *ft = reenc_get_str(r->final, "type", "");
@@ -127,15 +133,22 @@ static int reenc_parse(Reenc *r, JsonObject *ks, Error **errp)
     members = json_object_get_members(digests);
     for (GList *l = members; l; l = l->next) {
         JsonNode *n = json_object_get_member(digests, l->data);
+        int id;
 
         if (!JSON_NODE_HOLDS_OBJECT(n)) {
             continue;
         }
+        /* strict: the id is printed again to find the digest ("01") */
+        id = luks2_json_parse_id(l->data, QCRYPTO_LUKS2_DIGESTS_MAX,
+                                 "digest", errp);
+        if (id < 0) {
+            return -1;
+        }
         if (reenc_id_array_has(json_node_get_object(n), "segments", final_id)) {
-            r->digest_new = atoi(l->data);
+            r->digest_new = id;
         }
         if (reenc_id_array_has(json_node_get_object(n), "keyslots", r->ks_id)) {
-            r->digest_reenc = atoi(l->data);
+            r->digest_reenc = id;
         }
     }
     if (r->digest_new < 0 || r->digest_reenc < 0 ||
