@@ -440,6 +440,28 @@ int reenc_io_copy(const QCryptoReencryptIO *io, uint64_t src, uint64_t dst,
 
 /* ---- loading ---- */
 
+/*
+ * Every step rewrites the metadata from its tree with json-glib's
+ * generator (and copies it that way, reenc_deep_copy()): refuse, before
+ * anything is written, metadata it cannot write back as JSON that reads
+ * the same (json-glib 1.6 writes 1e20 as "1e+20.0" and 1e999 as "inf.0",
+ * which no parser reads: the next header would be lost).
+ */
+static int reenc_check_round_trip(JsonNode *root, Error **errp)
+{
+    g_autofree char *text = reenc_json_text(root);
+    g_autoptr(JsonNode) again = json_from_string(text, NULL);
+    g_autofree char *text2 = again ? reenc_json_text(again) : NULL;
+
+    if (!text2 || !g_str_equal(text, text2)) {
+        error_setg(errp, "LUKS2 metadata holds values (numbers such as "
+                   "1e20) that cannot be written back unchanged; refusing "
+                   "to rewrite it");
+        return -1;
+    }
+    return 0;
+}
+
 int reenc_load(Reenc *r, const QCryptoReencryptIO *io, Error **errp)
 {
     r->io = io;
@@ -454,7 +476,7 @@ int reenc_load(Reenc *r, const QCryptoReencryptIO *io, Error **errp)
         error_setg(errp, "LUKS2 metadata is not a JSON object");
         return -1;
     }
-    return 0;
+    return reenc_check_round_trip(r->root, errp);
 }
 
 /*
