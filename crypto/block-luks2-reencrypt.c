@@ -575,6 +575,10 @@ static int reenc_position(Reenc *r, uint64_t *lin, uint64_t *zone,
         } else if (reenc_get_u64(s, "segment", "size", &size, errp) < 0) {
             return -1;
         }
+        /* No sum below may wrap (hostile sizes): none is above V */
+        if (size > r->size) {
+            goto bad;
+        }
         if (g_str_equal(type, "linear") && !*zone && !done) {
             /* physical = logical, or the moved copy */
             if (off != (*lin < r->moved_size ? r->moved_offset + *lin
@@ -615,13 +619,17 @@ static int reenc_zone(Reenc *r, uint64_t a, uint64_t len, uint8_t *buf,
                       Error **errp)
 {
     const QCryptoReencryptIO *io = r->io;
-    uint64_t src = a < r->moved_size ? r->moved_offset + a : a;
+    /* The part in the moved copy (a zone read back may span its end) */
+    uint64_t moved = a < r->moved_size ? MIN(len, r->moved_size - a) : 0;
     g_autoptr(JsonNode) during = reenc_state_root(r, a, len);
     g_autoptr(JsonNode) after = reenc_state_root(r, a, 0);
 
     /* The zone is marked before a byte of it moves, durable (see top). */
     if (reenc_write_root(r, during, errp) < 0 ||
-        io->read(io->opaque, src, buf, len, errp) < 0 ||
+        (moved && io->read(io->opaque, r->moved_offset + a, buf, moved,
+                           errp) < 0) ||
+        (len > moved && io->read(io->opaque, a + moved, buf + moved,
+                                 len - moved, errp) < 0) ||
         qcrypto_block_encrypt(r->block, a, buf, len, errp) < 0 ||
         io->write(io->opaque, r->shift + a, buf, len, errp) < 0 ||
         io->sync(io->opaque, errp) < 0) {
@@ -694,6 +702,11 @@ static int reenc_encrypt_resume(Reenc *r, JsonObject *ks,
     hotzone -= hotzone % r->block->sector_size;
     if (!hotzone) {
         error_setg(errp, "The hot zone must hold at least one sector");
+        goto out;
+    }
+    if (lin % r->block->sector_size || zone % r->block->sector_size) {
+        error_setg(errp, "LUKS2 re-encryption segments are not aligned to "
+                   "the %" PRIu64 "-byte sectors", r->block->sector_size);
         goto out;
     }
     /* A zone is at most the hot zone, a cut one, or the moved copy. */
