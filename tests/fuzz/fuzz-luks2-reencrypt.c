@@ -16,6 +16,8 @@
  * read back too). A run that says it finished must leave an image that
  * opens with the passphrase.
  *
+ * A custom mutator aims half the mutations at the JSON text (below).
+ *
  * As in fuzz-luks2-open, all-zero checksum fields are filled in, and inputs
  * asking for costly key slots are skipped (fuzz-luks2.h); the seeds'
  * qemu-img-lite key slots have a few thousand PBKDF2 iterations (its
@@ -152,6 +154,38 @@ static void fuzz_check_done(FuzzFile *f, const QCryptoBlockSecret *secret)
                   error_get_pretty(err));
     }
     fuzz_payload(block);
+}
+
+/* libFuzzer's own mutator (weak: the replay build has none, nor calls it). */
+size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size)
+    __attribute__((weak));
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
+                               unsigned int seed);
+
+/*
+ * The JSON text is 2 to 4 % of an input (the rest is key material and
+ * data): half the mutations go to the primary header copy's JSON text
+ * alone, written to the secondary copy too (three times in four: a
+ * changed primary alone is also worth a try), the layout kept.
+ */
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
+                               unsigned int seed)
+{
+    uint64_t hdr = fuzz_luks2_hdr_size(data, size, 0);
+
+    if (hdr && (seed & 1) && 2 * hdr <= size) {
+        uint8_t *json = data + LUKS2_BIN_HDR_LEN;
+        size_t area = hdr - LUKS2_BIN_HDR_LEN;
+        size_t len = strnlen((const char *)json, area);
+        size_t n = LLVMFuzzerMutate(json, len, area - 1);
+
+        memset(json + n, 0, area - n);
+        if ((seed & 6) && fuzz_luks2_hdr_size(data, size, hdr) == hdr) {
+            memcpy(data + hdr + LUKS2_BIN_HDR_LEN, json, area);
+        }
+        return size;
+    }
+    return LLVMFuzzerMutate(data, size, max_size);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
