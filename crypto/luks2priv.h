@@ -246,7 +246,12 @@ QCryptoLUKS2Metadata *qcrypto_luks2_metadata_parse(const char *json,
                                                    uint64_t hdr_size,
                                                    Error **errp);
 
-/* The JSON text of md->root (compact, as cryptsetup writes it). */
+/*
+ * The JSON text of md->root (compact, as cryptsetup writes it); NULL if
+ * json-glib cannot write it so that it reads back the same (a number such
+ * as 1e20 in a token comes out as 1e+20.0, 1e999 as inf.0): never write
+ * such a header, refuse the edit.
+ */
 char *qcrypto_luks2_metadata_to_json(const QCryptoLUKS2Metadata *md);
 
 /*

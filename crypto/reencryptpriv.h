@@ -55,6 +55,8 @@ JsonObject *reenc_find_keyslot(Reenc *r, const char **mode, Error **errp);
 void reenc_set_u64(JsonObject *o, const char *key, uint64_t v);
 int reenc_get_u64(JsonObject *o, const char *what, const char *key,
                   uint64_t *v, Error **errp);
+/* o[key] if it is a string, else def (missing, or another type). */
+const char *reenc_get_str(JsonObject *o, const char *key, const char *def);
 bool reenc_seg_has_flag(JsonObject *seg, const char *flag);
 JsonNode *reenc_deep_copy(JsonNode *node);
 JsonObject *reenc_seg_copy(JsonObject *seg, const char *flag);
