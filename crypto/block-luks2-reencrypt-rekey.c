@@ -342,7 +342,13 @@ static int rekey_crypt(Rekey *k, uint64_t pos, uint8_t *buf, uint64_t len,
     return 0;
 }
 
-/* Re-encrypt logical [pos, pos + len), all of it under the old key. */
+/*
+ * Re-encrypt logical [pos, pos + len), all of it under the old key, and
+ * record it done, except for the last zone: the final metadata follows it
+ * directly (rekey_finish()), never the "all done" state in between, which
+ * cryptsetup 2.6.1 would resume by re-encrypting the whole image a second
+ * time, with the wrong key (docs/reencrypt.md).
+ */
 static int rekey_zone(Rekey *k, uint64_t pos, uint64_t len, uint8_t *buf,
                       Error **errp)
 {
@@ -364,7 +370,7 @@ static int rekey_zone(Rekey *k, uint64_t pos, uint64_t len, uint8_t *buf,
         (safe && io->sync(io->opaque, errp) < 0)) {
         return -1;
     }
-    return rekey_write_root(k, after, errp);
+    return pos + len < k->r->size ? rekey_write_root(k, after, errp) : 0;
 }
 
 /*
@@ -418,7 +424,8 @@ static int rekey_recover(Rekey *k, uint64_t pos, uint64_t len, uint8_t *buf,
         io->sync(io->opaque, errp) < 0) {
         return -1;
     }
-    return rekey_write_root(k, after, errp);
+    /* The last zone: the final metadata comes next (see rekey_zone()). */
+    return pos + len < k->r->size ? rekey_write_root(k, after, errp) : 0;
 }
 
 /* ---- reading the state ---- */
@@ -847,9 +854,14 @@ int reenc_rekey_resume(Reenc *r, JsonObject *ks,
         }
         pos += len;
     }
-    /* For tests only: stop in the last state before the final one. */
+    /*
+     * For tests only: stop in the last state before the final one, as
+     * cryptsetup leaves it when stopped there.
+     */
     if (g_getenv("QIL_TEST_REENCRYPT_STOP_BEFORE_FINISH")) {
-        ret = 1;
+        g_autoptr(JsonNode) done = rekey_state_root(&k, r->size, 0);
+
+        ret = reenc_write_root(r, done, errp) < 0 ? -1 : 1;
         goto out;
     }
     if (rekey_finish(&k, errp) < 0) {
