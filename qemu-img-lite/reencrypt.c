@@ -248,9 +248,10 @@ int img_reencrypt(int argc, char **argv)
         { "resume-only", 0, 0, G_OPTION_ARG_NONE, &resume_only,
           "finish an interrupted run (ours or cryptsetup's)", NULL },
         { "resilience", 0, 0, G_OPTION_ARG_STRING, &resilience,
-          "datashift (the only mode of --encrypt)", "MODE" },
+          "datashift (the only mode of --encrypt); checksum (default), "
+          "journal or none for a new volume key", "MODE" },
         { "hotzone-size", 0, 0, G_OPTION_ARG_STRING, &hotzone_str,
-          "bytes per step (at most the data shift)", "SIZE" },
+          "bytes per step (--encrypt: at most the data shift)", "SIZE" },
         { "progress", 'p', 0, G_OPTION_ARG_NONE, &progress,
           "show progress, rate and time left", NULL },
         { NULL }
@@ -274,14 +275,21 @@ int img_reencrypt(int argc, char **argv)
     if (img_parse_args(&argc, &argv,
                        "[--encrypt | --resume-only] [-o OPTIONS] FILENAME",
                        "Encrypt a raw image into LUKS2 in place, "
-                       "resumable, as cryptsetup reencrypt --encrypt.",
+                       "resumable, as cryptsetup reencrypt --encrypt; "
+                       "without --encrypt, give a LUKS2 image a new volume "
+                       "key in place (-o: new cipher, sector-size, KDF, "
+                       "slot-secrets=ID:ID..., keyslot=N).",
                        "Example:\n  qemu-img-lite reencrypt --object "
                        "secret,id=s0,data=pw --encrypt \\\n"
                        "      -o key-secret=s0 disk.img\n"
                        "  qemu-img-lite reencrypt --object secret,id=s0,"
                        "data=pw --resume-only \\\n"
                        "      --image-opts driver=luks,key-secret=s0,"
-                       "file.filename=disk.img",
+                       "file.filename=disk.img\n"
+                       "  qemu-img-lite reencrypt --object secret,id=s0,"
+                       "data=pw --resilience journal \\\n"
+                       "      --image-opts driver=luks,key-secret=s0,"
+                       "file.filename=disk.luks",
                        entries, &common) < 0) {
         goto out;
     }
