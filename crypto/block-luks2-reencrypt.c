@@ -768,6 +768,8 @@ int qcrypto_reencrypt_resume(const QCryptoBlockSecret *secret,
     }
     if (g_str_equal(mode, "encrypt")) {
         ret = reenc_encrypt_resume(&r, ks, secret, hotzone, errp);
+    } else if (g_str_equal(mode, "reencrypt")) {
+        ret = reenc_rekey_resume(&r, ks, secret, hotzone, errp);
     } else {
         error_setg(errp, "LUKS2 re-encryption mode '%s' is not supported "
                    "here yet: finish it with cryptsetup reencrypt "

@@ -80,6 +80,11 @@ int reenc_digest_compute(Reenc *r, QCryptoHashAlgo hash, uint64_t iters,
 int reenc_digest_check(Reenc *r, const uint8_t *old, size_t nold,
                        const uint8_t *new, size_t nnew, Error **errp);
 
+/* Resume a new volume key (mode "reencrypt"): block-luks2-reencrypt-rekey.c */
+int reenc_rekey_resume(Reenc *r, JsonObject *ks,
+                       const QCryptoBlockSecret *secret, uint64_t hotzone,
+                       Error **errp);
+
 /* Write root as both header copies, then sync. */
 int reenc_write_root(Reenc *r, JsonNode *root, Error **errp);
 /* Copy len bytes from src to dst in the file. */
