@@ -107,9 +107,22 @@ int qcrypto_luks2_metadata_reload(QCryptoLUKS2Metadata *md, Error **errp)
 char *qcrypto_luks2_metadata_to_json(const QCryptoLUKS2Metadata *md)
 {
     g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autofree char *text = NULL, *again = NULL;
+    g_autoptr(JsonNode) back = NULL;
 
     json_generator_set_root(gen, md->root);
-    return json_generator_to_data(gen, NULL);
+    text = json_generator_to_data(gen, NULL);
+    /* The same text from what it reads back: a fixed point, readable. */
+    back = json_from_string(text, NULL);
+    if (!back) {
+        return NULL;
+    }
+    json_generator_set_root(gen, back);
+    again = json_generator_to_data(gen, NULL);
+    if (!g_str_equal(text, again)) {
+        return NULL;
+    }
+    return g_steal_pointer(&text);
 }
 
 uint64_t qcrypto_luks2_keyslots_end(const QCryptoLUKS2Metadata *md)

@@ -33,6 +33,8 @@
 #include <string.h>
 
 #include "crypto/random.h"
+#include "crypto/luks2priv.h"
+#include "lukspriv.h"
 #include "crypto/reencryptpriv.h"
 #include "block-luks2-json.h"
 
@@ -899,6 +901,44 @@ static int dec_load_plain(Reenc *r, const QCryptoReencryptIO *io,
     return 0;
 }
 
+/*
+ * A LUKS1 image: its header converted to LUKS2 (as cryptsetup convert
+ * --type luks2 does) straight into the header file. Being detached, the
+ * converted header needs no room in the image, so QEMU's LUKS1 layout
+ * (key slots packed up to a payload at 4040 sectors), which cryptsetup
+ * convert refuses, converts too. The passphrase is checked on the result
+ * before anything is written to the image.
+ */
+static int dec_export_luks1(const uint8_t *phdr,
+                            const QCryptoBlockSecret *secret,
+                            const QCryptoReencryptIO *io,
+                            const QCryptoReencryptIO *in_data, Error **errp)
+{
+    Reenc r = { 0 };
+    g_autoptr(QCryptoLUKS2Metadata) md = NULL;
+    g_autoptr(QCryptoSecureBuf) key = NULL;
+    uint8_t *buf = NULL;
+    uint64_t len = 0;
+    int64_t flen = io->length(io->opaque, errp);
+    int ret = -1;
+
+    if (flen < 0 ||
+        qcrypto_luks2_from_luks1(phdr, flen, reenc_block_read,
+                                 (void *)in_data, &buf, &len, errp) < 0) {
+        return -1;
+    }
+    if (io->hdr_write(io->opaque, 0, buf, len, errp) == 0 &&
+        io->hdr_sync(io->opaque, errp) == 0 &&
+        dec_load_plain(&r, io, secret, &md, &key, errp) == 0) {
+        ret = 0;
+    }
+    /* key slot material: not a secret alone, wiped all the same */
+    explicit_bzero(buf, len);
+    g_free(buf);
+    reenc_clear(&r);
+    return ret;
+}
+
 int qcrypto_reencrypt_decrypt_export_header(const QCryptoBlockSecret *secret,
                                             const QCryptoReencryptIO *io,
                                             Error **errp)
@@ -907,11 +947,20 @@ int qcrypto_reencrypt_decrypt_export_header(const QCryptoBlockSecret *secret,
     Reenc r = { 0 };
     g_autoptr(QCryptoLUKS2Metadata) md = NULL;
     g_autoptr(QCryptoSecureBuf) key = NULL;
+    uint8_t phdr[QCRYPTO_LUKS_HEADER_LEN];
     int ret = -1;
 
     if (!io->hdr_read || !io->hdr_write || !io->hdr_sync) {
         error_setg(errp, "In-place decryption needs a file for the header");
         return -1;
+    }
+    if (in_data.read(in_data.opaque, 0, phdr, sizeof(phdr), errp) < 0) {
+        return -1;
+    }
+    if (!memcmp(phdr, QCRYPTO_LUKS_MAGIC, QCRYPTO_LUKS_MAGIC_LEN) &&
+        phdr[QCRYPTO_LUKS_MAGIC_LEN] == 0 &&
+        phdr[QCRYPTO_LUKS_MAGIC_LEN + 1] == 1) {
+        return dec_export_luks1(phdr, secret, io, &in_data, errp);
     }
     /* the passphrase is checked before anything is written */
     if (dec_load_plain(&r, &in_data, secret, &md, &key, errp) == 0 &&

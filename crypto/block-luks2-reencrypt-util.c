@@ -65,6 +65,17 @@ int reenc_get_u64(JsonObject *o, const char *what, const char *key,
     return luks2_json_get_u64_string(o, what, key, v, errp);
 }
 
+const char *reenc_get_str(JsonObject *o, const char *key, const char *def)
+{
+    JsonNode *n = json_object_get_member(o, key);
+
+    if (!n || !JSON_NODE_HOLDS_VALUE(n) ||
+        json_node_get_value_type(n) != G_TYPE_STRING) {
+        return def;
+    }
+    return json_node_get_string(n);
+}
+
 bool reenc_seg_has_flag(JsonObject *seg, const char *flag)
 {
     JsonArray *flags;
@@ -231,8 +242,7 @@ static bool ser_u32(GByteArray *b, JsonObject *o, const char *key)
 
 static bool ser_segment(GByteArray *b, JsonObject *seg)
 {
-    const char *type = json_object_has_member(seg, "type") ?
-        json_object_get_string_member(seg, "type") : NULL;
+    const char *type = reenc_get_str(seg, "type", NULL);
 
     if (!type || !ser_str(b, seg, "type") || !ser_u64(b, seg, "offset", false) ||
         !ser_u64(b, seg, "size", true)) {
@@ -248,9 +258,9 @@ static bool ser_segment(GByteArray *b, JsonObject *seg)
 static bool ser_keyslot(GByteArray *b, JsonObject *ks)
 {
     JsonObject *area = json_object_get_object_member(ks, "area");
-    const char *type = json_object_get_string_member(area, "type");
+    const char *type = area ? reenc_get_str(area, "type", NULL) : NULL;
 
-    if (!ser_str(b, ks, "mode") || !ser_str(b, ks, "direction") ||
+    if (!type || !ser_str(b, ks, "mode") || !ser_str(b, ks, "direction") ||
         !ser_str(b, area, "type") || !ser_u64(b, area, "offset", false) ||
         !ser_u64(b, area, "size", false)) {
         return false;
@@ -374,7 +384,10 @@ JsonObject *reenc_find_backup(JsonObject *segs, const char *flag,
         if (JSON_NODE_HOLDS_OBJECT(n) &&
             reenc_seg_has_flag(json_node_get_object(n), flag)) {
             if (id) {
-                *id = atoi(l->data);
+                /* -1 if not a strict id ("01", "1x", "-1"...) */
+                *id = luks2_json_parse_id(l->data,
+                                          QCRYPTO_LUKS2_SEGMENTS_MAX,
+                                          "segment", NULL);
             }
             return json_node_get_object(n);
         }
@@ -394,8 +407,12 @@ bool reenc_id_array_has(JsonObject *o, const char *key, int id)
     for (guint i = 0; i < json_array_get_length(a); i++) {
         JsonNode *n = json_array_get_element(a, i);
 
-        if (json_node_get_value_type(n) == G_TYPE_STRING &&
-            atoi(json_node_get_string(n)) == id) {
+        /* strict: "01" or "1x" is not id 1 */
+        if (JSON_NODE_HOLDS_VALUE(n) &&
+            json_node_get_value_type(n) == G_TYPE_STRING &&
+            luks2_json_parse_id(json_node_get_string(n),
+                                QCRYPTO_LUKS2_SEGMENTS_MAX, "id",
+                                NULL) == id) {
             return true;
         }
     }
@@ -439,6 +456,28 @@ int reenc_io_copy(const QCryptoReencryptIO *io, uint64_t src, uint64_t dst,
 
 /* ---- loading ---- */
 
+/*
+ * Every step rewrites the metadata from its tree with json-glib's
+ * generator (and copies it that way, reenc_deep_copy()): refuse, before
+ * anything is written, metadata it cannot write back as JSON that reads
+ * the same (json-glib 1.6 writes 1e20 as "1e+20.0" and 1e999 as "inf.0",
+ * which no parser reads: the next header would be lost).
+ */
+static int reenc_check_round_trip(JsonNode *root, Error **errp)
+{
+    g_autofree char *text = reenc_json_text(root);
+    g_autoptr(JsonNode) again = json_from_string(text, NULL);
+    g_autofree char *text2 = again ? reenc_json_text(again) : NULL;
+
+    if (!text2 || !g_str_equal(text, text2)) {
+        error_setg(errp, "LUKS2 metadata holds values (numbers such as "
+                   "1e20) that cannot be written back unchanged; refusing "
+                   "to rewrite it");
+        return -1;
+    }
+    return 0;
+}
+
 int reenc_load(Reenc *r, const QCryptoReencryptIO *io, Error **errp)
 {
     r->io = io;
@@ -453,7 +492,7 @@ int reenc_load(Reenc *r, const QCryptoReencryptIO *io, Error **errp)
         error_setg(errp, "LUKS2 metadata is not a JSON object");
         return -1;
     }
-    return 0;
+    return reenc_check_round_trip(r->root, errp);
 }
 
 /*
@@ -513,8 +552,7 @@ JsonObject *reenc_find_keyslot(Reenc *r, const char **mode, Error **errp)
         if (!JSON_NODE_HOLDS_OBJECT(n)) {
             continue;
         }
-        t = json_object_get_string_member_with_default(
-            json_node_get_object(n), "type", "");
+        t = reenc_get_str(json_node_get_object(n), "type", "");
         if (g_str_equal(t, "reencrypt")) {
             if (r->ks_id >= 0) {
                 error_setg(errp, "LUKS2 image has two reencrypt key slots");

@@ -90,12 +90,16 @@ static int reenc_parse(Reenc *r, JsonObject *ks, Error **errp)
         error_setg(errp, "LUKS2 re-encryption backup segments are missing");
         return -1;
     }
+    if (final_id < 0) {
+        error_setg(errp, "LUKS2 re-encryption: the backup-final segment's "
+                   "id is not a number from 0 to %d",
+                   QCRYPTO_LUKS2_SEGMENTS_MAX - 1);
+        return -1;
+    }
     {
         uint64_t off, fo;
-        const char *ft = json_object_get_string_member_with_default(
-            r->final, "type", "");
-        const char *fs = json_object_get_string_member_with_default(
-            r->final, "size", "");
+        const char *ft = reenc_get_str(r->final, "type", "");
+        const char *fs = reenc_get_str(r->final, "size", "");
 
         if (reenc_get_u64(r->prev, "backup-previous segment", "size", &r->size,
                     errp) < 0 ||
@@ -118,8 +122,7 @@ static int reenc_parse(Reenc *r, JsonObject *ks, Error **errp)
             r->shift % QCRYPTO_LUKS2_AREA_ALIGN ||
             r->moved_size != MIN(r->shift, r->size) ||
             r->moved_offset < r->shift + r->size ||
-            !g_str_equal(json_object_get_string_member_with_default(
-                             r->prev, "type", ""), "linear")) {
+            !g_str_equal(reenc_get_str(r->prev, "type", ""), "linear")) {
             error_setg(errp, "LUKS2 re-encryption segments are "
                        "inconsistent with a data shift of %" PRIu64
                        " bytes", r->shift);
@@ -130,15 +133,22 @@ static int reenc_parse(Reenc *r, JsonObject *ks, Error **errp)
     members = json_object_get_members(digests);
     for (GList *l = members; l; l = l->next) {
         JsonNode *n = json_object_get_member(digests, l->data);
+        int id;
 
         if (!JSON_NODE_HOLDS_OBJECT(n)) {
             continue;
         }
+        /* strict: the id is printed again to find the digest ("01") */
+        id = luks2_json_parse_id(l->data, QCRYPTO_LUKS2_DIGESTS_MAX,
+                                 "digest", errp);
+        if (id < 0) {
+            return -1;
+        }
         if (reenc_id_array_has(json_node_get_object(n), "segments", final_id)) {
-            r->digest_new = atoi(l->data);
+            r->digest_new = id;
         }
         if (reenc_id_array_has(json_node_get_object(n), "keyslots", r->ks_id)) {
-            r->digest_reenc = atoi(l->data);
+            r->digest_reenc = id;
         }
     }
     if (r->digest_new < 0 || r->digest_reenc < 0 ||
@@ -540,13 +550,17 @@ static int reenc_position(Reenc *r, uint64_t *lin, uint64_t *zone,
         if (!json_object_has_member(segs, k)) {
             break;
         }
+        if (!JSON_NODE_HOLDS_OBJECT(json_object_get_member(segs, k))) {
+            error_setg(errp, "LUKS2 segment %s is not an object", k);
+            return -1;
+        }
         s = json_object_get_object_member(segs, k);
-        if (!s || reenc_seg_has_flag(s, "backup-previous") ||
+        if (reenc_seg_has_flag(s, "backup-previous") ||
             reenc_seg_has_flag(s, "backup-final") ||
             reenc_seg_has_flag(s, "backup-moved-segment")) {
             break;
         }
-        type = json_object_get_string_member_with_default(s, "type", "");
+        type = reenc_get_str(s, "type", "");
         if (reenc_get_u64(s, "segment", "offset", &off, errp) < 0) {
             return -1;
         }
@@ -556,11 +570,14 @@ static int reenc_position(Reenc *r, uint64_t *lin, uint64_t *zone,
          * one): whatever is left.
          */
         if (g_str_equal(type, "crypt") &&
-            g_str_equal(json_object_get_string_member_with_default(
-                            s, "size", ""), "dynamic")) {
+            g_str_equal(reenc_get_str(s, "size", ""), "dynamic")) {
             size = r->size - MIN(r->size, *lin + *zone + done);
         } else if (reenc_get_u64(s, "segment", "size", &size, errp) < 0) {
             return -1;
+        }
+        /* No sum below may wrap (hostile sizes): none is above V */
+        if (size > r->size) {
+            goto bad;
         }
         if (g_str_equal(type, "linear") && !*zone && !done) {
             /* physical = logical, or the moved copy */
@@ -602,13 +619,17 @@ static int reenc_zone(Reenc *r, uint64_t a, uint64_t len, uint8_t *buf,
                       Error **errp)
 {
     const QCryptoReencryptIO *io = r->io;
-    uint64_t src = a < r->moved_size ? r->moved_offset + a : a;
+    /* The part in the moved copy (a zone read back may span its end) */
+    uint64_t moved = a < r->moved_size ? MIN(len, r->moved_size - a) : 0;
     g_autoptr(JsonNode) during = reenc_state_root(r, a, len);
     g_autoptr(JsonNode) after = reenc_state_root(r, a, 0);
 
     /* The zone is marked before a byte of it moves, durable (see top). */
     if (reenc_write_root(r, during, errp) < 0 ||
-        io->read(io->opaque, src, buf, len, errp) < 0 ||
+        (moved && io->read(io->opaque, r->moved_offset + a, buf, moved,
+                           errp) < 0) ||
+        (len > moved && io->read(io->opaque, a + moved, buf + moved,
+                                 len - moved, errp) < 0) ||
         qcrypto_block_encrypt(r->block, a, buf, len, errp) < 0 ||
         io->write(io->opaque, r->shift + a, buf, len, errp) < 0 ||
         io->sync(io->opaque, errp) < 0) {
@@ -683,6 +704,11 @@ static int reenc_encrypt_resume(Reenc *r, JsonObject *ks,
         error_setg(errp, "The hot zone must hold at least one sector");
         goto out;
     }
+    if (lin % r->block->sector_size || zone % r->block->sector_size) {
+        error_setg(errp, "LUKS2 re-encryption segments are not aligned to "
+                   "the %" PRIu64 "-byte sectors", r->block->sector_size);
+        goto out;
+    }
     /* A zone is at most the hot zone, a cut one, or the moved copy. */
     bufsize = MAX(MAX(hotzone, zone), r->moved_size);
     buf = g_malloc(bufsize);
@@ -744,6 +770,8 @@ int qcrypto_reencrypt_resume(const QCryptoBlockSecret *secret,
         ret = reenc_encrypt_resume(&r, ks, secret, hotzone, errp);
     } else if (g_str_equal(mode, "decrypt")) {
         ret = reenc_decrypt_resume(&r, ks, secret, hotzone, errp);
+    } else if (g_str_equal(mode, "reencrypt")) {
+        ret = reenc_rekey_resume(&r, ks, secret, hotzone, errp);
     } else {
         error_setg(errp, "LUKS2 re-encryption mode '%s' is not supported "
                    "here yet: finish it with cryptsetup reencrypt "

@@ -165,6 +165,11 @@ static int qcrypto_luks2_open(QCryptoBlock *block,
     return qcrypto_luks2_init_cipher(block, seg, key->data, key->len, errp);
 }
 
+/* qcrypto_luks2_metadata_to_json() gave NULL */
+#define QCRYPTO_LUKS2_UNWRITABLE_MSG                                    \
+    "LUKS2 metadata holds values (numbers such as 1e20) that cannot be " \
+    "written back unchanged; refusing to rewrite the header"
+
 /* ---- create ---- */
 
 typedef struct LUKS2Layout {
@@ -459,6 +464,10 @@ static int qcrypto_luks2_create(QCryptoBlock *block,
         return -1;
     }
     json = qcrypto_luks2_metadata_to_json(luks->md);
+    if (!json) {
+        error_setg(errp, QCRYPTO_LUKS2_UNWRITABLE_MSG);
+        return -1;
+    }
     if (qcrypto_luks2_header_write(luks->hdr, json, block, writefunc, opaque,
                                    errp) < 0) {
         return -1;
@@ -503,6 +512,10 @@ static int qcrypto_luks2_commit(QCryptoBlock *block, QCryptoLUKS2Metadata **md,
     QCryptoBlockLUKS2 *luks = block->opaque;
     g_autofree char *json = qcrypto_luks2_metadata_to_json(*md);
 
+    if (!json) {
+        error_setg(errp, QCRYPTO_LUKS2_UNWRITABLE_MSG);
+        return -1;
+    }
     if (qcrypto_luks2_header_write(luks->hdr, json, block, writefunc, opaque,
                                    errp) < 0) {
         return -1;
@@ -521,6 +534,10 @@ static QCryptoLUKS2Metadata *qcrypto_luks2_md_copy(QCryptoBlockLUKS2 *luks,
 {
     g_autofree char *json = qcrypto_luks2_metadata_to_json(luks->md);
 
+    if (!json) {
+        error_setg(errp, QCRYPTO_LUKS2_UNWRITABLE_MSG);
+        return NULL;
+    }
     return qcrypto_luks2_metadata_parse(json, luks->hdr->bin.hdr_size, errp);
 }
 

@@ -246,7 +246,12 @@ QCryptoLUKS2Metadata *qcrypto_luks2_metadata_parse(const char *json,
                                                    uint64_t hdr_size,
                                                    Error **errp);
 
-/* The JSON text of md->root (compact, as cryptsetup writes it). */
+/*
+ * The JSON text of md->root (compact, as cryptsetup writes it); NULL if
+ * json-glib cannot write it so that it reads back the same (a number such
+ * as 1e20 in a token comes out as 1e+20.0, 1e999 as inf.0): never write
+ * such a header, refuse the edit.
+ */
 char *qcrypto_luks2_metadata_to_json(const QCryptoLUKS2Metadata *md);
 
 /*
@@ -379,5 +384,19 @@ int qcrypto_luks2_keyslot_wipe(const QCryptoLUKS2Keyslot *ks,
                                QCryptoBlock *block,
                                QCryptoBlockWriteFunc writefunc,
                                void *opaque, Error **errp);
+
+
+/* ---- LUKS1 as LUKS2 (block-luks2-from-luks1.c) ---- */
+
+/*
+ * The LUKS1 header phdr (592 bytes; its file is file_size bytes, read
+ * through readfunc) as a detached LUKS2 header, as cryptsetup convert
+ * --type luks2 would make it: *out (g_free, *out_len bytes) holds both
+ * header copies and every active key slot's material; segment 0 is the
+ * LUKS1 payload, unchanged.
+ */
+int qcrypto_luks2_from_luks1(const uint8_t *phdr, uint64_t file_size,
+                             QCryptoBlockReadFunc readfunc, void *opaque,
+                             uint8_t **out, uint64_t *out_len, Error **errp);
 
 #endif

@@ -55,6 +55,8 @@ JsonObject *reenc_find_keyslot(Reenc *r, const char **mode, Error **errp);
 void reenc_set_u64(JsonObject *o, const char *key, uint64_t v);
 int reenc_get_u64(JsonObject *o, const char *what, const char *key,
                   uint64_t *v, Error **errp);
+/* o[key] if it is a string, else def (missing, or another type). */
+const char *reenc_get_str(JsonObject *o, const char *key, const char *def);
 bool reenc_seg_has_flag(JsonObject *seg, const char *flag);
 JsonNode *reenc_deep_copy(JsonNode *node);
 JsonObject *reenc_seg_copy(JsonObject *seg, const char *flag);
@@ -80,6 +82,11 @@ int reenc_digest_check(Reenc *r, const uint8_t *old, size_t nold,
 
 /* Sync the header's file (the data file unless the header is detached). */
 int reenc_hdr_sync(const QCryptoReencryptIO *io, Error **errp);
+/* Resume a new volume key (mode "reencrypt"): block-luks2-reencrypt-rekey.c */
+int reenc_rekey_resume(Reenc *r, JsonObject *ks,
+                       const QCryptoBlockSecret *secret, uint64_t hotzone,
+                       Error **errp);
+
 /* Write root as both header copies, then sync. */
 int reenc_write_root(Reenc *r, JsonNode *root, Error **errp);
 /* Copy len bytes from src to dst in the file. */

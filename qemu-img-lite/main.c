@@ -404,7 +404,9 @@ static const ImgCommand img_commands[] = {
       "reencrypt [--object OBJ] [-p] [-q] [--resilience datashift] "
       "[--hotzone-size SIZE] [--init-only | --resume-only] --encrypt "
       "[-o key-secret=ID[,OPTIONS]] FILENAME | --resume-only --image-opts "
-      "driver=luks,key-secret=ID,file.filename=FILE" },
+      "driver=luks,key-secret=ID,file.filename=FILE | [--resilience "
+      "checksum|journal|none] [-o NEW_OPTIONS] --image-opts "
+      "driver=luks,key-secret=ID,file.filename=FILE (new volume key)" },
     { "resize", img_resize,
       "resize [--object OBJ] [--image-opts] [-f FMT] [--preallocation=MODE] "
       "[-q] [--shrink] FILENAME [+|-]SIZE" },

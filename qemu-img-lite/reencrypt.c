@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "block/crypto.h"
+#include "block/options.h"
 #include "crypto/reencrypt.h"
 #include "crypto/secret.h"
 #include "img.h"
@@ -365,6 +367,107 @@ static int img_reencrypt_decrypt(ReencCtx *ctx, QCryptoReencryptIO *io,
     return 0;
 }
 
+/*
+ * A new volume key (neither --encrypt nor --decrypt): -o takes the cipher,
+ * sector-size and KDF options of create -O luks, slot-secrets=ID:ID...
+ * (one secret per key slot, in slot order) and keyslot=N. secret is
+ * key-secret. Writes the metadata; the resume does the work.
+ */
+static int reencrypt_rekey_init(GHashTable *opts,
+                                const QCryptoBlockSecret *secret,
+                                const char *resilience,
+                                const QCryptoReencryptIO *io, Error **errp)
+{
+    static const char *const not_here[] = {
+        "size", "luks-version", "label", "align-payload", "detached-header",
+    };
+    static const char *const cipher_opts[] = {
+        "cipher-alg", "cipher-mode", "ivgen-alg", "ivgen-hash-alg",
+    };
+    QCryptoReencryptRekeyOptions o = { .keyslot = -1 };
+    g_autofree char *slot_ids = qemu_opt_take(opts, "slot-secrets");
+    g_auto(GStrv) ids = NULL;
+    g_autofree QCryptoBlockSecret *slot_secrets = NULL;
+    QCryptoBlockSecret taken;
+    size_t n = 0;
+    uint64_t keyslot;
+    int ret = -1;
+
+    for (size_t i = 0; i < G_N_ELEMENTS(not_here); i++) {
+        if (g_hash_table_contains(opts, not_here[i])) {
+            error_setg(errp, "Option '%s' does not apply to a new volume "
+                       "key", not_here[i]);
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < G_N_ELEMENTS(cipher_opts); i++) {
+        o.has_cipher |= g_hash_table_contains(opts, cipher_opts[i]);
+    }
+    if (!resilience || g_str_equal(resilience, "checksum")) {
+        o.resilience = QCRYPTO_REENCRYPT_RESILIENCE_CHECKSUM;
+    } else if (g_str_equal(resilience, "journal")) {
+        o.resilience = QCRYPTO_REENCRYPT_RESILIENCE_JOURNAL;
+    } else if (g_str_equal(resilience, "none")) {
+        o.resilience = QCRYPTO_REENCRYPT_RESILIENCE_NONE;
+    } else {
+        error_setg(errp, "--resilience '%s' does not apply to a new volume "
+                   "key: use checksum (the default), journal or none",
+                   resilience);
+        return -1;
+    }
+    if (qemu_opt_take_uint(opts, "keyslot", UINT64_MAX, &keyslot,
+                           errp) < 0) {
+        return -1;
+    }
+    if (keyslot != UINT64_MAX) {
+        if (keyslot > 31) {
+            error_setg(errp, "Option 'keyslot' %" PRIu64 " is not a LUKS2 "
+                       "key slot (0..31)", keyslot);
+            return -1;
+        }
+        o.keyslot = keyslot;
+    }
+    if (block_crypto_take_luks_create_opts(opts, &o.create, false,
+                                           errp) < 0) {
+        return -1;
+    }
+    taken = o.create.secret;
+    o.create.secret = *secret;
+    if (g_hash_table_size(opts)) {
+        GHashTableIter it;
+        gpointer key;
+
+        g_hash_table_iter_init(&it, opts);
+        g_hash_table_iter_next(&it, &key, NULL);
+        error_setg(errp, "Invalid parameter '%s'", (char *)key);
+        goto out;
+    }
+    if (slot_ids) {
+        ids = g_strsplit(slot_ids, ":", -1);
+        slot_secrets = g_new0(QCryptoBlockSecret, g_strv_length(ids));
+        for (; ids[n]; n++) {
+            uint8_t *data;
+            size_t len;
+
+            if (qcrypto_secret_lookup(ids[n], &data, &len, errp) < 0) {
+                goto out;
+            }
+            slot_secrets[n] = (QCryptoBlockSecret) { data, len };
+        }
+        o.slot_secrets = slot_secrets;
+        o.nslot_secrets = n;
+    }
+    ret = qcrypto_reencrypt_rekey_init(&o, io, errp);
+out:
+    for (size_t i = 0; i < n; i++) {
+        qcrypto_secret_value_free((uint8_t *)slot_secrets[i].data,
+                                  slot_secrets[i].len);
+    }
+    o.create.secret = taken;
+    block_crypto_clear_luks_create_opts(&o.create);
+    return ret;
+}
+
 int img_reencrypt(int argc, char **argv)
 {
     g_auto(GStrv) opt_strs = NULL;
@@ -394,9 +497,10 @@ int img_reencrypt(int argc, char **argv)
         { "resume-only", 0, 0, G_OPTION_ARG_NONE, &resume_only,
           "finish an interrupted run (ours or cryptsetup's)", NULL },
         { "resilience", 0, 0, G_OPTION_ARG_STRING, &resilience,
-          "datashift (the only mode of --encrypt)", "MODE" },
+          "datashift (the only mode of --encrypt); checksum (default), "
+          "journal or none for a new volume key", "MODE" },
         { "hotzone-size", 0, 0, G_OPTION_ARG_STRING, &hotzone_str,
-          "bytes per step (at most the data shift)", "SIZE" },
+          "bytes per step (--encrypt: at most the data shift)", "SIZE" },
         { "progress", 'p', 0, G_OPTION_ARG_NONE, &progress,
           "show progress, rate and time left", NULL },
         { NULL }
@@ -414,19 +518,30 @@ int img_reencrypt(int argc, char **argv)
     const char *filename;
     uint64_t hotzone = 0;
     Error *err = NULL;
+    bool rekey;
     int ret = 1, r;
 
     if (img_parse_args(&argc, &argv,
-                       "[--encrypt | --resume-only] [-o OPTIONS] FILENAME",
+                       "[--encrypt | --decrypt | --resume-only] [-o OPTIONS] "
+                       "FILENAME",
                        "Encrypt a raw image into LUKS2 in place, "
-                       "resumable, as cryptsetup reencrypt --encrypt.",
+                       "resumable, as cryptsetup reencrypt --encrypt; "
+                       "--decrypt turns a LUKS2 or LUKS1 image back into "
+                       "the raw image in place; "
+                       "without either, give a LUKS2 image a new volume "
+                       "key in place (-o: new cipher, sector-size, KDF, "
+                       "slot-secrets=ID:ID..., keyslot=N).",
                        "Example:\n  qemu-img-lite reencrypt --object "
                        "secret,id=s0,data=pw --encrypt \\\n"
                        "      -o key-secret=s0 disk.img\n"
                        "  qemu-img-lite reencrypt --object secret,id=s0,"
                        "data=pw --resume-only \\\n"
                        "      --image-opts driver=luks,key-secret=s0,"
-                       "file.filename=disk.img",
+                       "file.filename=disk.img\n"
+                       "  qemu-img-lite reencrypt --object secret,id=s0,"
+                       "data=pw --resilience journal \\\n"
+                       "      --image-opts driver=luks,key-secret=s0,"
+                       "file.filename=disk.luks",
                        entries, &common) < 0) {
         goto out;
     }
@@ -444,12 +559,6 @@ int img_reencrypt(int argc, char **argv)
         img_error(NULL, "--encrypt and --decrypt exclude each other");
         goto out;
     }
-    if (!encrypt && !decrypt && !resume_only) {
-        img_error(NULL, "Only --encrypt, --decrypt and --resume-only are "
-                  "implemented; use cryptsetup reencrypt for a new volume "
-                  "key");
-        goto out;
-    }
     if (decrypt && resilience && !g_str_equal(resilience, "datashift") &&
         !g_str_equal(resilience, "datashift-checksum")) {
         img_error(NULL, "--decrypt in place supports --resilience "
@@ -457,7 +566,8 @@ int img_reencrypt(int argc, char **argv)
                   "header size; the last zone, in place, has checksums)");
         goto out;
     }
-    if (!decrypt && resilience && !g_str_equal(resilience, "datashift")) {
+    rekey = !encrypt && !decrypt && !resume_only;
+    if (resilience && encrypt && !g_str_equal(resilience, "datashift")) {
         img_error(NULL, "--encrypt in place supports --resilience datashift "
                   "only (the data moves by the header size)");
         goto out;
@@ -527,6 +637,16 @@ int img_reencrypt(int argc, char **argv)
     if (!ctx.file) {
         img_error_free(filename, err);
         goto out;
+    }
+    if (rekey) {
+        if (reencrypt_rekey_init(opts, &secret, resilience, &io, &err) < 0) {
+            img_error_free(filename, err);
+            goto close;
+        }
+        if (init_only) {
+            ret = 0;
+            goto close;
+        }
     }
     if (encrypt && !resume_only) {
         if (file_is_luks(ctx.file)) {

@@ -41,8 +41,6 @@
 #define V_CLMUL_LO_LO(a, b) _mm256_clmulepi64_epi128(a, b, 0x00)
 #define V_BSLLI(a, n) _mm256_bslli_epi128(a, n)
 #define V_BSRLI(a, n) _mm256_bsrli_epi128(a, n)
-/* The tweak step by byte shifts: measured faster here (docs/aes.md). */
-#define V_XTS_BYTE_STEP 1
 #define V_SLLV64(a, n) _mm256_sllv_epi64(a, n)
 #define V_SRLV64(a, n) _mm256_srlv_epi64(a, n)
 /* Shift counts (b + lane) in both qwords of each lane, and 64 - those. */
@@ -98,11 +96,6 @@ const AesX86Ops aes_x86_ops_vaes256 = {
 #define V_CLMUL_LO_LO(a, b) _mm512_clmulepi64_epi128(a, b, 0x00)
 #define V_BSLLI(a, n) _mm512_bslli_epi128(a, n)
 #define V_BSRLI(a, n) _mm512_bsrli_epi128(a, n)
-/*
- * With VPTERNLOGQ the byte-shift step saves one instruction of five, which
- * measured no faster on zmm (docs/aes.md); kept off on this width.
- */
-#define V_XTS_BYTE_STEP 0
 #define V_SLLV64(a, n) _mm512_sllv_epi64(a, n)
 #define V_SRLV64(a, n) _mm512_srlv_epi64(a, n)
 #define V_XPOW_LEFT(b) \

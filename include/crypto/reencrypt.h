@@ -55,6 +55,48 @@ int qcrypto_reencrypt_encrypt_init(const QCryptoBlockCreateOptions *options,
                                    const QCryptoReencryptIO *io,
                                    Error **errp);
 
+/* How a hot zone of a new-volume-key run survives a crash (docs/reencrypt.md). */
+typedef enum QCryptoReencryptResilience {
+    /* a hash of each block of the zone's old ciphertext (cryptsetup's default) */
+    QCRYPTO_REENCRYPT_RESILIENCE_CHECKSUM,
+    /* a copy of the zone's old ciphertext */
+    QCRYPTO_REENCRYPT_RESILIENCE_JOURNAL,
+    /* nothing: a crash inside a zone loses that zone */
+    QCRYPTO_REENCRYPT_RESILIENCE_NONE,
+} QCryptoReencryptResilience;
+
+typedef struct QCryptoReencryptRekeyOptions {
+    /*
+     * create.secret opens the key slots; create's KDF fields (has_kdf,
+     * kdf, hash_alg, has_iter_time, iter_time, kdf_memory, kdf_parallel)
+     * shape the new key slots; with has_cipher, cipher_alg, cipher_mode,
+     * ivgen_alg and ivgen_hash_alg the new cipher (else the old one and
+     * its key size); create.sector_size the new sector size (0: the old).
+     */
+    QCryptoBlockCreateOptions create;
+    bool has_cipher;
+    /*
+     * One secret per key slot of the volume key, in ascending slot order,
+     * when they do not all open with create.secret (nslot_secrets 0).
+     */
+    const QCryptoBlockSecret *slot_secrets;
+    size_t nslot_secrets;
+    /* >= 0: only this key slot gets a new one; the others go at the end */
+    int keyslot;
+    QCryptoReencryptResilience resilience;
+} QCryptoReencryptRekeyOptions;
+
+/*
+ * Start giving the LUKS2 image behind io a new volume key in place
+ * (cryptsetup's reencrypt mode "reencrypt", forward): a new key slot for
+ * every one of the old key (same passphrase), the reencrypt key slot with
+ * the resilience data area, the backup segments and the requirement.
+ * Nothing is re-encrypted yet: qcrypto_reencrypt_resume() does it, and at
+ * its end drops the old key slots and the old key's digest.
+ */
+int qcrypto_reencrypt_rekey_init(const QCryptoReencryptRekeyOptions *options,
+                                 const QCryptoReencryptIO *io, Error **errp);
+
 /*
  * In-place decryption of a LUKS2 or LUKS1 image (cryptsetup 2.6's
  * "reencrypt --decrypt" with a detached header: the "online-reencrypt-v3"

@@ -206,6 +206,61 @@ class Decrypt(TestCase):
         self.decrypt(img)
         self.assert_raw(img, orig)
 
+    # ---- LUKS1: the header converted to LUKS2 into its own file ----
+
+    def luks1(self, name, size, maker):
+        """A LUKS1 image made by qemu-img-lite or qemu-img, its original."""
+        orig = self.path(name + ".orig")
+        random_file(orig, size, 7)
+        img = self.path(name)
+        args = ["convert", "--object", SECRET, "-O", "luks", "-o",
+                f"key-secret=sec0,iter-time={ITER_TIME}"]
+        if maker == "ours":
+            qil(*args[:-1], args[-1] + ",luks-version=1", orig, img)
+        else:
+            qemu_img(*args, orig, img)
+        with open(img, "rb") as f:
+            self.assertEqual(f.read(8)[6:8], b"\0\1")   # LUKS1 indeed
+        return img, orig
+
+    def test_luks1_decrypted(self):
+        """LUKS1 by us and by qemu-img (payload at 4040 sectors, which
+        cryptsetup convert refuses): decrypted to the same bytes."""
+        self.need_all()
+        for maker in ("ours", "qemu-img"):
+            with self.subTest(maker=maker):
+                if maker == "qemu-img":
+                    self.need_qemu_img()
+                img, orig = self.luks1(f"l1-{maker}.img", 3 * MiB, maker)
+                self.decrypt(img, "--hotzone-size", "512k")
+                self.assert_raw(img, orig)
+
+    def test_luks1_init_resumed_by_cryptsetup(self):
+        """The converted header is cryptsetup's LUKS2: it finishes it."""
+        self.need_all()
+        img, orig = self.luks1("l1c.img", 4 * MiB, "ours")
+        shift = os.path.getsize(img) - 4 * MiB
+        self.decrypt(img, "--init-only")
+        dump = run([CRYPTSETUP, "luksDump", img + ".luks2-header"]).stdout
+        self.assertIn("decrypt", dump)
+        self.resume_cryptsetup(img)
+        hdr = img + ".luks2-header"
+        self.assertNotIn("requirements", header_json(hdr)["config"])
+        self.assertEqual(os.path.getsize(img), 4 * MiB + shift)
+        os.unlink(hdr)
+        os.truncate(img, 4 * MiB)
+        self.assert_raw(img, orig)
+
+    def test_luks1_wrong_passphrase_untouched(self):
+        self.need_all()
+        img, _ = self.luks1("l1w.img", 2 * MiB, "ours")
+        before = file_bytes(img)
+        self.assertFails(["reencrypt", "--object",
+                          "secret,id=sec0,data=not it", "--decrypt",
+                          "--image-opts", image_opts(img)])
+        self.assertEqual(file_bytes(img), before)
+        self.assertFalse(os.path.exists(img + ".luks2-header"))
+
     def test_header_option(self):
         """--header names the header file, as cryptsetup's."""
         self.need_all()

@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Fuzz target: resume a LUKS2 in-place encryption (qcrypto_reencrypt_resume)
+ * with the passphrase "fuzz" on an image in re-encryption state: loading
+ * the state, the reencrypt key slot, the backup segments, the digest over
+ * the re-encryption metadata, the active segment list, then the hot zones
+ * and the final header.
+ *
+ * The input is the whole image file (header, data, moved copy): the seeds
+ * (make-seeds-reencrypt.sh) are small images made by cryptsetup and by
+ * qemu-img-lite, with a cheap KDF. The file lives in memory behind a
+ * QCryptoReencryptIO; it may grow, but never past FUZZ_REENC_MAX_FILE, and
+ * a read past its end fails as a short read of a real file would. The
+ * hot zone is small so that the zone loop runs a few times, and the run is
+ * stopped once after its first zone and resumed (our own mid-run state is
+ * read back too). A run that says it finished must leave an image that
+ * opens with the passphrase.
+ *
+ * A custom mutator aims half the mutations at the JSON text (below).
+ *
+ * As in fuzz-luks2-open, all-zero checksum fields are filled in, and inputs
+ * asking for costly key slots are skipped (fuzz-luks2.h); the seeds'
+ * qemu-img-lite key slots have a few thousand PBKDF2 iterations (its
+ * smallest iter-time), so this target allows that many.
+ */
+#define FUZZ_LUKS2_MAX_ITERATIONS 10000
+#include "fuzz-luks2.h"
+
+#include "crypto/reencrypt.h"
+
+#define FUZZ_PASSPHRASE "fuzz"
+/* The file may grow to twice the input plus this (a truncate, a write). */
+#define FUZZ_REENC_GROWTH (1024 * 1024)
+#define FUZZ_REENC_MAX_FILE (16 * 1024 * 1024)
+#define FUZZ_REENC_HOTZONE (16 * 1024)
+/* Zones per run: the file bounds them, this bounds them more. */
+#define FUZZ_REENC_MAX_ZONES 256
+
+typedef struct FuzzFile {
+    uint8_t *data;
+    size_t len;             /* the file's length */
+    size_t alloc;           /* data's size */
+    size_t max;             /* the largest length allowed */
+    unsigned zones;         /* progress calls this run */
+    unsigned stop_after;    /* stop at this progress call (0: never) */
+} FuzzFile;
+
+static int ff_reserve(FuzzFile *f, uint64_t len, Error **errp)
+{
+    if (len > f->max) {
+        error_setg(errp, "No space left: the file would grow to %" PRIu64
+                   " bytes", len);
+        return -1;
+    }
+    if (len > f->alloc) {
+        size_t n = MIN(MAX(len, 2 * f->alloc), f->max);
+
+        f->data = g_realloc(f->data, n);
+        f->alloc = n;
+    }
+    return 0;
+}
+
+static int ff_read(void *opaque, uint64_t off, void *buf, size_t len,
+                   Error **errp)
+{
+    FuzzFile *f = opaque;
+
+    if (off > f->len || len > f->len - off) {
+        error_setg(errp, "Read of %zu bytes at %" PRIu64 " is beyond the "
+                   "end of the file (%zu bytes)", len, off, f->len);
+        return -1;
+    }
+    memcpy(buf, f->data + off, len);
+    return 0;
+}
+
+static int ff_write(void *opaque, uint64_t off, const void *buf, size_t len,
+                    Error **errp)
+{
+    FuzzFile *f = opaque;
+
+    if (off > f->max || len > f->max - off) {
+        error_setg(errp, "Write of %zu bytes at %" PRIu64 " is beyond the "
+                   "largest file allowed", len, off);
+        return -1;
+    }
+    if (ff_reserve(f, off + len, errp) < 0) {
+        return -1;
+    }
+    if (off > f->len) {
+        memset(f->data + f->len, 0, off - f->len);
+    }
+    memcpy(f->data + off, buf, len);
+    f->len = MAX(f->len, off + len);
+    return 0;
+}
+
+static int ff_sync(void *opaque, Error **errp)
+{
+    return 0;
+}
+
+static int64_t ff_length(void *opaque, Error **errp)
+{
+    FuzzFile *f = opaque;
+
+    return f->len;
+}
+
+static int ff_truncate(void *opaque, uint64_t size, Error **errp)
+{
+    FuzzFile *f = opaque;
+
+    if (ff_reserve(f, size, errp) < 0) {
+        return -1;
+    }
+    if (size > f->len) {
+        memset(f->data + f->len, 0, size - f->len);
+    }
+    f->len = size;
+    return 0;
+}
+
+static bool ff_progress(void *opaque, uint64_t done, uint64_t total)
+{
+    FuzzFile *f = opaque;
+
+    if (done > total) {
+        fuzz_fail("progress: %" PRIu64 " of %" PRIu64 " bytes done", done,
+                  total);
+    }
+    f->zones++;
+    if (f->zones > FUZZ_REENC_MAX_ZONES) {
+        return true;
+    }
+    return f->stop_after && f->zones == f->stop_after;
+}
+
+/* A finished image opens with the passphrase (the real open, strict). */
+static void fuzz_check_done(FuzzFile *f, const QCryptoBlockSecret *secret)
+{
+    FuzzImage img = { .data = f->data, .size = f->len, .strict = true };
+    QCryptoBlockOpenOptions opts = {
+        .format = QCRYPTO_BLOCK_FORMAT_LUKS,
+        .secret = *secret,
+    };
+    g_autoptr(Error) err = NULL;
+    g_autoptr(QCryptoBlock) block = NULL;
+
+    block = qcrypto_block_open(&opts, fuzz_image_read, &img, 0, &err);
+    if (!block) {
+        fuzz_fail("resume finished, but the image does not open: %s",
+                  error_get_pretty(err));
+    }
+    fuzz_payload(block);
+}
+
+/* libFuzzer's own mutator (weak: the replay build has none, nor calls it). */
+size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size)
+    __attribute__((weak));
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
+                               unsigned int seed);
+
+/*
+ * The JSON text is 2 to 4 % of an input (the rest is key material and
+ * data): half the mutations go to the primary header copy's JSON text
+ * alone, written to the secondary copy too (three times in four: a
+ * changed primary alone is also worth a try), the layout kept.
+ */
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
+                               unsigned int seed)
+{
+    uint64_t hdr = fuzz_luks2_hdr_size(data, size, 0);
+
+    if (hdr && (seed & 1) && 2 * hdr <= size) {
+        uint8_t *json = data + LUKS2_BIN_HDR_LEN;
+        size_t area = hdr - LUKS2_BIN_HDR_LEN;
+        size_t len = strnlen((const char *)json, area);
+        size_t n = LLVMFuzzerMutate(json, len, area - 1);
+
+        memset(json + n, 0, area - n);
+        if ((seed & 6) && fuzz_luks2_hdr_size(data, size, hdr) == hdr) {
+            memcpy(data + hdr + LUKS2_BIN_HDR_LEN, json, area);
+        }
+        return size;
+    }
+    return LLVMFuzzerMutate(data, size, max_size);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const QCryptoBlockSecret secret = {
+        (const uint8_t *)FUZZ_PASSPHRASE, strlen(FUZZ_PASSPHRASE)
+    };
+    FuzzFile f = { 0 };
+    QCryptoReencryptIO io = {
+        .read = ff_read,
+        .write = ff_write,
+        .sync = ff_sync,
+        .length = ff_length,
+        .truncate = ff_truncate,
+        .progress = ff_progress,
+        .opaque = &f,
+    };
+    int ret;
+
+    fuzz_init();
+    if (!fuzz_luks2_costs_bounded(data, size)) {
+        fuzz_debug("skipped: costly key slots", NULL);
+        return -1;      /* not added to the corpus */
+    }
+    f.max = MIN((uint64_t)2 * size + FUZZ_REENC_GROWTH, FUZZ_REENC_MAX_FILE);
+    f.max = MAX(f.max, size);
+    f.alloc = MAX(size, 1);
+    f.data = fuzz_memdup(data, size);
+    f.len = size;
+    fuzz_luks2_fix_checksums(f.data, f.len);
+
+    /* Once stopped after the first zone, then to the end. */
+    for (int run = 0; run < 2; run++) {
+        g_autoptr(Error) err = NULL;
+
+        f.zones = 0;
+        f.stop_after = run == 0 ? 2 : 0;
+        ret = qcrypto_reencrypt_resume(&secret, FUZZ_REENC_HOTZONE, &io,
+                                       &err);
+        g_assert(ret >= -1 && ret <= 1);
+        g_assert((ret < 0) == !!err);
+        fuzz_debug(run ? "resume again" : "resume", err);
+        if (f.len > f.max) {
+            fuzz_fail("the file grew past its limit");
+        }
+        if (ret == 0) {
+            fuzz_check_done(&f, &secret);
+            break;
+        }
+        if (ret < 0) {
+            break;
+        }
+    }
+    explicit_bzero(f.data, f.alloc);
+    g_free(f.data);
+    return 0;
+}
