@@ -8,8 +8,14 @@
  * a detached header, and with the input's length as the file size (the
  * key slot and payload checks against the end of the file). A header
  * that passes has its info read out, as `qemu-img-lite info` does.
+ *
+ * Then the header is converted to a detached LUKS2 header, as the
+ * in-place decryption of a LUKS1 image does (qcrypto_luks2_from_luks1:
+ * its JSON built from the LUKS1 fields, parsed back, both copies written).
  */
 #include "fuzz-image.h"
+#include "crypto/luks2priv.h"
+#include "crypto/lukspriv.h"
 
 static void fuzz_open_header(const uint8_t *data, size_t size, bool strict,
                              unsigned flags, const char *what)
@@ -45,5 +51,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_open_header(data, size, false, QCRYPTO_BLOCK_OPEN_DETACHED,
                      "open detached");
     fuzz_open_header(data, size, true, 0, "open, file size known");
+    if (size >= QCRYPTO_LUKS_HEADER_LEN) {
+        FuzzImage img = { .data = data, .size = size, .strict = true };
+        g_autoptr(Error) err = NULL;
+        uint8_t *out = NULL;
+        uint64_t out_len = 0;
+
+        if (qcrypto_luks2_from_luks1(data, size, fuzz_image_read, &img,
+                                     &out, &out_len, &err) == 0) {
+            g_assert(!err && out && out_len > 0);
+            g_free(out);
+        } else {
+            g_assert(err && error_get_pretty(err)[0]);
+        }
+        fuzz_debug("as LUKS2", err);
+    }
     return 0;
 }
