@@ -14,18 +14,15 @@ then finish with our --resume-only or cryptsetup's, alternately, and check
 every byte. The seed is printed with each failure.
 """
 import base64
-import hashlib
 import json
 import os
-import random
 import re
 import signal
-import struct
 import subprocess
-import time
 
-from qiltest import (CRYPTSETUP, ITER_TIME, PASSPHRASE, SECRET, TOOL,
-                     TestCase, file_bytes, main, qil, random_file, run)
+from reenctest import ReencTestCase, image_opts, rewrite_json, reenc_slot
+from qiltest import (CRYPTSETUP, ITER_TIME, SECRET, TOOL, file_bytes, main,
+                     qil, random_file, run)
 
 try:
     from cryptography.hazmat.primitives.ciphers import (Cipher, algorithms,
@@ -38,10 +35,6 @@ MiB = 1 << 20
 SMALL = f"key-secret=sec0,iter-time={ITER_TIME},align-payload=2048"
 SHIFT = MiB
 KILL_ROUNDS = 12
-
-
-def image_opts(img):
-    return f"driver=luks,key-secret=sec0,file.filename={img}"
 
 
 def has_luks_header(path):
@@ -58,34 +51,9 @@ def has_luks_header(path):
     return False
 
 
-def rewrite_json(img, edit):
-    """Apply edit(metadata) to both LUKS2 header copies, checksums right."""
-    with open(img, "r+b") as f:
-        hdr_size = struct.unpack(">Q", f.read(16)[8:16])[0]
-        for off in (0, hdr_size):
-            f.seek(off)
-            area = bytearray(f.read(hdr_size))
-            md = json.loads(area[4096:].split(b"\0")[0])
-            edit(md)
-            text = json.dumps(md, separators=(",", ":")).encode()
-            area[4096:] = text + bytes(hdr_size - 4096 - len(text))
-            area[0x1C0:0x200] = bytes(64)
-            area[0x1C0:0x1E0] = hashlib.sha256(area).digest()
-            f.seek(off)
-            f.write(area)
-
-
-class Reencrypt(TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.seed = int.from_bytes(os.urandom(4), "little")
-        cls.rng = random.Random(cls.seed)
-
+class Reencrypt(ReencTestCase):
     def setUp(self):
         super().setUp()
-        self.keyfile = self.path("key")
-        with open(self.keyfile, "w") as f:
-            f.write(PASSPHRASE)
 
     # ---- helpers ----
 
@@ -315,10 +283,6 @@ class Reencrypt(TestCase):
                               image_opts(bad)], message)
             self.assertEqual(file_bytes(bad), before)
 
-        def reenc_slot(md):
-            return [k for k in md["keyslots"].values()
-                    if k["type"] == "reencrypt"][0]
-
         def shift(md):
             reenc_slot(md)["area"]["shift_size"] = str(SHIFT // 2)
 
@@ -356,13 +320,6 @@ class Reencrypt(TestCase):
         self.assertFalse(os.path.exists(img + ".luks2-header"))
 
     # ---- crash safety ----
-
-    def kill_at_random(self, args, limit):
-        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        time.sleep(self.rng.uniform(0, limit))
-        proc.kill()
-        return proc.wait()
 
     def finish(self, img, orig, size, round_):
         """Resume whatever a kill left, alternating the resuming tool."""

@@ -12,17 +12,13 @@ then go on with our command or cryptsetup's, alternately, and check every
 byte. The seed is printed with each failure.
 """
 import base64
-import hashlib
-import json
 import os
-import random
-import struct
 import subprocess
-import time
 
-from qiltest import (CRYPTSETUP, ITER_TIME, PASSPHRASE, QEMU_IMG, SECRET,
-                     TOOL, TestCase, file_bytes, main, qemu_img, qil,
-                     random_file, run)
+from reenctest import (ReencTestCase, header_json, image_opts, reenc_slot,
+                       rewrite_json)
+from qiltest import (CRYPTSETUP, ITER_TIME, SECRET, TOOL, file_bytes, main,
+                     qemu_img, qil, random_file, run)
 
 MiB = 1 << 20
 # align-payload=2048 sectors: a 1 MiB data shift keeps the tests small.
@@ -31,49 +27,9 @@ SHIFT = MiB
 KILL_ROUNDS = 10
 
 
-def image_opts(img):
-    return f"driver=luks,key-secret=sec0,file.filename={img}"
-
-
-def rewrite_json(hdr, edit):
-    """Apply edit(metadata) to both LUKS2 header copies, checksums right."""
-    with open(hdr, "r+b") as f:
-        hdr_size = struct.unpack(">Q", f.read(16)[8:16])[0]
-        for off in (0, hdr_size):
-            f.seek(off)
-            area = bytearray(f.read(hdr_size))
-            md = json.loads(area[4096:].split(b"\0")[0])
-            edit(md)
-            text = json.dumps(md, separators=(",", ":")).encode()
-            area[4096:] = text + bytes(hdr_size - 4096 - len(text))
-            area[0x1C0:0x200] = bytes(64)
-            area[0x1C0:0x1E0] = hashlib.sha256(area).digest()
-            f.seek(off)
-            f.write(area)
-
-
-def header_json(hdr):
-    with open(hdr, "rb") as f:
-        hdr_size = struct.unpack(">Q", f.read(16)[8:16])[0]
-        f.seek(4096)
-        return json.loads(f.read(hdr_size - 4096).split(b"\0")[0])
-
-
-def reenc_slot(md):
-    return [k for k in md["keyslots"].values() if k["type"] == "reencrypt"][0]
-
-
-class Decrypt(TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.seed = int.from_bytes(os.urandom(4), "little")
-        cls.rng = random.Random(cls.seed)
-
+class Decrypt(ReencTestCase):
     def setUp(self):
         super().setUp()
-        self.keyfile = self.path("key")
-        with open(self.keyfile, "w") as f:
-            f.write(PASSPHRASE)
 
     def need_all(self):
         self.need_luks()
@@ -399,13 +355,6 @@ class Decrypt(TestCase):
         self.assert_raw(img, orig)
 
     # ---- crash safety ----
-
-    def kill_at_random(self, args, limit):
-        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        time.sleep(self.rng.uniform(0, limit))
-        proc.kill()
-        return proc.wait()
 
     def go_on(self, img, orig, size, round_):
         """Finish whatever a kill left, alternating the tool."""

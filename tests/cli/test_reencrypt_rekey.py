@@ -16,18 +16,16 @@ then finish with our --resume-only or cryptsetup's, alternately, and check
 every byte. The seed is printed with each failure.
 """
 import base64
-import hashlib
 import json
 import os
-import random
 import re
 import signal
-import struct
 import subprocess
 import time
 
-from qiltest import (CRYPTSETUP, ITER_TIME, PASSPHRASE, SECRET, TOOL,
-                     TestCase, file_bytes, main, qil, random_file, run)
+from reenctest import ReencTestCase, image_opts, rewrite_json, reenc_slot
+from qiltest import (CRYPTSETUP, ITER_TIME, SECRET, TOOL, file_bytes, main,
+                     qil, random_file, run)
 
 try:
     from cryptography.hazmat.primitives.ciphers import (Cipher, algorithms,
@@ -42,44 +40,11 @@ SECRET2 = "secret,id=sec1,data=other pass"
 KILL_ROUNDS = 8
 
 
-def image_opts(img):
-    return f"driver=luks,key-secret=sec0,file.filename={img}"
-
-
-def rewrite_json(img, edit):
-    """Apply edit(metadata) to both LUKS2 header copies, checksums right."""
-    with open(img, "r+b") as f:
-        hdr_size = struct.unpack(">Q", f.read(16)[8:16])[0]
-        for off in (0, hdr_size):
-            f.seek(off)
-            area = bytearray(f.read(hdr_size))
-            md = json.loads(area[4096:].split(b"\0")[0])
-            edit(md)
-            text = json.dumps(md, separators=(",", ":")).encode()
-            area[4096:] = text + bytes(hdr_size - 4096 - len(text))
-            area[0x1C0:0x200] = bytes(64)
-            area[0x1C0:0x1E0] = hashlib.sha256(area).digest()
-            f.seek(off)
-            f.write(area)
-
-
-def reenc_slot(md):
-    return [k for k in md["keyslots"].values() if k["type"] == "reencrypt"][0]
-
-
-class ReencryptRekey(TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.seed = int.from_bytes(os.urandom(4), "little")
-        cls.rng = random.Random(cls.seed)
-
+class ReencryptRekey(ReencTestCase):
     def setUp(self):
         super().setUp()
         self.need_luks()
         self.need_cryptsetup()
-        self.keyfile = self.path("key")
-        with open(self.keyfile, "w") as f:
-            f.write(PASSPHRASE)
 
     # ---- helpers ----
 
@@ -396,13 +361,6 @@ class ReencryptRekey(TestCase):
         self.assertEqual(file_bytes(img), before)
 
     # ---- crash safety ----
-
-    def kill_at_random(self, args, limit):
-        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        time.sleep(self.rng.uniform(0, limit))
-        proc.kill()
-        return proc.wait()
 
     def duration(self, make_args):
         """How long a whole run takes here: kills land inside it."""

@@ -1,0 +1,70 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""What the in-place re-encryption tests share (test_reencrypt*.py): the
+LUKS2 JSON read and rewritten by hand, and a test case with a seeded RNG,
+a key file holding the passphrase, and a SIGKILL at a random moment."""
+
+import hashlib
+import json
+import os
+import random
+import struct
+import subprocess
+import time
+
+from qiltest import PASSPHRASE, TestCase
+
+
+def image_opts(img):
+    return f"driver=luks,key-secret=sec0,file.filename={img}"
+
+
+def header_json(path):
+    """The metadata of the LUKS2 header at the start of path."""
+    with open(path, "rb") as f:
+        hdr_size = struct.unpack(">Q", f.read(16)[8:16])[0]
+        f.seek(4096)
+        return json.loads(f.read(hdr_size - 4096).split(b"\0")[0])
+
+
+def rewrite_json(path, edit):
+    """Apply edit(metadata) to both LUKS2 header copies, checksums right."""
+    with open(path, "r+b") as f:
+        hdr_size = struct.unpack(">Q", f.read(16)[8:16])[0]
+        for off in (0, hdr_size):
+            f.seek(off)
+            area = bytearray(f.read(hdr_size))
+            md = json.loads(area[4096:].split(b"\0")[0])
+            edit(md)
+            text = json.dumps(md, separators=(",", ":")).encode()
+            area[4096:] = text + bytes(hdr_size - 4096 - len(text))
+            area[0x1C0:0x200] = bytes(64)
+            area[0x1C0:0x1E0] = hashlib.sha256(area).digest()
+            f.seek(off)
+            f.write(area)
+
+
+def reenc_slot(md):
+    return [k for k in md["keyslots"].values() if k["type"] == "reencrypt"][0]
+
+
+class ReencTestCase(TestCase):
+    """The seed is printed by failing asserts that pass it on."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.seed = int.from_bytes(os.urandom(4), "little")
+        cls.rng = random.Random(cls.seed)
+
+    def setUp(self):
+        super().setUp()
+        self.keyfile = self.path("key")
+        with open(self.keyfile, "w") as f:
+            f.write(PASSPHRASE)
+
+    def kill_at_random(self, args, limit):
+        """Start args, SIGKILL it within limit seconds; its exit status."""
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(self.rng.uniform(0, limit))
+        proc.kill()
+        return proc.wait()
