@@ -800,7 +800,7 @@ static int dec_init_metadata(Dec *d, const QCryptoLUKS2Metadata *md,
         reenc_section(r->root, "segments"), "0");
     JsonObject *segs = json_object_new(), *reqo = json_object_new(), *dg;
     JsonArray *mand = json_array_new();
-    g_autofree char *dname = NULL, *salt64 = NULL, *dig64 = NULL;
+    g_autofree char *dname = NULL;
     uint8_t salt[REENC_DIGEST_SALT_LEN], dig[32];
     uint64_t iters;
     int ret;
@@ -845,16 +845,9 @@ static int dec_init_metadata(Dec *d, const QCryptoLUKS2Metadata *md,
     if (ret < 0) {
         return -1;
     }
-    salt64 = g_base64_encode(salt, sizeof(salt));
-    dig64 = g_base64_encode(dig, sizeof(dig));
-    dg = json_object_new();
-    json_object_set_string_member(dg, "type", "pbkdf2");
-    json_object_set_array_member(dg, "keyslots", reenc_id_array(&r->ks_id, 1));
-    json_object_set_array_member(dg, "segments", json_array_new());
-    json_object_set_string_member(dg, "hash", "sha256");
-    json_object_set_int_member(dg, "iterations", iters);
-    json_object_set_string_member(dg, "salt", salt64);
-    json_object_set_string_member(dg, "digest", dig64);
+    dg = reenc_pbkdf2_digest("sha256", iters, salt, sizeof(salt), dig,
+                             sizeof(dig), reenc_id_array(&r->ks_id, 1),
+                             json_array_new());
     json_object_set_object_member(digests, dname, dg);
     return 0;
 }

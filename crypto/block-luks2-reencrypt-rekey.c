@@ -978,7 +978,6 @@ static int rekey_add_digest(QCryptoLUKS2Metadata *md,
     uint8_t salt[REENC_DIGEST_SALT_LEN], dig[QCRYPTO_HASH_MAX_DIGEST_LEN];
     size_t ndig = qcrypto_hash_digest_len(old->hash);
     g_autofree char *name = g_strdup_printf("%d", id);
-    g_autofree char *salt64 = NULL, *dig64 = NULL;
     JsonObject *dg;
 
     if (id < 0) {
@@ -990,17 +989,9 @@ static int rekey_add_digest(QCryptoLUKS2Metadata *md,
                        old->iterations, dig, ndig, errp) < 0) {
         return -1;
     }
-    salt64 = g_base64_encode(salt, sizeof(salt));
-    dig64 = g_base64_encode(dig, ndig);
-    dg = json_object_new();
-    json_object_set_string_member(dg, "type", "pbkdf2");
-    json_object_set_array_member(dg, "keyslots", json_array_new());
-    json_object_set_array_member(dg, "segments", json_array_new());
-    json_object_set_string_member(dg, "hash",
-                                  qcrypto_hash_algo_name(old->hash));
-    json_object_set_int_member(dg, "iterations", old->iterations);
-    json_object_set_string_member(dg, "salt", salt64);
-    json_object_set_string_member(dg, "digest", dig64);
+    dg = reenc_pbkdf2_digest(qcrypto_hash_algo_name(old->hash),
+                             old->iterations, salt, sizeof(salt), dig, ndig,
+                             json_array_new(), json_array_new());
     json_object_set_object_member(digests, name, dg);
     return qcrypto_luks2_metadata_reload(md, errp) < 0 ? -1 : id;
 }
@@ -1154,8 +1145,7 @@ static int rekey_init_metadata(Rekey *k, QCryptoLUKS2Metadata *md,
     const QCryptoLUKS2Digest *dold = md->digests[k->digest_old];
     JsonObject *segs, *ks, *area, *reqo, *dg;
     JsonArray *mand;
-    g_autofree char *ksname = NULL, *dname = NULL, *salt64 = NULL,
-        *dig64 = NULL;
+    g_autofree char *ksname = NULL, *dname = NULL;
     uint8_t salt[REENC_DIGEST_SALT_LEN], dig[32];
     int zero = 0;
 
@@ -1235,16 +1225,9 @@ static int rekey_init_metadata(Rekey *k, QCryptoLUKS2Metadata *md,
                              nnew, dig, sizeof(dig), errp) < 0) {
         return -1;
     }
-    salt64 = g_base64_encode(salt, sizeof(salt));
-    dig64 = g_base64_encode(dig, sizeof(dig));
-    dg = json_object_new();
-    json_object_set_string_member(dg, "type", "pbkdf2");
-    json_object_set_array_member(dg, "keyslots", reenc_id_array(&r->ks_id, 1));
-    json_object_set_array_member(dg, "segments", reenc_id_array(&zero, 0));
-    json_object_set_string_member(dg, "hash", "sha256");
-    json_object_set_int_member(dg, "iterations", dold->iterations);
-    json_object_set_string_member(dg, "salt", salt64);
-    json_object_set_string_member(dg, "digest", dig64);
+    dg = reenc_pbkdf2_digest("sha256", dold->iterations, salt, sizeof(salt),
+                             dig, sizeof(dig), reenc_id_array(&r->ks_id, 1),
+                             reenc_id_array(&zero, 0));
     dname = g_strdup_printf("%d", r->digest_reenc);
     json_object_set_object_member(reenc_section(r->root, "digests"), dname,
                                   dg);

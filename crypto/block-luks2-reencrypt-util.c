@@ -59,6 +59,25 @@ void reenc_set_u64(JsonObject *o, const char *key, uint64_t v)
     json_object_set_string_member(o, key, s);
 }
 
+JsonObject *reenc_pbkdf2_digest(const char *hash, int64_t iterations,
+                                const uint8_t *salt, size_t nsalt,
+                                const uint8_t *dig, size_t ndig,
+                                JsonArray *keyslots, JsonArray *segments)
+{
+    g_autofree char *salt64 = g_base64_encode(salt, nsalt);
+    g_autofree char *dig64 = g_base64_encode(dig, ndig);
+    JsonObject *dg = json_object_new();
+
+    json_object_set_string_member(dg, "type", "pbkdf2");
+    json_object_set_array_member(dg, "keyslots", keyslots);
+    json_object_set_array_member(dg, "segments", segments);
+    json_object_set_string_member(dg, "hash", hash);
+    json_object_set_int_member(dg, "iterations", iterations);
+    json_object_set_string_member(dg, "salt", salt64);
+    json_object_set_string_member(dg, "digest", dig64);
+    return dg;
+}
+
 int reenc_get_u64(JsonObject *o, const char *what, const char *key,
                    uint64_t *v, Error **errp)
 {

@@ -298,8 +298,7 @@ static int reenc_init_metadata(Reenc *r, uint64_t keyslots_end,
     JsonArray *mand;
     uint64_t area_off = 0, iters;
     g_autoptr(GList) members = json_object_get_members(keyslots);
-    g_autofree char *ksname = NULL, *dname = NULL, *salt64 = NULL,
-        *dig64 = NULL;
+    g_autofree char *ksname = NULL, *dname = NULL;
     uint8_t salt[REENC_DIGEST_SALT_LEN], dig[32];
     int zero = 0;
 
@@ -383,16 +382,9 @@ static int reenc_init_metadata(Reenc *r, uint64_t keyslots_end,
                              errp) < 0) {
         return -1;
     }
-    salt64 = g_base64_encode(salt, sizeof(salt));
-    dig64 = g_base64_encode(dig, sizeof(dig));
-    dg = json_object_new();
-    json_object_set_string_member(dg, "type", "pbkdf2");
-    json_object_set_array_member(dg, "keyslots", reenc_id_array(&r->ks_id, 1));
-    json_object_set_array_member(dg, "segments", json_array_new());
-    json_object_set_string_member(dg, "hash", "sha256");
-    json_object_set_int_member(dg, "iterations", iters);
-    json_object_set_string_member(dg, "salt", salt64);
-    json_object_set_string_member(dg, "digest", dig64);
+    dg = reenc_pbkdf2_digest("sha256", iters, salt, sizeof(salt), dig,
+                             sizeof(dig), reenc_id_array(&r->ks_id, 1),
+                             json_array_new());
     json_object_set_object_member(digests, dname, dg);
     return 0;
 }

@@ -64,6 +64,14 @@ JsonObject *reenc_linear_seg(uint64_t offset, uint64_t size);
 char *reenc_json_text(JsonNode *root);
 JsonObject *reenc_section(JsonNode *root, const char *name);
 JsonArray *reenc_id_array(const int *ids, int n);
+/*
+ * A "pbkdf2" digest object: hash and iterations, salt and digest given in
+ * bytes (base64 in the JSON), bound to keyslots and segments (taken).
+ */
+JsonObject *reenc_pbkdf2_digest(const char *hash, int64_t iterations,
+                                const uint8_t *salt, size_t nsalt,
+                                const uint8_t *dig, size_t ndig,
+                                JsonArray *keyslots, JsonArray *segments);
 JsonObject *reenc_find_backup(JsonObject *segs, const char *flag, int *id);
 bool reenc_id_array_has(JsonObject *o, const char *key, int id);
 
