@@ -735,10 +735,9 @@ static int dec_init_keyslot(Dec *d, const QCryptoLUKS2Metadata *md,
                             Error **errp)
 {
     Reenc *r = d->r;
-    JsonObject *ks = json_object_new(), *area = json_object_new();
+    JsonObject *area;
     uint64_t area_off = 2 * md->hdr_size;
     uint64_t end = qcrypto_luks2_keyslots_end(md);
-    g_autofree char *name = NULL;
 
     r->ks_id = -1;
     for (int i = 0; i < QCRYPTO_LUKS2_KEYSLOTS_MAX; i++) {
@@ -759,14 +758,13 @@ static int dec_init_keyslot(Dec *d, const QCryptoLUKS2Metadata *md,
     d->area_size = end > area_off ? end - area_off : 0;
     if (r->ks_id < 0 ||
         d->area_size < r->moved_size / d->csum_block * d->csum_len) {
-        json_object_unref(ks);
-        json_object_unref(area);
         error_setg(errp, "No room in the LUKS2 key-slot area for the "
                    "decryption's checksums (%" PRIu64 " bytes needed)",
                    r->moved_size / d->csum_block * d->csum_len);
         return -1;
     }
     /* member order as cryptsetup writes it */
+    area = json_object_new();
     reenc_set_u64(area, "offset", d->area_offset);
     reenc_set_u64(area, "size", d->area_size);
     json_object_set_string_member(area, "type", "datashift-checksum");
@@ -774,15 +772,8 @@ static int dec_init_keyslot(Dec *d, const QCryptoLUKS2Metadata *md,
                                   qcrypto_hash_algo_name(d->csum_hash));
     json_object_set_int_member(area, "sector_size", d->csum_block);
     reenc_set_u64(area, "shift_size", r->shift);
-    json_object_set_object_member(ks, "area", area);
-    json_object_set_string_member(ks, "type", "reencrypt");
-    json_object_set_int_member(ks, "key_size", 1);
-    json_object_set_string_member(ks, "mode", "decrypt");
-    json_object_set_string_member(ks, "direction", "forward");
-    json_object_set_int_member(ks, "priority", 0);
-    name = g_strdup_printf("%d", r->ks_id);
-    json_object_set_object_member(reenc_section(r->root, "keyslots"), name,
-                                  ks);
+    reenc_add_keyslot(r, reenc_section(r->root, "keyslots"), area, "decrypt",
+                      "forward");
     return 0;
 }
 

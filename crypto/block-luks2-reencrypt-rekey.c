@@ -1143,9 +1143,9 @@ static int rekey_init_metadata(Rekey *k, QCryptoLUKS2Metadata *md,
     Reenc *r = k->r;
     g_autofree char *json = qcrypto_luks2_metadata_to_json(md);
     const QCryptoLUKS2Digest *dold = md->digests[k->digest_old];
-    JsonObject *segs, *ks, *area, *reqo, *dg;
+    JsonObject *segs, *area, *reqo, *dg;
     JsonArray *mand;
-    g_autofree char *ksname = NULL, *dname = NULL;
+    g_autofree char *dname = NULL;
     uint8_t salt[REENC_DIGEST_SALT_LEN], dig[32];
     int zero = 0;
 
@@ -1185,7 +1185,6 @@ static int rekey_init_metadata(Rekey *k, QCryptoLUKS2Metadata *md,
                    "key slot");
         return -1;
     }
-    ks = json_object_new();
     area = json_object_new();
     reenc_set_u64(area, "offset", k->area_offset);
     reenc_set_u64(area, "size", k->area_size);
@@ -1196,15 +1195,8 @@ static int rekey_init_metadata(Rekey *k, QCryptoLUKS2Metadata *md,
                                       qcrypto_hash_algo_name(k->csum_hash));
         json_object_set_int_member(area, "sector_size", k->csum_block);
     }
-    json_object_set_object_member(ks, "area", area);
-    json_object_set_string_member(ks, "type", "reencrypt");
-    json_object_set_int_member(ks, "key_size", 1);
-    json_object_set_string_member(ks, "mode", "reencrypt");
-    json_object_set_string_member(ks, "direction", "forward");
-    json_object_set_int_member(ks, "priority", 0);
-    ksname = g_strdup_printf("%d", r->ks_id);
-    json_object_set_object_member(reenc_section(r->root, "keyslots"), ksname,
-                                  ks);
+    reenc_add_keyslot(r, reenc_section(r->root, "keyslots"), area, "reencrypt",
+                      "forward");
 
     reqo = json_object_new();
     mand = json_array_new();

@@ -59,6 +59,21 @@ void reenc_set_u64(JsonObject *o, const char *key, uint64_t v)
     json_object_set_string_member(o, key, s);
 }
 
+void reenc_add_keyslot(Reenc *r, JsonObject *keyslots, JsonObject *area,
+                       const char *mode, const char *direction)
+{
+    JsonObject *ks = json_object_new();
+    g_autofree char *name = g_strdup_printf("%d", r->ks_id);
+
+    json_object_set_object_member(ks, "area", area);
+    json_object_set_string_member(ks, "type", "reencrypt");
+    json_object_set_int_member(ks, "key_size", 1);
+    json_object_set_string_member(ks, "mode", mode);
+    json_object_set_string_member(ks, "direction", direction);
+    json_object_set_int_member(ks, "priority", 0);
+    json_object_set_object_member(keyslots, name, ks);
+}
+
 JsonObject *reenc_pbkdf2_digest(const char *hash, int64_t iterations,
                                 const uint8_t *salt, size_t nsalt,
                                 const uint8_t *dig, size_t ndig,

@@ -293,12 +293,11 @@ static int reenc_init_metadata(Reenc *r, uint64_t keyslots_end,
     JsonObject *segs = reenc_section(r->root, "segments");
     JsonObject *digests = reenc_section(r->root, "digests");
     JsonObject *config = reenc_section(r->root, "config");
-    JsonObject *ks = json_object_new(), *area = json_object_new();
-    JsonObject *dg, *reqo, *newsegs;
+    JsonObject *area, *dg, *reqo, *newsegs;
     JsonArray *mand;
     uint64_t area_off = 0, iters;
     g_autoptr(GList) members = json_object_get_members(keyslots);
-    g_autofree char *ksname = NULL, *dname = NULL;
+    g_autofree char *dname = NULL;
     uint8_t salt[REENC_DIGEST_SALT_LEN], dig[32];
     int zero = 0;
 
@@ -322,18 +321,12 @@ static int reenc_init_metadata(Reenc *r, uint64_t keyslots_end,
                    "re-encryption key slot");
         return -1;
     }
+    area = json_object_new();
     reenc_set_u64(area, "offset", area_off);
     reenc_set_u64(area, "size", REENC_AREA_SIZE);
     json_object_set_string_member(area, "type", "datashift");
     reenc_set_u64(area, "shift_size", r->shift);
-    json_object_set_object_member(ks, "area", area);
-    json_object_set_string_member(ks, "type", "reencrypt");
-    json_object_set_int_member(ks, "key_size", 1);
-    json_object_set_string_member(ks, "mode", "encrypt");
-    json_object_set_string_member(ks, "direction", "backward");
-    json_object_set_int_member(ks, "priority", 0);
-    ksname = g_strdup_printf("%d", r->ks_id);
-    json_object_set_object_member(keyslots, ksname, ks);
+    reenc_add_keyslot(r, keyslots, area, "encrypt", "backward");
 
     /* The backups; the active list is written by reenc_state_root(). */
     r->final = reenc_seg_copy(json_object_get_object_member(segs, "0"),

@@ -65,6 +65,12 @@ char *reenc_json_text(JsonNode *root);
 JsonObject *reenc_section(JsonNode *root, const char *name);
 JsonArray *reenc_id_array(const int *ids, int n);
 /*
+ * The reencrypt key slot (r->ks_id) with its area, mode and direction,
+ * added to keyslots; area is taken.
+ */
+void reenc_add_keyslot(Reenc *r, JsonObject *keyslots, JsonObject *area,
+                       const char *mode, const char *direction);
+/*
  * A "pbkdf2" digest object: hash and iterations, salt and digest given in
  * bytes (base64 in the JSON), bound to keyslots and segments (taken).
  */
