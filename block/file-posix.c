@@ -299,7 +299,6 @@ static int file_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
                        size_t bytes, int flags, Error **errp)
 {
     BDRVFileState *s = bs->opaque;
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->write_lock);
     const uint8_t *p = buf;
 
     if (s->direct) {
@@ -308,9 +307,16 @@ static int file_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
          * against this process's other writers. O_DIRECT leaves nothing
          * for write-back to do.
          */
+        g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->write_lock);
+
         return file_direct_pwrite(s->fd, bs->filename, offset, buf, bytes,
                                   errp);
     }
+    /*
+     * Buffered writes need no lock of ours: callers never write the same
+     * bytes at once, the kernel orders writes to one file, and the
+     * write-back accounting below is atomic.
+     */
     while (bytes) {
         ssize_t n = pwrite(s->fd, p, bytes, offset);
 
