@@ -297,7 +297,10 @@ int qcow2_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
         return 0;
     }
     g_mutex_lock(&s->alloc_lock);
-    ret = size > s->header.size ? qcow2_grow(bs, size, errp)
+    /* Tables are read from and written to the file below: all of it there. */
+    ret = qcow2_flush_l2_pending(bs, errp) < 0 ||
+          qcow2_refcount_flush(bs, errp) < 0 ? -1 :
+          size > s->header.size ? qcow2_grow(bs, size, errp)
                                 : qcow2_shrink(bs, size, errp);
     g_mutex_unlock(&s->alloc_lock);
     return ret;
@@ -399,6 +402,10 @@ int qcow2_amend(BlockDriverState *bs, GHashTable *opts, bool force,
     }
     if (g_hash_table_size(eopts) &&
         qcow2_amend_luks(bs, eopts, force, errp) < 0) {
+        return -1;
+    }
+    /* What this process wrote is in the file before the header changes. */
+    if (qcow2_flush_metadata(bs, errp) < 0) {
         return -1;
     }
     if (compat || has_lazy) {

@@ -104,6 +104,11 @@ const uint8_t *qcow2_get_l2_table(BlockDriverState *bs, uint64_t l2_offset,
         qcow2_cache_drop(s->l2_cache, l2_offset);
         return NULL;
     }
+    /* Entries a writer changed and has not written yet (qcow2-write.c). */
+    if (s->l2p.offset == l2_offset && s->l2p.lo < s->l2p.hi) {
+        memcpy(slot + s->l2p.lo, s->l2p.table + s->l2p.lo,
+               s->l2p.hi - s->l2p.lo);
+    }
     return slot;
 }
 

@@ -69,6 +69,15 @@ int qcow2_get_refcount(BlockDriverState *bs, uint64_t offset,
     byte = (block_index << order) / 8;
     skip = order < 3 ? block_index % (8u >> order) : 0;
     n = order < 3 ? 1 : (1u << order) / 8;
+    /* A block a writer holds changed in memory is read from there. */
+    g_mutex_lock(&s->alloc_lock);
+    if (s->rb.valid && s->rb.idx == table_index) {
+        *refcount = qcow2_refcount_block_entry(s->rb.block, block_index,
+                                               order);
+        g_mutex_unlock(&s->alloc_lock);
+        return 0;
+    }
+    g_mutex_unlock(&s->alloc_lock);
     if (bs->file->drv->bdrv_pread(bs->file, block + byte, raw, n, errp) < 0) {
         return -1;
     }
@@ -192,6 +201,7 @@ static int qcow2_grow_reftable(BlockDriverState *bs, uint64_t min_entries,
     s->header.refcount_table_offset = off;
     s->header.refcount_table_clusters = clusters;
     if (qcow2_add_refs(bs, off / cs, clusters, 1, errp) < 0 ||
+        qcow2_refcount_flush(bs, errp) < 0 ||
         bdrv_flush(bs->file, errp) < 0) {
         return -1;
     }
@@ -238,12 +248,59 @@ static int qcow2_ensure_refblock(BlockDriverState *bs, uint64_t idx,
         return -1;
     }
     s->reftable[idx] = off;
-    return qcow2_add_refs(bs, off >> s->g.cluster_bits, 1, 1, errp);
+    /* The table points at the block: its own count on disk at once. */
+    if (qcow2_add_refs(bs, off >> s->g.cluster_bits, 1, 1, errp) < 0) {
+        return -1;
+    }
+    return qcow2_refcount_flush(bs, errp);
+}
+
+int qcow2_refcount_flush(BlockDriverState *bs, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    if (s->rb.lo == s->rb.hi) {
+        return 0;
+    }
+    if (qcow2_file_pwrite(bs->file, s->reftable[s->rb.idx] + s->rb.lo,
+                          s->rb.block + s->rb.lo, s->rb.hi - s->rb.lo,
+                          errp) < 0) {
+        return -1;
+    }
+    s->rb.lo = s->rb.hi = 0;
+    return 0;
+}
+
+/* The refcount block of table index idx (which exists) in s->rb. */
+static int qcow2_refblock_load(BlockDriverState *bs, uint64_t idx,
+                               Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    if (s->rb.valid && s->rb.idx == idx) {
+        return 0;
+    }
+    if (qcow2_refcount_flush(bs, errp) < 0) {
+        return -1;
+    }
+    if (!s->rb.block) {
+        s->rb.block = g_malloc(s->g.cluster_size);
+    }
+    s->rb.valid = false;
+    if (qcow2_file_pread(bs->file, s->reftable[idx], s->rb.block,
+                         s->g.cluster_size, errp) < 0) {
+        return -1;
+    }
+    s->rb.idx = idx;
+    s->rb.valid = true;
+    return 0;
 }
 
 /*
- * Add delta to the refcounts of clusters [first, first + count): one read
- * and one write per refcount block touched.
+ * Add delta to the refcounts of clusters [first, first + count), in the
+ * cached refcount block (s->rb), which is written when another block is
+ * needed or by qcow2_refcount_flush(). A decrement is written at once,
+ * and only after the L2 entries that stopped pointing at the clusters.
  */
 static int qcow2_add_refs(BlockDriverState *bs, uint64_t first,
                           uint64_t count, int64_t delta, Error **errp)
@@ -252,8 +309,10 @@ static int qcow2_add_refs(BlockDriverState *bs, uint64_t first,
     unsigned order = s->header.refcount_order;
     uint64_t per_block = qcow2_refs_per_block(s);
     uint64_t max = order == 6 ? UINT64_MAX : (1ull << (1u << order)) - 1;
-    g_autofree uint8_t *block = g_malloc(s->g.cluster_size);
 
+    if (delta < 0 && qcow2_flush_l2_pending(bs, errp) < 0) {
+        return -1;
+    }
     while (count) {
         uint64_t idx = first / per_block, i0 = first % per_block;
         uint64_t n = MIN(count, per_block - i0);
@@ -261,15 +320,14 @@ static int qcow2_add_refs(BlockDriverState *bs, uint64_t first,
         uint64_t b0 = (i0 << order) / 8;
         uint64_t b1 = DIV_ROUND_UP((i0 + n) << order, 8);
 
-        if (qcow2_ensure_refblock(bs, idx, errp) < 0) {
+        /* (Making a block counts it, which may load another one.) */
+        if (qcow2_ensure_refblock(bs, idx, errp) < 0 ||
+            qcow2_refblock_load(bs, idx, errp) < 0) {
             return -1;
         }
-        if (qcow2_file_pread(bs->file, s->reftable[idx] + b0, block + b0,
-                             b1 - b0, errp) < 0) {
-            return -1;
-        }
+        /* All checked before any is changed: the cache stays whole. */
         for (uint64_t i = i0; i < i0 + n; i++) {
-            uint64_t v = qcow2_refcount_block_entry(block, i, order);
+            uint64_t v = qcow2_refcount_block_entry(s->rb.block, i, order);
 
             if ((delta < 0 && v < (uint64_t)-delta) ||
                 (delta > 0 && v > max - delta)) {
@@ -278,16 +336,23 @@ static int qcow2_add_refs(BlockDriverState *bs, uint64_t first,
                            s->g.cluster_size);
                 return -1;
             }
-            qcow2_refcount_block_set(block, i, order, v + delta);
         }
-        if (qcow2_file_pwrite(bs->file, s->reftable[idx] + b0, block + b0,
-                        b1 - b0, errp) < 0) {
-            return -1;
+        for (uint64_t i = i0; i < i0 + n; i++) {
+            uint64_t v = qcow2_refcount_block_entry(s->rb.block, i, order);
+
+            qcow2_refcount_block_set(s->rb.block, i, order, v + delta);
+        }
+        if (s->rb.lo == s->rb.hi) {
+            s->rb.lo = b0;
+            s->rb.hi = b1;
+        } else {
+            s->rb.lo = MIN(s->rb.lo, b0);
+            s->rb.hi = MAX(s->rb.hi, b1);
         }
         first += n;
         count -= n;
     }
-    return 0;
+    return delta < 0 ? qcow2_refcount_flush(bs, errp) : 0;
 }
 
 int qcow2_alloc_clusters(BlockDriverState *bs, uint64_t n, uint64_t *offset,

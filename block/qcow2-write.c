@@ -111,10 +111,93 @@ static int qcow2_get_l2_entry(BlockDriverState *bs, uint64_t offset,
     return table ? 0 : -1;
 }
 
+int qcow2_flush_l2_pending(BlockDriverState *bs, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    if (s->l2p.lo == s->l2p.hi) {
+        return 0;
+    }
+    /*
+     * Outside lock: the bytes change only under alloc_lock (held), and a
+     * reader that misses the cache meanwhile still lays them over what it
+     * reads, until they are marked written below.
+     */
+    if (qcow2_refcount_flush(bs, errp) < 0 ||
+        qcow2_file_pwrite(bs->file, s->l2p.offset + s->l2p.lo,
+                          s->l2p.table + s->l2p.lo, s->l2p.hi - s->l2p.lo,
+                          errp) < 0) {
+        return -1;
+    }
+    /* Forgotten: the next change copies its table afresh from the cache. */
+    g_mutex_lock(&s->lock);
+    s->l2p.lo = s->l2p.hi = 0;
+    s->l2p.offset = 0;
+    g_mutex_unlock(&s->lock);
+    return 0;
+}
+
+int qcow2_flush_metadata(BlockDriverState *bs, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int ret;
+
+    g_mutex_lock(&s->alloc_lock);
+    ret = qcow2_flush_l2_pending(bs, errp) < 0 ||
+          qcow2_refcount_flush(bs, errp) < 0 ? -1 : 0;
+    g_mutex_unlock(&s->alloc_lock);
+    return ret;
+}
+
+/*
+ * Entries of the existing L2 table at l2_offset changed: in the cache
+ * and in s->l2p, written when another table's entries change or at
+ * flush (qcow2_flush_l2_pending).
+ */
+static int qcow2_set_l2_pending(BlockDriverState *bs, uint64_t l2_offset,
+                                uint64_t pos, const uint8_t *bytes,
+                                uint64_t len, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    const uint8_t *table;
+
+    if (s->l2p.offset != l2_offset) {
+        /* One table's changes pending at a time. */
+        if (qcow2_flush_l2_pending(bs, errp) < 0) {
+            return -1;
+        }
+        if (!s->l2p.table) {
+            s->l2p.table = g_malloc(s->g.cluster_size);
+        }
+        g_mutex_lock(&s->lock);
+        table = qcow2_get_l2_table(bs, l2_offset, errp);
+        if (!table) {
+            g_mutex_unlock(&s->lock);
+            return -1;
+        }
+        memcpy(s->l2p.table, table, s->g.cluster_size);
+        s->l2p.offset = l2_offset;
+        g_mutex_unlock(&s->lock);
+    }
+    g_mutex_lock(&s->lock);
+    memcpy(s->l2p.table + pos, bytes, len);
+    if (s->l2p.lo == s->l2p.hi) {
+        s->l2p.lo = pos;
+        s->l2p.hi = pos + len;
+    } else {
+        s->l2p.lo = MIN(s->l2p.lo, pos);
+        s->l2p.hi = MAX(s->l2p.hi, pos + len);
+    }
+    qcow2_cache_update(s->l2_cache, l2_offset, pos, bytes, len);
+    g_mutex_unlock(&s->lock);
+    return 0;
+}
+
 /*
  * Point the n clusters from guest offset (inside one L2 table) at their
  * new entries. A missing L2 table is made with the entries in it, written
- * whole, before the L1 entry that points at it.
+ * whole, before the L1 entry that points at it (and after the refcounts
+ * of it and of the clusters it points at).
  */
 static int qcow2_set_l2_entries(BlockDriverState *bs, uint64_t offset,
                                 uint64_t n, const uint64_t *entries,
@@ -124,34 +207,32 @@ static int qcow2_set_l2_entries(BlockDriverState *bs, uint64_t offset,
     size_t esize = s->g.l2_entry_size;
     uint64_t idx = qcow2_l2_index(s, offset);
     uint64_t l1i = qcow2_l1_index(s, offset);
-    g_autofree uint8_t *buf = g_malloc0(s->g.cluster_size);
+    g_autofree uint8_t *buf = NULL;
     uint64_t l2_offset;
     uint8_t be[8];
 
     g_assert(idx + n <= s->g.l2_entries);
-    for (uint64_t i = 0; i < n; i++) {
-        stq_be_p(buf + (idx + i) * esize, entries[i]);
-        if (s->g.extended_l2) {
-            stq_be_p(buf + (idx + i) * esize + 8, bitmaps[i]);
-        }
-    }
     if (qcow2_l2_table_offset(s, offset, &l2_offset, errp) < 0) {
         return -1;
     }
-    if (l2_offset) {
-        if (qcow2_file_pwrite(bs->file, l2_offset + idx * esize,
-                              buf + idx * esize, n * esize, errp) < 0) {
-            return -1;
+    /* The entries at their place in a table-sized buffer (a new table). */
+    buf = l2_offset ? g_malloc(n * esize) : g_malloc0(s->g.cluster_size);
+    for (uint64_t i = 0; i < n; i++) {
+        uint8_t *e = buf + (l2_offset ? i : idx + i) * esize;
+
+        stq_be_p(e, entries[i]);
+        if (s->g.extended_l2) {
+            stq_be_p(e + 8, bitmaps[i]);
         }
-        g_mutex_lock(&s->lock);
-        qcow2_cache_update(s->l2_cache, l2_offset, idx * esize,
-                           buf + idx * esize, n * esize);
-        g_mutex_unlock(&s->lock);
-        return 0;
+    }
+    if (l2_offset) {
+        return qcow2_set_l2_pending(bs, l2_offset, idx * esize, buf,
+                                    n * esize, errp);
     }
     if (qcow2_alloc_clusters(bs, 1, &l2_offset, errp) < 0 ||
         qcow2_file_pwrite(bs->file, l2_offset, buf, s->g.cluster_size,
-                          errp) < 0) {
+                          errp) < 0 ||
+        qcow2_refcount_flush(bs, errp) < 0) {
         return -1;
     }
     stq_be_p(be, l2_offset | QCOW2_OFLAG_COPIED);

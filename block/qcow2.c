@@ -725,7 +725,11 @@ static void qcow2_close(BlockDriverState *bs)
 {
     BDRVQcow2State *s = bs->opaque;
 
-    if (s->dirty) {
+    /*
+     * bdrv_close() flushed already; if that failed, the image is left
+     * marked dirty (lazy refcounts) for check -r to repair.
+     */
+    if (qcow2_flush_metadata(bs, NULL) == 0 && s->dirty) {
         /* Every refcount was written before its cluster was used. */
         qcow2_mark_dirty(bs, false, NULL);
     }
@@ -740,6 +744,8 @@ static void qcow2_close(BlockDriverState *bs)
     g_free(s->warning);
     qcow2_extensions_clear(&s->ext);
     g_free(s->reftable);
+    g_free(s->rb.block);
+    g_free(s->l2p.table);
     g_mutex_clear(&s->lock);
     g_mutex_clear(&s->alloc_lock);
     /* The block layer closes bs->backing. */
@@ -837,7 +843,8 @@ int qcow2_open_created(BlockDriverState *bs, Qcow2Crypto *crypto, int flags,
 
 static int qcow2_flush(BlockDriverState *bs, Error **errp)
 {
-    return bdrv_flush(bs->file, errp);
+    /* (The block layer then flushes bs->file to the disk.) */
+    return qcow2_flush_metadata(bs, errp);
 }
 
 /* Unallocated clusters read as zeroes, and no preallocated encrypted data. */

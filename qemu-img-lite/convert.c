@@ -844,7 +844,11 @@ int img_convert(int argc, char **argv)
                      progress && !common.quiet) < 0) {
         goto out;
     }
-    if (flush && bdrv_flush(dst, &err) < 0) {
+    /*
+     * Always: a format's cached metadata reaches the file here, where a
+     * failure can still be told (with -t unsafe the file is not synced).
+     */
+    if (bdrv_flush(dst, &err) < 0) {
         img_error_free(dst_name, err);
         goto out;
     }

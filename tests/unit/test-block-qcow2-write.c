@@ -72,6 +72,21 @@ static void check_model(BlockDriverState *bs, const uint8_t *model,
     }
 }
 
+static void drop_l2_cache(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    g_mutex_lock(&s->lock);
+    for (uint64_t i = 0; i < s->l1_size; i++) {
+        uint64_t l2 = s->l1_table[i] & QCOW2_OFFSET_MASK;
+
+        if (l2) {
+            qcow2_cache_drop(s->l2_cache, l2);
+        }
+    }
+    g_mutex_unlock(&s->lock);
+}
+
 /*
  * Every cluster the metadata or data uses has refcount 1 (no snapshots
  * here), and every counted cluster is used: the same totals as the
@@ -93,6 +108,8 @@ static void check_refcounts(BlockDriverState *bs)
         } \
     } while (0)
 
+    /* The tables are read from the file below: what is cached first. */
+    g_assert_cmpint(qcow2_flush_metadata(bs, &error_abort), ==, 0);
     USE(0, 1);
     USE(s->header.refcount_table_offset, rt_clusters);
     for (uint64_t i = 0; i < s->reftable_entries; i++) {
@@ -204,6 +221,14 @@ static void test_random_writes(gconstpointer data)
         g_assert_cmpint(bdrv_pwrite(bs, off, buf, len, 0, &error_abort), ==,
                         0);
         if (i % 50 == 0) {
+            check_model(bs, model, size);
+        }
+        if (i % 50 == 25) {
+            /*
+             * Every L2 table out of the cache: read back from the file,
+             * the entries not yet written there must still be seen.
+             */
+            drop_l2_cache(bs);
             check_model(bs, model, size);
         }
         if (i == 150) {
