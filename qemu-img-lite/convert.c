@@ -303,9 +303,9 @@ static unsigned convert_threads(int requested)
         return requested;
     }
     /*
-     * One more thread than CPUs: writes to the target take turns (see
-     * block/file-posix.c), and while one job waits for its turn another
-     * can read and encrypt.
+     * One more thread than CPUs: writes to one file take turns on its
+     * inode lock in the kernel, and while one job waits for its turn
+     * another can read and encrypt.
      */
     return CLAMP(g_get_num_processors() + 1, 2, CONVERT_MAX_THREADS);
 }
