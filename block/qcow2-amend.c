@@ -176,9 +176,11 @@ static int qcow2_grow(BlockDriverState *bs, uint64_t size, Error **errp)
         for (uint64_t i = 0; i < s->l1_size; i++) {
             stq_be_p(table + i * 8, s->l1_table[i]);
         }
+        /* Its refcounts on disk too before the header points at it. */
         if (qcow2_alloc_clusters(bs, clusters, &off, errp) < 0 ||
             qcow2_file_pwrite(bs->file, off, table, clusters * cs,
                               errp) < 0 ||
+            qcow2_refcount_flush(bs, errp) < 0 ||
             bdrv_flush(bs->file, errp) < 0) {
             return -1;
         }

@@ -72,6 +72,86 @@ static void check_model(BlockDriverState *bs, const uint8_t *model,
     }
 }
 
+static void file_read(BlockDriverState *bs, uint64_t off, void *buf,
+                      size_t len)
+{
+    g_assert_cmpint(bs->file->drv->bdrv_pread(bs->file, off, buf, len,
+                                              &error_abort), ==, 0);
+}
+
+/* The refcount of the cluster at off as the file says, cache or not. */
+static uint64_t disk_refcount(BlockDriverState *bs, uint64_t off)
+{
+    BDRVQcow2State *s = bs->opaque;
+    unsigned order = s->header.refcount_order;
+    uint64_t cs = s->g.cluster_size;
+    uint64_t per_block = (cs * 8) >> order, cluster = off / cs;
+    g_autofree uint8_t *block = g_malloc(cs);
+    uint8_t hdr[12], e[8];
+    uint64_t table, block_off;
+
+    file_read(bs, 48, hdr, sizeof(hdr));
+    table = ldq_be_p(hdr);
+    if (cluster / per_block >= (uint64_t)ldl_be_p(hdr + 8) * (cs / 8)) {
+        return 0;
+    }
+    file_read(bs, table + cluster / per_block * 8, e, 8);
+    block_off = ldq_be_p(e) & QCOW2_REFT_OFFSET_MASK;
+    if (!block_off) {
+        return 0;
+    }
+    file_read(bs, block_off, block, cs);
+    return qcow2_refcount_block_entry(block, cluster % per_block, order);
+}
+
+/*
+ * What the file holds, as a killed writer would leave it, is consistent:
+ * every cluster its L1 and L2 tables point at (and the tables) is counted
+ * in its refcounts, cached updates not yet written or not.
+ */
+static void check_disk_order(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t cs = s->g.cluster_size;
+    g_autofree uint8_t *t = g_malloc(cs);
+    g_autofree uint8_t *l1 = NULL;
+    uint8_t hdr[12];
+    uint32_t l1_size;
+    uint64_t l1_off;
+
+    file_read(bs, 36, hdr, sizeof(hdr));
+    l1_size = ldl_be_p(hdr);
+    l1_off = ldq_be_p(hdr + 4);
+    if (!l1_size) {
+        return;
+    }
+    l1 = g_malloc(l1_size * 8);
+    file_read(bs, l1_off, l1, l1_size * 8);
+    for (uint64_t c = 0; c < ROUND_UP((uint64_t)l1_size * 8, cs) / cs; c++) {
+        g_assert_cmpuint(disk_refcount(bs, l1_off + c * cs), >=, 1);
+    }
+    for (uint32_t i = 0; i < l1_size; i++) {
+        uint64_t l2 = ldq_be_p(l1 + i * 8) & QCOW2_OFFSET_MASK;
+
+        if (!l2) {
+            continue;
+        }
+        g_assert_cmpuint(disk_refcount(bs, l2), >=, 1);
+        file_read(bs, l2, t, cs);
+        for (uint64_t j = 0; j < s->g.l2_entries; j++) {
+            uint64_t host = ldq_be_p(t + j * s->g.l2_entry_size) &
+                            QCOW2_OFFSET_MASK;
+
+            if (host && disk_refcount(bs, host) == 0) {
+                g_test_message("L2 entry %" G_GUINT64_FORMAT " of table "
+                               "0x%" PRIx64 " points at cluster 0x%" PRIx64
+                               " with no refcount on disk", j, l2, host);
+                g_assert_not_reached();
+            }
+        }
+    }
+}
+
 static void drop_l2_cache(BlockDriverState *bs)
 {
     BDRVQcow2State *s = bs->opaque;
@@ -223,6 +303,9 @@ static void test_random_writes(gconstpointer data)
         if (i % 50 == 0) {
             check_model(bs, model, size);
         }
+        if (i % 10 == 5) {
+            check_disk_order(bs);
+        }
         if (i % 50 == 25) {
             /*
              * Every L2 table out of the cache: read back from the file,
@@ -238,6 +321,8 @@ static void test_random_writes(gconstpointer data)
                                           PREALLOC_MODE_OFF, &error_abort),
                             ==, 0);
             size += 1 << 20;
+            /* A new L1 table: counted on disk before the header names it. */
+            check_disk_order(bs);
         }
     }
     check_model(bs, model, size);
