@@ -56,22 +56,6 @@ typedef struct Dec {
 
 /* ---- the segment lists ---- */
 
-/* A piece of the old crypt data: logical [x, x + size), size 0: dynamic. */
-static JsonObject *old_seg(Dec *d, uint64_t physical, uint64_t x,
-                           uint64_t size, const char *flag)
-{
-    JsonObject *o = reenc_seg_copy(d->r->prev, flag);
-
-    reenc_set_u64(o, "offset", physical);
-    if (size) {
-        reenc_set_u64(o, "size", size);
-    } else {
-        json_object_set_string_member(o, "size", "dynamic");
-    }
-    reenc_set_u64(o, "iv_tweak", x / 512);
-    return o;
-}
-
 static JsonObject *plain_seg(uint64_t x, uint64_t size, const char *flag)
 {
     JsonObject *o = reenc_linear_seg(x, size);
@@ -113,7 +97,7 @@ static JsonNode *dec_state_root(Dec *d, uint64_t c, uint64_t h,
         }
     } else {
         crypt_ids[ncrypt++] = id;
-        ADD(old_seg(d, 0, 0, m, NULL));
+        ADD(reenc_crypt_seg(r->prev, 0, 0, m, NULL));
         if (c > m) {
             /* fixed while something follows, else to the end */
             ADD(plain_seg(m, (h || c < v) ? c - m : 0, NULL));
@@ -123,7 +107,7 @@ static JsonNode *dec_state_root(Dec *d, uint64_t c, uint64_t h,
         }
         if (c + h < v) {
             crypt_ids[ncrypt++] = id;
-            ADD(old_seg(d, r->shift + c + h, c + h, 0, NULL));
+            ADD(reenc_crypt_seg(r->prev, r->shift + c + h, c + h, 0, NULL));
         }
     }
     crypt_ids[ncrypt++] = id;
@@ -203,7 +187,6 @@ static bool seg_is_old(Dec *d, JsonObject *s, uint64_t off, uint64_t x)
 static int dec_parse(Dec *d, JsonObject *ks, Error **errp)
 {
     Reenc *r = d->r;
-    JsonObject *top = json_node_get_object(r->root);
     JsonObject *segs, *digests, *area;
     g_autoptr(GList) members = NULL;
     const char *dir, *atype;
@@ -218,16 +201,8 @@ static int dec_parse(Dec *d, JsonObject *ks, Error **errp)
                    DEC_REQUIREMENT "')", r->version);
         return -1;
     }
-    segs = luks2_json_get_object(top, "metadata", "segments", errp);
-    digests = segs ? luks2_json_get_object(top, "metadata", "digests",
-                                           errp) : NULL;
-    if (!digests ||
-        !(dir = luks2_json_get_string(ks, "reencrypt keyslot", "direction",
-                                      errp)) ||
-        !(area = luks2_json_get_object(ks, "reencrypt keyslot", "area",
-                                       errp)) ||
-        !(atype = luks2_json_get_string(area, "reencrypt keyslot area",
-                                        "type", errp))) {
+    if (reenc_slot_lookup(r->root, ks, &segs, &digests, &area, &dir, &atype,
+                          errp) < 0) {
         return -1;
     }
     if (!g_str_equal(dir, "forward") ||

@@ -85,16 +85,7 @@ typedef struct Rekey {
 static JsonObject *rekey_seg(Rekey *k, JsonObject *tmpl, uint64_t x,
                              uint64_t size, const char *flag)
 {
-    JsonObject *o = reenc_seg_copy(tmpl, flag);
-
-    reenc_set_u64(o, "offset", k->offset + x);
-    if (size) {
-        reenc_set_u64(o, "size", size);
-    } else {
-        json_object_set_string_member(o, "size", "dynamic");
-    }
-    reenc_set_u64(o, "iv_tweak", x / 512);
-    return o;
+    return reenc_crypt_seg(tmpl, k->offset + x, x, size, flag);
 }
 
 static JsonObject *rekey_digest(JsonNode *root, int id)
@@ -537,7 +528,6 @@ static int rekey_parse(Rekey *k, JsonObject *ks, Error **errp)
 {
     Reenc *r = k->r;
     const QCryptoReencryptIO *io = r->io;
-    JsonObject *top = json_node_get_object(r->root);
     JsonObject *segs, *digests, *area;
     const char *dir, *atype;
     int prev_id = -1, final_id = -1;
@@ -549,15 +539,8 @@ static int rekey_parse(Rekey *k, JsonObject *ks, Error **errp)
                    "key (only '" REKEY_REQUIREMENT "')", r->version);
         return -1;
     }
-    if (!(segs = luks2_json_get_object(top, "metadata", "segments", errp)) ||
-        !(digests = luks2_json_get_object(top, "metadata", "digests",
-                                          errp)) ||
-        !(dir = luks2_json_get_string(ks, "reencrypt keyslot", "direction",
-                                      errp)) ||
-        !(area = luks2_json_get_object(ks, "reencrypt keyslot", "area",
-                                       errp)) ||
-        !(atype = luks2_json_get_string(area, "reencrypt keyslot area",
-                                        "type", errp))) {
+    if (reenc_slot_lookup(r->root, ks, &segs, &digests, &area, &dir, &atype,
+                          errp) < 0) {
         return -1;
     }
     k->res = G_N_ELEMENTS(rekey_resilience_names);

@@ -169,6 +169,42 @@ JsonObject *reenc_seg_copy(JsonObject *seg, const char *flag)
     return o;
 }
 
+JsonObject *reenc_crypt_seg(JsonObject *tmpl, uint64_t physical, uint64_t x,
+                            uint64_t size, const char *flag)
+{
+    JsonObject *o = reenc_seg_copy(tmpl, flag);
+
+    reenc_set_u64(o, "offset", physical);
+    if (size) {
+        reenc_set_u64(o, "size", size);
+    } else {
+        json_object_set_string_member(o, "size", "dynamic");
+    }
+    reenc_set_u64(o, "iv_tweak", x / 512);
+    return o;
+}
+
+int reenc_slot_lookup(JsonNode *root, JsonObject *ks, JsonObject **segs,
+                      JsonObject **digests, JsonObject **area,
+                      const char **dir, const char **atype, Error **errp)
+{
+    JsonObject *top = json_node_get_object(root);
+
+    if (!(*segs = luks2_json_get_object(top, "metadata", "segments",
+                                        errp)) ||
+        !(*digests = luks2_json_get_object(top, "metadata", "digests",
+                                           errp)) ||
+        !(*dir = luks2_json_get_string(ks, "reencrypt keyslot", "direction",
+                                       errp)) ||
+        !(*area = luks2_json_get_object(ks, "reencrypt keyslot", "area",
+                                        errp)) ||
+        !(*atype = luks2_json_get_string(*area, "reencrypt keyslot area",
+                                         "type", errp))) {
+        return -1;
+    }
+    return 0;
+}
+
 JsonObject *reenc_linear_seg(uint64_t offset, uint64_t size)
 {
     JsonObject *o = json_object_new();

@@ -36,18 +36,12 @@
 static JsonObject *crypt_seg(Reenc *r, uint64_t x, uint64_t size,
                              const char *flag)
 {
-    JsonObject *o = reenc_seg_copy(r->final, flag);
-
-    reenc_set_u64(o, "offset", r->shift + x);
-    reenc_set_u64(o, "size", size);
-    reenc_set_u64(o, "iv_tweak", x / 512);
-    return o;
+    return reenc_crypt_seg(r->final, r->shift + x, x, size, flag);
 }
 
 /* The re-encryption parameters of r->root: what cryptsetup checks too. */
 static int reenc_parse(Reenc *r, JsonObject *ks, Error **errp)
 {
-    JsonObject *top = json_node_get_object(r->root);
     JsonObject *segs, *digests, *area;
     g_autoptr(GList) members = NULL;
     const char *dir, *atype;
@@ -59,18 +53,8 @@ static int reenc_parse(Reenc *r, JsonObject *ks, Error **errp)
                    REENC_REQUIREMENT "')", r->version);
         return -1;
     }
-    segs = luks2_json_get_object(top, "metadata", "segments", errp);
-    digests = segs ? luks2_json_get_object(top, "metadata", "digests",
-                                           errp) : NULL;
-    if (!digests) {
-        return -1;
-    }
-    if (!(dir = luks2_json_get_string(ks, "reencrypt keyslot", "direction",
-                                      errp)) ||
-        !(area = luks2_json_get_object(ks, "reencrypt keyslot", "area",
-                                       errp)) ||
-        !(atype = luks2_json_get_string(area, "reencrypt keyslot area",
-                                        "type", errp))) {
+    if (reenc_slot_lookup(r->root, ks, &segs, &digests, &area, &dir, &atype,
+                          errp) < 0) {
         return -1;
     }
     if (!g_str_equal(dir, "backward") || !g_str_equal(atype, "datashift")) {

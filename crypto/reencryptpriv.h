@@ -61,6 +61,20 @@ bool reenc_seg_has_flag(JsonObject *seg, const char *flag);
 JsonNode *reenc_deep_copy(JsonNode *node);
 JsonObject *reenc_seg_copy(JsonObject *seg, const char *flag);
 JsonObject *reenc_linear_seg(uint64_t offset, uint64_t size);
+/*
+ * What every mode reads first: the metadata's segments and digests, and
+ * the reencrypt key slot ks's direction, area and area type.
+ */
+int reenc_slot_lookup(JsonNode *root, JsonObject *ks, JsonObject **segs,
+                      JsonObject **digests, JsonObject **area,
+                      const char **dir, const char **atype, Error **errp);
+/*
+ * A piece of the crypt segment tmpl (flag: its only flag, or NULL):
+ * logical [x, x + size) stored at physical, IVs from x; size 0: "dynamic"
+ * (to the end of the device).
+ */
+JsonObject *reenc_crypt_seg(JsonObject *tmpl, uint64_t physical, uint64_t x,
+                            uint64_t size, const char *flag);
 char *reenc_json_text(JsonNode *root);
 JsonObject *reenc_section(JsonNode *root, const char *name);
 JsonArray *reenc_id_array(const int *ids, int n);
