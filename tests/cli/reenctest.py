@@ -3,6 +3,7 @@
 LUKS2 JSON read and rewritten by hand, and a test case with a seeded RNG,
 a key file holding the passphrase, and a SIGKILL at a random moment."""
 
+import base64
 import hashlib
 import json
 import os
@@ -45,6 +46,19 @@ def rewrite_json(path, edit):
 
 def reenc_slot(md):
     return [k for k in md["keyslots"].values() if k["type"] == "reencrypt"][0]
+
+
+# Metadata edits every mode must refuse (rewrite_json(path, edit)).
+def unknown_version(md):
+    md["config"]["requirements"]["mandatory"] = ["online-reencrypt-v9"]
+
+
+def wrong_reenc_digest(md):
+    """One bit of the digest of the reencrypt key slot's parameters."""
+    d = [d for d in md["digests"].values() if not d["segments"]][0]
+    raw = bytearray(base64.b64decode(d["digest"]))
+    raw[0] ^= 1
+    d["digest"] = base64.b64encode(bytes(raw)).decode()
 
 
 class ReencTestCase(TestCase):

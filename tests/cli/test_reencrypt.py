@@ -13,14 +13,14 @@ The kill tests SIGKILL our command (or cryptsetup's) at random moments,
 then finish with our --resume-only or cryptsetup's, alternately, and check
 every byte. The seed is printed with each failure.
 """
-import base64
 import json
 import os
 import re
 import signal
 import subprocess
 
-from reenctest import ReencTestCase, image_opts, rewrite_json, reenc_slot
+from reenctest import (ReencTestCase, image_opts, reenc_slot, rewrite_json,
+                       unknown_version, wrong_reenc_digest)
 from qiltest import (CRYPTSETUP, ITER_TIME, SECRET, TOOL, file_bytes, main,
                      qil, random_file, run)
 
@@ -289,15 +289,6 @@ class Reencrypt(ReencTestCase):
         def mode(md):
             reenc_slot(md)["mode"] = "decrypt"
 
-        def version(md):
-            md["config"]["requirements"]["mandatory"] = ["online-reencrypt-v9"]
-
-        def digest(md):
-            d = [d for d in md["digests"].values() if not d["segments"]][0]
-            raw = bytearray(base64.b64decode(d["digest"]))
-            raw[0] ^= 1
-            d["digest"] = base64.b64encode(bytes(raw)).decode()
-
         def moved(md):
             for s in md["segments"].values():
                 if "backup-moved-segment" in s.get("flags", []):
@@ -305,8 +296,8 @@ class Reencrypt(ReencTestCase):
 
         untouched(shift, "inconsistent")
         untouched(mode, "decryption keeps the header in its own file")
-        untouched(version, "not supported")
-        untouched(digest, "does not match its digest")
+        untouched(unknown_version, "not supported")
+        untouched(wrong_reenc_digest, "does not match its digest")
         untouched(moved, "segments")
         self.assertFails(["reencrypt", "--object",
                           "secret,id=sec0,data=wrong", "--resume-only",

@@ -11,12 +11,11 @@ The kill tests SIGKILL our command (or cryptsetup's) at random moments,
 then go on with our command or cryptsetup's, alternately, and check every
 byte. The seed is printed with each failure.
 """
-import base64
 import os
 import subprocess
 
 from reenctest import (ReencTestCase, header_json, image_opts, reenc_slot,
-                       rewrite_json)
+                       rewrite_json, unknown_version, wrong_reenc_digest)
 from qiltest import (CRYPTSETUP, ITER_TIME, SECRET, TOOL, file_bytes, main,
                      qemu_img, qil, random_file, run)
 
@@ -299,15 +298,6 @@ class Decrypt(ReencTestCase):
         def direction(md):
             reenc_slot(md)["direction"] = "backward"
 
-        def version(md):
-            md["config"]["requirements"]["mandatory"] = ["online-reencrypt-v9"]
-
-        def digest(md):
-            d = [d for d in md["digests"].values() if not d["segments"]][0]
-            raw = bytearray(base64.b64decode(d["digest"]))
-            raw[0] ^= 1
-            d["digest"] = base64.b64encode(bytes(raw)).decode()
-
         def moved(md):
             for s in md["segments"].values():
                 if "backup-moved-segment" in s.get("flags", []):
@@ -318,8 +308,8 @@ class Decrypt(ReencTestCase):
 
         untouched(shift, "inconsistent")
         untouched(direction, "not supported")
-        untouched(version, "not supported")
-        untouched(digest, "does not match its digest")
+        untouched(unknown_version, "not supported")
+        untouched(wrong_reenc_digest, "does not match its digest")
         untouched(moved, "inconsistent")
         untouched(segment, "segments do not describe")
 

@@ -15,7 +15,6 @@ The kill tests SIGKILL our command (or cryptsetup's) at random moments,
 then finish with our --resume-only or cryptsetup's, alternately, and check
 every byte. The seed is printed with each failure.
 """
-import base64
 import json
 import os
 import re
@@ -23,7 +22,8 @@ import signal
 import subprocess
 import time
 
-from reenctest import ReencTestCase, image_opts, rewrite_json, reenc_slot
+from reenctest import (ReencTestCase, image_opts, reenc_slot, rewrite_json,
+                       unknown_version, wrong_reenc_digest)
 from qiltest import (CRYPTSETUP, ITER_TIME, SECRET, TOOL, file_bytes, main,
                      qil, random_file, run)
 
@@ -301,15 +301,6 @@ class ReencryptRekey(ReencTestCase):
         def block(md):
             reenc_slot(md)["area"]["sector_size"] = 512
 
-        def version(md):
-            md["config"]["requirements"]["mandatory"] = ["online-reencrypt-v9"]
-
-        def digest(md):
-            d = [d for d in md["digests"].values() if not d["segments"]][0]
-            raw = bytearray(base64.b64decode(d["digest"]))
-            raw[0] ^= 1
-            d["digest"] = base64.b64encode(bytes(raw)).decode()
-
         def not_ours(md):
             # segments that say a zone of the old key is in re-encryption
             segs = md["segments"]
@@ -318,8 +309,8 @@ class ReencryptRekey(ReencTestCase):
         untouched(area_offset, "not a free part of the key-slot area")
         untouched(checksum_hash, "does not match its digest")
         untouched(block, "does not match its digest")
-        untouched(version, "not supported")
-        untouched(digest, "does not match its digest")
+        untouched(unknown_version, "not supported")
+        untouched(wrong_reenc_digest, "does not match its digest")
         untouched(not_ours, "segments do not describe")
         self.assertFails(["reencrypt", "--object",
                           "secret,id=sec0,data=wrong", "--resume-only",
