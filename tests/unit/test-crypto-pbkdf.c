@@ -135,6 +135,35 @@ static void test_pbkdf2_every_hash(void)
     }
 }
 
+/*
+ * Long enough for the blocks to run on threads of their own (crypto/pbkdf.c
+ * starts them from 1024 iterations), with more blocks than threads (8): a
+ * worker that took a wrong block, wrote at a wrong offset or shared another's
+ * HMAC state shows up as a difference from the sequential reference.
+ */
+static void test_pbkdf2_threaded(void)
+{
+    static const uint8_t pass[] = "threads";
+    static const uint8_t salt[] = "every block its own chain";
+
+    for (int alg = 0; alg < QCRYPTO_HASH_ALGO__MAX; alg++) {
+        size_t hlen = qcrypto_hash_digest_len(alg);
+        size_t nouts[] = { 2 * hlen, 3 * hlen - 1, 9 * hlen + 3 };
+
+        for (size_t i = 0; i < G_N_ELEMENTS(nouts); i++) {
+            g_autofree uint8_t *want = g_malloc(nouts[i]);
+            g_autofree uint8_t *got = g_malloc(nouts[i]);
+
+            pbkdf2_reference(alg, pass, sizeof(pass), salt, sizeof(salt),
+                             1024, want, nouts[i]);
+            g_assert_cmpint(qcrypto_pbkdf2(alg, pass, sizeof(pass), salt,
+                                           sizeof(salt), 1024, got, nouts[i],
+                                           NULL), ==, 0);
+            g_assert_cmpmem(got, nouts[i], want, nouts[i]);
+        }
+    }
+}
+
 static void test_pbkdf2_errors(void)
 {
     uint8_t out[32];
@@ -286,6 +315,7 @@ int main(int argc, char **argv)
         g_test_add_data_func(path, v, test_pbkdf2_vector);
     }
     g_test_add_func("/crypto/pbkdf2/every-hash", test_pbkdf2_every_hash);
+    g_test_add_func("/crypto/pbkdf2/threaded", test_pbkdf2_threaded);
     g_test_add_func("/crypto/pbkdf2/errors", test_pbkdf2_errors);
     g_test_add_func("/crypto/pbkdf2/count-iters", test_pbkdf2_count_iters);
     g_test_add_func("/crypto/pbkdf2/rate-cached", test_pbkdf2_rate_cached);
