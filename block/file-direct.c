@@ -19,8 +19,7 @@
 
 #define DIRECT_MASK ((uint64_t)FILE_DIRECT_ALIGN - 1)
 
-static bool file_direct_aligned(const void *buf, uint64_t offset,
-                                size_t bytes)
+bool file_direct_aligned(const void *buf, uint64_t offset, size_t bytes)
 {
     return !(((uintptr_t)buf | offset | bytes) & DIRECT_MASK);
 }

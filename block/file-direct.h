@@ -20,6 +20,9 @@
 /* What the kernel is asked to take directly (see BDRV_DIRECT_ALIGN). */
 #define FILE_DIRECT_ALIGN BDRV_DIRECT_ALIGN
 
+/* Whether the kernel takes the request as it is (no bounce, no RMW). */
+bool file_direct_aligned(const void *buf, uint64_t offset, size_t bytes);
+
 /* Read bytes at offset into buf; what lies past the end reads as zeroes. */
 int file_direct_pread(int fd, const char *filename, uint64_t offset,
                       void *buf, size_t bytes, Error **errp);

@@ -33,11 +33,14 @@ typedef struct BDRVFileState {
     /* Opened with O_DIRECT (BDRV_O_NOCACHE): I/O through file-direct.c. */
     bool direct;
     /*
-     * Buffered writes to one file are serialized by the kernel anyway (on
-     * the inode lock, where a waiter spins); waiting here instead sleeps,
-     * and leaves the CPU to the other threads' reads and cipher work.
+     * O_DIRECT writes (buffered ones take no lock of ours). Aligned ones
+     * share it: callers never write the same bytes at once, and the
+     * device takes them side by side. A partial block's read-modify-write
+     * holds it alone: it rewrites the bytes around its own and may cut
+     * the file back, which must not meet another write. Copy offloading
+     * holds it alone too.
      */
-    GMutex write_lock;
+    GRWLock write_lock;
     /*
      * Guards extent and the lseek() calls that fill it: a thread that
      * misses waits for the one already walking the file, then hits.
@@ -183,7 +186,7 @@ static int file_open(BlockDriverState *bs, GHashTable *opts, int flags,
     bool use_lock;
 
     s->fd = -1;
-    g_mutex_init(&s->write_lock);
+    g_rw_lock_init(&s->write_lock);
     g_mutex_init(&s->extent_lock);
     if (!filename) {
         error_setg(errp, "Parameter 'filename' is required");
@@ -258,7 +261,7 @@ static void file_close(BlockDriverState *bs)
     }
     file_lock_unclaim(s->claim);
     file_create_unref(s->create);
-    g_mutex_clear(&s->write_lock);
+    g_rw_lock_clear(&s->write_lock);
     g_mutex_clear(&s->extent_lock);
 }
 
@@ -302,15 +305,21 @@ static int file_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
     const uint8_t *p = buf;
 
     if (s->direct) {
-        /*
-         * Under write_lock: a partial block's read-modify-write is atomic
-         * against this process's other writers. O_DIRECT leaves nothing
-         * for write-back to do.
-         */
-        g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&s->write_lock);
+        /* See write_lock. O_DIRECT leaves nothing for write-back to do. */
+        int ret;
 
-        return file_direct_pwrite(s->fd, bs->filename, offset, buf, bytes,
-                                  errp);
+        if (file_direct_aligned(buf, offset, bytes)) {
+            g_rw_lock_reader_lock(&s->write_lock);
+            ret = file_direct_pwrite(s->fd, bs->filename, offset, buf, bytes,
+                                     errp);
+            g_rw_lock_reader_unlock(&s->write_lock);
+        } else {
+            g_rw_lock_writer_lock(&s->write_lock);
+            ret = file_direct_pwrite(s->fd, bs->filename, offset, buf, bytes,
+                                     errp);
+            g_rw_lock_writer_unlock(&s->write_lock);
+        }
+        return ret;
     }
     /*
      * Buffered writes need no lock of ours: callers never write the same
@@ -726,7 +735,8 @@ static int file_copy_range(BlockDriverState *src, uint64_t src_offset,
                            uint64_t bytes, Error **errp)
 {
     BDRVFileState *s = src->opaque, *d = dst->opaque;
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&d->write_lock);
+    g_autoptr(GRWLockWriterLocker) locker =
+        g_rw_lock_writer_locker_new(&d->write_lock);
     off_t in = src_offset, out = dst_offset;
 
     while (bytes) {

@@ -217,6 +217,120 @@ static void test_file_nocache(void)
     test_tmpfile_clear(&t);
 }
 
+/*
+ * Writers on threads of their own, through the file protocol with
+ * BDRV_O_NOCACHE: each owns every NOCACHE_THREADS-th segment of the file,
+ * segments of any length side by side, some of whole aligned blocks (they
+ * go to the file at once, side by side) and most not (a read-modify-write
+ * of the blocks they share with their neighbours; the file ends inside a
+ * block, which is cut back after each write). Every write must survive: a
+ * read-modify-write that ran beside another write to its blocks would
+ * put back the old bytes of a neighbour.
+ */
+#define NOCACHE_THREADS 4
+#define NOCACHE_ROUNDS 100
+/* Not a whole number of blocks. */
+#define NOCACHE_SIZE (512 * 1024 - 777)
+
+typedef struct NocacheSeg {
+    uint64_t offset;
+    size_t len;
+} NocacheSeg;
+
+typedef struct NocacheWriter {
+    BlockDriverState *bs;
+    GArray *segs;           /* NocacheSeg, shared, read only */
+    uint8_t *model;         /* what each segment last got, shared */
+    unsigned index;
+} NocacheWriter;
+
+static gpointer nocache_writer_run(gpointer opaque)
+{
+    NocacheWriter *w = opaque;
+    uint8_t *buf = g_aligned_alloc(1, 4 * FILE_DIRECT_ALIGN,
+                                   FILE_DIRECT_ALIGN);
+    GRand *rand = g_rand_new_with_seed(w->index);
+
+    for (int round = 0; round < NOCACHE_ROUNDS; round++) {
+        for (guint i = w->index; i < w->segs->len; i += NOCACHE_THREADS) {
+            NocacheSeg *seg = &g_array_index(w->segs, NocacheSeg, i);
+
+            for (size_t k = 0; k < seg->len; k++) {
+                buf[k] = g_rand_int(rand);
+            }
+            g_assert_cmpint(bdrv_pwrite(w->bs, seg->offset, buf, seg->len, 0,
+                                        &error_abort), ==, 0);
+            memcpy(w->model + seg->offset, buf, seg->len);
+        }
+    }
+    g_rand_free(rand);
+    g_aligned_free(buf);
+    return NULL;
+}
+
+static void test_file_nocache_threads(void)
+{
+    TestTmpFile t;
+    g_autoptr(BlockDriverState) bs = NULL;
+    g_autoptr(GArray) segs = g_array_new(FALSE, FALSE, sizeof(NocacheSeg));
+    g_autofree uint8_t *model = g_malloc0(NOCACHE_SIZE);
+    g_autofree char *content = NULL;
+    NocacheWriter w[NOCACHE_THREADS];
+    GThread *thread[NOCACHE_THREADS];
+    unsigned aligned = 0;
+    gsize len;
+    Error *err = NULL;
+
+    /*
+     * Segments: where one starts on a block, whole blocks half the time;
+     * otherwise up to the next block (so that the next one starts there)
+     * or 1 to 3 blocks' worth of bytes.
+     */
+    for (uint64_t off = 0; off < NOCACHE_SIZE;) {
+        NocacheSeg seg = { .offset = off };
+
+        if (!(off % FILE_DIRECT_ALIGN) && g_test_rand_bit()) {
+            seg.len = FILE_DIRECT_ALIGN * g_test_rand_int_range(1, 4);
+            aligned++;
+        } else if (g_test_rand_bit()) {
+            seg.len = FILE_DIRECT_ALIGN - off % FILE_DIRECT_ALIGN;
+        } else {
+            seg.len = g_test_rand_int_range(1, 3 * FILE_DIRECT_ALIGN);
+        }
+        seg.len = MIN(seg.len, NOCACHE_SIZE - off);
+        g_array_append_val(segs, seg);
+        off += seg.len;
+    }
+    g_assert_cmpuint(aligned, >, 0);
+
+    test_tmpfile_init(&t, "qil-direct", "t.img");
+    content = g_malloc0(NOCACHE_SIZE);
+    g_assert_true(g_file_set_contents(t.path, content, NOCACHE_SIZE, NULL));
+    g_clear_pointer(&content, g_free);
+    bs = bdrv_open(t.path, "raw", NULL, BDRV_O_RDWR | BDRV_O_NOCACHE, &err);
+    if (!bs && strstr(error_get_pretty(err), "O_DIRECT")) {
+        error_free(err);
+        test_tmpfile_clear(&t);
+        g_test_skip("the test directory's file system refuses O_DIRECT");
+        return;
+    }
+    g_assert_null(err);
+    for (unsigned k = 0; k < NOCACHE_THREADS; k++) {
+        w[k] = (NocacheWriter) {
+            .bs = bs, .segs = segs, .model = model, .index = k,
+        };
+        thread[k] = g_thread_new("writer", nocache_writer_run, &w[k]);
+    }
+    for (unsigned k = 0; k < NOCACHE_THREADS; k++) {
+        g_thread_join(thread[k]);
+    }
+    g_clear_pointer(&bs, bdrv_close);
+    g_assert_true(g_file_get_contents(t.path, &content, &len, NULL));
+    g_assert_cmpuint(len, ==, NOCACHE_SIZE);
+    g_assert_cmpmem(content, len, model, NOCACHE_SIZE);
+    test_tmpfile_clear(&t);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -224,5 +338,7 @@ int main(int argc, char **argv)
     g_test_add_func("/block/file-direct/pwrite", test_direct_pwrite);
     g_test_add_func("/block/file-direct/error", test_direct_error);
     g_test_add_func("/block/file-direct/nocache-open", test_file_nocache);
+    g_test_add_func("/block/file-direct/nocache-threads",
+                    test_file_nocache_threads);
     return g_test_run();
 }
