@@ -178,6 +178,31 @@ static void test_direct_error(void)
     direct_file_free(f);
 }
 
+/*
+ * A file of size zero bytes in t, opened by the file protocol with
+ * BDRV_O_NOCACHE; NULL (the test skipped, t cleared) where the test
+ * directory's file system refuses O_DIRECT.
+ */
+static BlockDriverState *nocache_open(TestTmpFile *t, const char *name,
+                                      size_t size)
+{
+    g_autofree char *zeros = g_malloc0(size);
+    BlockDriverState *bs;
+    Error *err = NULL;
+
+    test_tmpfile_init(t, "qil-direct", name);
+    g_assert_true(g_file_set_contents(t->path, zeros, size, NULL));
+    bs = bdrv_open(t->path, "raw", NULL, BDRV_O_RDWR | BDRV_O_NOCACHE, &err);
+    if (!bs && strstr(error_get_pretty(err), "O_DIRECT")) {
+        error_free(err);
+        test_tmpfile_clear(t);
+        g_test_skip("the test directory's file system refuses O_DIRECT");
+        return NULL;
+    }
+    g_assert_null(err);
+    return bs;
+}
+
 /* The file protocol with BDRV_O_NOCACHE: the same bytes as without. */
 static void test_file_nocache(void)
 {
@@ -186,22 +211,12 @@ static void test_file_nocache(void)
     uint8_t data[10000], back[10000];
     g_autofree char *content = NULL;
     gsize len;
-    Error *err = NULL;
 
-    test_tmpfile_init(&t, "qil-direct", "n.img");
     /* 10777 bytes: the last block is partial, so the write patches it. */
-    content = g_malloc0(777 + sizeof(data));
-    g_assert_true(g_file_set_contents(t.path, content, 777 + sizeof(data),
-                                      NULL));
-    g_clear_pointer(&content, g_free);
-    bs = bdrv_open(t.path, "raw", NULL, BDRV_O_RDWR | BDRV_O_NOCACHE, &err);
-    if (!bs && strstr(error_get_pretty(err), "O_DIRECT")) {
-        error_free(err);
-        test_tmpfile_clear(&t);
-        g_test_skip("the test directory's file system refuses O_DIRECT");
+    bs = nocache_open(&t, "n.img", 777 + sizeof(data));
+    if (!bs) {
         return;
     }
-    g_assert_null(err);
     for (size_t i = 0; i < sizeof(data); i++) {
         data[i] = i * 7 + 3;
     }
@@ -279,7 +294,6 @@ static void test_file_nocache_threads(void)
     GThread *thread[NOCACHE_THREADS];
     unsigned aligned = 0;
     gsize len;
-    Error *err = NULL;
 
     /*
      * Segments: where one starts on a block, whole blocks half the time;
@@ -303,18 +317,10 @@ static void test_file_nocache_threads(void)
     }
     g_assert_cmpuint(aligned, >, 0);
 
-    test_tmpfile_init(&t, "qil-direct", "t.img");
-    content = g_malloc0(NOCACHE_SIZE);
-    g_assert_true(g_file_set_contents(t.path, content, NOCACHE_SIZE, NULL));
-    g_clear_pointer(&content, g_free);
-    bs = bdrv_open(t.path, "raw", NULL, BDRV_O_RDWR | BDRV_O_NOCACHE, &err);
-    if (!bs && strstr(error_get_pretty(err), "O_DIRECT")) {
-        error_free(err);
-        test_tmpfile_clear(&t);
-        g_test_skip("the test directory's file system refuses O_DIRECT");
+    bs = nocache_open(&t, "t.img", NOCACHE_SIZE);
+    if (!bs) {
         return;
     }
-    g_assert_null(err);
     for (unsigned k = 0; k < NOCACHE_THREADS; k++) {
         w[k] = (NocacheWriter) {
             .bs = bs, .segs = segs, .model = model, .index = k,
