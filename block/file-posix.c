@@ -186,8 +186,6 @@ static int file_open(BlockDriverState *bs, GHashTable *opts, int flags,
     bool use_lock;
 
     s->fd = -1;
-    g_rw_lock_init(&s->write_lock);
-    g_mutex_init(&s->extent_lock);
     if (!filename) {
         error_setg(errp, "Parameter 'filename' is required");
         return -1;
@@ -249,6 +247,12 @@ static int file_open(BlockDriverState *bs, GHashTable *opts, int flags,
         return -1;
     }
     s->create = g_steal_pointer(&create);
+    /*
+     * Last: a GRWLock holds memory until g_rw_lock_clear(), which only
+     * file_close() calls, and a failed open is never closed.
+     */
+    g_rw_lock_init(&s->write_lock);
+    g_mutex_init(&s->extent_lock);
     return 0;
 }
 
