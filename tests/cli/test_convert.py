@@ -193,10 +193,12 @@ class ConvertLuks(TestCase):
         with open(src, "wb") as f:
             f.truncate(2 << 30)     # sparse: costs nothing on disk
         dst = self.path("dst.luks")
+        # -r: 20 s for the whole copy, so that a busy machine delaying
+        # this test's reads cannot let it end before the signal.
         proc = subprocess.Popen(
-            [TOOL, "convert", "-p", "-m", "1", "--object", SECRET, "-O",
-             "luks", "-o", f"key-secret=sec0,iter-time={ITER_TIME}", src,
-             dst],
+            [TOOL, "convert", "-p", "-m", "1", "-r", "100M", "--object",
+             SECRET, "-O", "luks", "-o",
+             f"key-secret=sec0,iter-time={ITER_TIME}", src, dst],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # The copy is under way once -p shows 1% or more (the target, which
         # has no name until the copy is complete, cannot tell). The first
