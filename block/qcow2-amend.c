@@ -300,10 +300,13 @@ int qcow2_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
     }
     g_mutex_lock(&s->alloc_lock);
     /* Tables are read from and written to the file below: all of it there. */
-    ret = qcow2_flush_l2_pending(bs, errp) < 0 ||
-          qcow2_refcount_flush(bs, errp) < 0 ? -1 :
-          size > s->header.size ? qcow2_grow(bs, size, errp)
-                                : qcow2_shrink(bs, size, errp);
+    if (qcow2_flush_metadata_locked(bs, errp) < 0) {
+        ret = -1;
+    } else if (size > s->header.size) {
+        ret = qcow2_grow(bs, size, errp);
+    } else {
+        ret = qcow2_shrink(bs, size, errp);
+    }
     g_mutex_unlock(&s->alloc_lock);
     return ret;
 }

@@ -342,13 +342,7 @@ static int qcow2_add_refs(BlockDriverState *bs, uint64_t first,
 
             qcow2_refcount_block_set(s->rb.block, i, order, v + delta);
         }
-        if (s->rb.lo == s->rb.hi) {
-            s->rb.lo = b0;
-            s->rb.hi = b1;
-        } else {
-            s->rb.lo = MIN(s->rb.lo, b0);
-            s->rb.hi = MAX(s->rb.hi, b1);
-        }
+        qcow2_range_add(&s->rb.lo, &s->rb.hi, b0, b1);
         first += n;
         count -= n;
     }

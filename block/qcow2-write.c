@@ -137,14 +137,19 @@ int qcow2_flush_l2_pending(BlockDriverState *bs, Error **errp)
     return 0;
 }
 
+int qcow2_flush_metadata_locked(BlockDriverState *bs, Error **errp)
+{
+    return qcow2_flush_l2_pending(bs, errp) < 0 ||
+           qcow2_refcount_flush(bs, errp) < 0 ? -1 : 0;
+}
+
 int qcow2_flush_metadata(BlockDriverState *bs, Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
     int ret;
 
     g_mutex_lock(&s->alloc_lock);
-    ret = qcow2_flush_l2_pending(bs, errp) < 0 ||
-          qcow2_refcount_flush(bs, errp) < 0 ? -1 : 0;
+    ret = qcow2_flush_metadata_locked(bs, errp);
     g_mutex_unlock(&s->alloc_lock);
     return ret;
 }
@@ -181,13 +186,7 @@ static int qcow2_set_l2_pending(BlockDriverState *bs, uint64_t l2_offset,
     }
     g_mutex_lock(&s->lock);
     memcpy(s->l2p.table + pos, bytes, len);
-    if (s->l2p.lo == s->l2p.hi) {
-        s->l2p.lo = pos;
-        s->l2p.hi = pos + len;
-    } else {
-        s->l2p.lo = MIN(s->l2p.lo, pos);
-        s->l2p.hi = MAX(s->l2p.hi, pos + len);
-    }
+    qcow2_range_add(&s->l2p.lo, &s->l2p.hi, pos, pos + len);
     qcow2_cache_update(s->l2_cache, l2_offset, pos, bytes, len);
     g_mutex_unlock(&s->lock);
     return 0;

@@ -315,8 +315,23 @@ int qcow2_mark_dirty(BlockDriverState *bs, bool dirty, Error **errp);
  * at a cluster before its refcount is there). alloc_lock held.
  */
 int qcow2_flush_l2_pending(BlockDriverState *bs, Error **errp);
-/* Both of the above write-backs: what flush and close do first. */
+/* Both write-backs (L2 entries, refcounts). alloc_lock held. */
+int qcow2_flush_metadata_locked(BlockDriverState *bs, Error **errp);
+/* The same, taking alloc_lock: what flush and close do first. */
 int qcow2_flush_metadata(BlockDriverState *bs, Error **errp);
+
+/* Widen the changed byte range [*lo, *hi) (empty when equal) to [a, b). */
+static inline void qcow2_range_add(uint64_t *lo, uint64_t *hi, uint64_t a,
+                                   uint64_t b)
+{
+    if (*lo == *hi) {
+        *lo = a;
+        *hi = b;
+    } else {
+        *lo = MIN(*lo, a);
+        *hi = MAX(*hi, b);
+    }
+}
 
 /* ---- qcow2-compress.c */
 
