@@ -75,9 +75,8 @@ int bdrv_probe_read(BlockDriverState *file, uint8_t *buf, int *buf_size,
     }
     *buf_size = MIN((uint64_t)len, BDRV_PROBE_BUF_SIZE);
     *tail_size = MIN((uint64_t)len, BDRV_PROBE_TAIL_SIZE);
-    if (file->drv->bdrv_pread(file, 0, buf, *buf_size, errp) < 0 ||
-        file->drv->bdrv_pread(file, len - *tail_size, tail, *tail_size,
-                              errp) < 0) {
+    if (bdrv_pread(file, 0, buf, *buf_size, errp) < 0 ||
+        bdrv_pread(file, len - *tail_size, tail, *tail_size, errp) < 0) {
         return -1;
     }
     return 0;
@@ -103,8 +102,43 @@ static const BlockDriver *bdrv_probe_format(BlockDriverState *file,
     return drv;
 }
 
+BlockDriverState *bdrv_attach_child(BlockDriverState *parent,
+                                    BlockDriverState *child,
+                                    const char *name, unsigned role)
+{
+    BdrvChild *c = g_new0(BdrvChild, 1), **tail = &parent->children;
+
+    c->bs = child;
+    c->name = g_strdup(name);
+    c->role = role;
+    while (*tail) {
+        tail = &(*tail)->next;
+    }
+    *tail = c;
+    if (g_str_equal(name, "file")) {
+        parent->file = child;
+    } else if (g_str_equal(name, "backing")) {
+        parent->backing = child;
+    }
+    return child;
+}
+
+/* Close the children, the last attached first (it may use the others). */
+static void bdrv_close_children(BdrvChild *c)
+{
+    if (!c) {
+        return;
+    }
+    bdrv_close_children(c->next);
+    bdrv_close(c->bs);
+    g_free(c->name);
+    g_free(c);
+}
+
+/* Free a node whose driver has let go of it, and its children. */
 static void bdrv_free(BlockDriverState *bs)
 {
+    bdrv_close_children(bs->children);
     g_free(bs->filename);
     g_free(bs->opaque);
     g_free(bs);
@@ -118,7 +152,11 @@ BlockDriverState *bdrv_new_node(const BlockDriver *drv,
     bs->drv = drv;
     bs->opaque = g_malloc0(drv->instance_size);
     bs->open_flags = flags;
-    bs->file = file;
+    bs->request_alignment = 1;
+    if (file) {
+        bdrv_attach_child(bs, file, "file",
+                          BDRV_CHILD_DATA | BDRV_CHILD_METADATA);
+    }
     return bs;
 }
 
@@ -171,8 +209,7 @@ static BlockDriverState *bdrv_open_opts(GHashTable *opts, int flags,
 
     bs = bdrv_new_node(drv, g_steal_pointer(&file), flags);
     if (drv->bdrv_open(bs, opts, flags, errp) < 0) {
-        bdrv_close(bs->file);
-        bdrv_free(bs);
+        bdrv_free(bs);      /* and whatever children the driver attached */
         return NULL;
     }
     unknown = qemu_opts_first_key(opts);
@@ -322,8 +359,6 @@ void bdrv_close(BlockDriverState *bs)
     if (bs->drv->bdrv_close) {
         bs->drv->bdrv_close(bs);
     }
-    bdrv_close(bs->backing);
-    bdrv_close(bs->file);
     bdrv_free(bs);
 }
 
@@ -345,6 +380,32 @@ const char *bdrv_get_filename(BlockDriverState *bs)
     return bs->filename ? bs->filename : "";
 }
 
+int64_t bdrv_get_allocated_file_size(BlockDriverState *bs)
+{
+    int64_t sum = 0;
+
+    if (bs->drv->bdrv_get_allocated_file_size) {
+        return bs->drv->bdrv_get_allocated_file_size(bs);
+    }
+    if (!bs->children) {
+        return -1;
+    }
+    /* What the image's own files hold: a backing file is another image. */
+    for (BdrvChild *c = bs->children; c; c = c->next) {
+        int64_t size;
+
+        if (c->role & BDRV_CHILD_COW) {
+            continue;
+        }
+        size = bdrv_get_allocated_file_size(c->bs);
+        if (size < 0) {
+            return -1;
+        }
+        sum += size;
+    }
+    return sum;
+}
+
 bool bdrv_is_read_only(BlockDriverState *bs)
 {
     return !(bs->open_flags & BDRV_O_RDWR);
@@ -358,216 +419,6 @@ bool bdrv_is_encrypted(BlockDriverState *bs)
 const char *bdrv_get_warning(BlockDriverState *bs)
 {
     return bs->drv->bdrv_get_warning ? bs->drv->bdrv_get_warning(bs) : NULL;
-}
-
-int64_t bdrv_getlength_exact(BlockDriverState *bs, Error **errp)
-{
-    return bs->drv->bdrv_getlength(bs, errp);
-}
-
-int64_t bdrv_getlength(BlockDriverState *bs, Error **errp)
-{
-    int64_t len = bdrv_getlength_exact(bs, errp);
-
-    /* QEMU counts images in whole sectors, and so do we. */
-    return len < 0 ? len : (int64_t)ROUND_UP((uint64_t)len, BDRV_SECTOR_SIZE);
-}
-
-int64_t bdrv_get_allocated_file_size(BlockDriverState *bs)
-{
-    if (bs->drv->bdrv_get_allocated_file_size) {
-        return bs->drv->bdrv_get_allocated_file_size(bs);
-    }
-    return bs->file ? bdrv_get_allocated_file_size(bs->file) : -1;
-}
-
-static int bdrv_check_request(BlockDriverState *bs, uint64_t offset,
-                              size_t bytes, Error **errp)
-{
-    int64_t len = bdrv_getlength(bs, errp);
-
-    if (len < 0) {
-        return -1;
-    }
-    if (offset > (uint64_t)len || bytes > (uint64_t)len - offset) {
-        error_setg(errp, "Request at offset %" G_GUINT64_FORMAT " of %zu "
-                   "bytes is beyond the end of the image (%" G_GINT64_FORMAT
-                   " bytes)", offset, bytes, len);
-        return -1;
-    }
-    return 0;
-}
-
-int bdrv_pread(BlockDriverState *bs, uint64_t offset, void *buf,
-               size_t bytes, Error **errp)
-{
-    if (bdrv_check_request(bs, offset, bytes, errp) < 0) {
-        return -1;
-    }
-    return bs->drv->bdrv_pread(bs, offset, buf, bytes, errp);
-}
-
-int bdrv_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
-                size_t bytes, int flags, Error **errp)
-{
-    if (bdrv_is_read_only(bs)) {
-        error_setg(errp, "Image is read-only");
-        return -1;
-    }
-    if (bdrv_check_request(bs, offset, bytes, errp) < 0) {
-        return -1;
-    }
-    return bs->drv->bdrv_pwrite(bs, offset, buf, bytes, flags, errp);
-}
-
-bool bdrv_supports_compressed_writes(BlockDriverState *bs)
-{
-    return bs->drv->bdrv_pwrite_compressed != NULL;
-}
-
-int bdrv_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
-                           const void *buf, size_t bytes, Error **errp)
-{
-    if (!bdrv_supports_compressed_writes(bs)) {
-        error_setg(errp, "Compression not supported for this file format");
-        return -1;
-    }
-    if (bdrv_is_read_only(bs)) {
-        error_setg(errp, "Image is read-only");
-        return -1;
-    }
-    if (bdrv_check_request(bs, offset, bytes, errp) < 0) {
-        return -1;
-    }
-    return bs->drv->bdrv_pwrite_compressed(bs, offset, buf, bytes, errp);
-}
-
-int bdrv_flush(BlockDriverState *bs, Error **errp)
-{
-    if (bdrv_is_read_only(bs)) {
-        return 0;
-    }
-    if (bs->drv->bdrv_flush && bs->drv->bdrv_flush(bs, errp) < 0) {
-        return -1;
-    }
-    return bs->file ? bdrv_flush(bs->file, errp) : 0;
-}
-
-int bdrv_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
-                  Error **errp)
-{
-    if (bdrv_is_read_only(bs)) {
-        error_setg(errp, "Image is read-only");
-        return -1;
-    }
-    if (!bs->drv->bdrv_truncate) {
-        error_setg(errp, "Image format '%s' does not support resizing",
-                   bs->drv->format_name);
-        return -1;
-    }
-    return bs->drv->bdrv_truncate(bs, size, prealloc, errp);
-}
-
-bool bdrv_block_status_is_data(BlockDriverState *bs, uint64_t offset,
-                               uint64_t bytes, uint64_t *pnum)
-{
-    if (bs->drv->bdrv_block_status_is_data) {
-        return bs->drv->bdrv_block_status_is_data(bs, offset, bytes, pnum);
-    }
-    *pnum = bytes;
-    return true;
-}
-
-/*
- * Data of a format node at offset map of file: a hole there reads as
- * zeroes, and so does all of the run when the file ends in a hole, or
- * before map (QEMU's rule; errors are ignored: this only adds to what the
- * format said).
- */
-static void bdrv_block_status_recurse(BlockDriverState *file, uint64_t map,
-                                      uint64_t *pnum, int *ret)
-{
-    uint64_t file_pnum;
-    int ret2 = bdrv_block_status(file, map, *pnum, &file_pnum, NULL, NULL,
-                                 NULL);
-
-    if (ret2 < 0) {
-        return;
-    }
-    if ((ret2 & BDRV_BLOCK_EOF) &&
-        (!file_pnum || (ret2 & BDRV_BLOCK_ZERO))) {
-        *ret |= BDRV_BLOCK_ZERO;
-    } else {
-        *pnum = file_pnum;
-        *ret |= ret2 & BDRV_BLOCK_ZERO;
-    }
-}
-
-int bdrv_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
-                      uint64_t *pnum, uint64_t *map, BlockDriverState **file,
-                      Error **errp)
-{
-    int64_t len = bdrv_getlength(bs, errp), backing_len;
-    uint64_t local_map = 0;
-    BlockDriverState *local_file = NULL;
-    int ret;
-
-    if (len < 0) {
-        return -1;
-    }
-    if (offset >= (uint64_t)len || !bytes) {
-        *pnum = 0;
-        return offset >= (uint64_t)len ? BDRV_BLOCK_EOF : 0;
-    }
-    bytes = MIN(bytes, (uint64_t)len - offset);
-    if (bs->drv->bdrv_block_status) {
-        ret = bs->drv->bdrv_block_status(bs, offset, bytes, pnum, &local_map,
-                                         &local_file, errp);
-        if (ret < 0) {
-            return -1;
-        }
-        assert(*pnum > 0);
-        *pnum = MIN(*pnum, bytes);
-    } else {
-        *pnum = bytes;
-        ret = BDRV_BLOCK_DATA;
-        if (bs->drv->is_protocol) {
-            ret |= BDRV_BLOCK_OFFSET_VALID;
-            local_map = offset;
-            local_file = bs;
-        }
-    }
-    if ((ret & BDRV_BLOCK_RECURSE) && local_file && local_file != bs &&
-        (ret & (BDRV_BLOCK_DATA | BDRV_BLOCK_ZERO | BDRV_BLOCK_OFFSET_VALID))
-        == (BDRV_BLOCK_DATA | BDRV_BLOCK_OFFSET_VALID)) {
-        bdrv_block_status_recurse(local_file, local_map, pnum, &ret);
-    }
-    ret &= ~BDRV_BLOCK_RECURSE;
-    if (ret & (BDRV_BLOCK_DATA | BDRV_BLOCK_ZERO)) {
-        ret |= BDRV_BLOCK_ALLOCATED;
-    } else if (bs->drv->supports_backing) {
-        /* No backing file, or one that ends before: zeroes (QEMU's rule). */
-        backing_len = bs->backing ? bdrv_getlength(bs->backing, NULL) : 0;
-        if (!bs->backing ||
-            (backing_len >= 0 && offset >= (uint64_t)backing_len)) {
-            ret |= BDRV_BLOCK_ZERO;
-        }
-    }
-    if (offset + *pnum == (uint64_t)len) {
-        ret |= BDRV_BLOCK_EOF;
-    }
-    if (map) {
-        *map = local_map;
-    }
-    if (file) {
-        *file = local_file;
-    }
-    return ret;
-}
-
-bool bdrv_has_zero_init(BlockDriverState *bs)
-{
-    return bs->drv->bdrv_has_zero_init && bs->drv->bdrv_has_zero_init(bs);
 }
 
 static const BlockDriver *bdrv_find_create_driver(const char *format,
@@ -719,33 +570,6 @@ int bdrv_amend(BlockDriverState *bs, GHashTable *opts, bool force,
         return -1;
     }
     return bs->drv->bdrv_amend(bs, opts, force, errp);
-}
-
-/* The node holding bs's bytes, down through pass-through nodes. */
-static BlockDriverState *bdrv_skip_passthrough(BlockDriverState *bs,
-                                               uint64_t *offset)
-{
-    while (bs && bs->drv->bdrv_passthrough) {
-        bs = bs->drv->bdrv_passthrough(bs, offset);
-    }
-    return bs;
-}
-
-int bdrv_copy_range(BlockDriverState *src, uint64_t src_offset,
-                    BlockDriverState *dst, uint64_t dst_offset,
-                    uint64_t bytes, Error **errp)
-{
-    BlockDriverState *s = bdrv_skip_passthrough(src, &src_offset);
-    BlockDriverState *d = bdrv_skip_passthrough(dst, &dst_offset);
-
-    if (!s || !d || !s->drv->bdrv_copy_range || s->drv != d->drv) {
-        error_setg(errp, "Copy offloading is not supported between '%s' "
-                   "and '%s' nodes", src->drv->format_name,
-                   dst->drv->format_name);
-        return -1;
-    }
-    return s->drv->bdrv_copy_range(s, src_offset, d, dst_offset, bytes,
-                                   errp);
 }
 
 static int option_desc_compare(gconstpointer a, gconstpointer b)

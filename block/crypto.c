@@ -52,7 +52,7 @@ static int block_crypto_header_read(QCryptoBlock *block, uint64_t offset,
                    bdrv_get_filename(hdr), len);
         return -1;
     }
-    return hdr->drv->bdrv_pread(hdr, offset, buf, buflen, errp);
+    return bdrv_pread(hdr, offset, buf, buflen, errp);
 }
 
 static int block_crypto_header_write(QCryptoBlock *block, uint64_t offset,
@@ -61,7 +61,7 @@ static int block_crypto_header_write(QCryptoBlock *block, uint64_t offset,
 {
     BlockDriverState *hdr = opaque;
 
-    return hdr->drv->bdrv_pwrite(hdr, offset, buf, buflen, 0, errp);
+    return bdrv_pwrite(hdr, offset, buf, buflen, 0, errp);
 }
 
 /* A LUKS1 or LUKS2 header: its magic and version. */
@@ -202,6 +202,7 @@ static int block_crypto_open(BlockDriverState *bs, GHashTable *opts, int flags,
         if (!s->header) {
             goto out;
         }
+        bdrv_attach_child(bs, s->header, "header", BDRV_CHILD_METADATA);
         s->detached = true;
         qflags |= QCRYPTO_BLOCK_OPEN_DETACHED;
     }
@@ -217,6 +218,7 @@ static int block_crypto_open(BlockDriverState *bs, GHashTable *opts, int flags,
     }
     s->payload_offset = qcrypto_block_get_payload_offset(s->block);
     s->sector_size = qcrypto_block_get_sector_size(s->block);
+    bs->request_alignment = s->sector_size;
 
     file_len = bdrv_getlength_exact(bs->file, errp);
     if (file_len < 0) {
@@ -235,7 +237,6 @@ out:
     if (ret < 0) {
         /* A failed open is not closed by the caller: undo it here. */
         g_clear_pointer(&s->block, qcrypto_block_free);
-        g_clear_pointer(&s->header, bdrv_close);
     }
     return ret;
 }
@@ -245,7 +246,6 @@ static void block_crypto_close(BlockDriverState *bs)
     BlockCrypto *s = bs->opaque;
 
     qcrypto_block_free(s->block);
-    bdrv_close(s->header);
 }
 
 /* Read and decrypt whole sectors [offset, offset + bytes) into buf. */
@@ -256,8 +256,8 @@ static int block_crypto_read_sectors(BlockDriverState *bs, uint64_t offset,
     BlockDriverState *file = bs->file;
 
     /* The file may end inside the last sector: the rest reads as zeroes. */
-    if (file->drv->bdrv_pread(file, s->payload_offset + offset, buf, bytes,
-                              errp) < 0) {
+    if (bdrv_pread(file, s->payload_offset + offset, buf, bytes,
+                   errp) < 0) {
         return -1;
     }
     return qcrypto_block_decrypt(s->block, offset, buf, bytes, errp);
@@ -273,35 +273,24 @@ static int block_crypto_write_sectors(BlockDriverState *bs, uint64_t offset,
     if (qcrypto_block_encrypt(s->block, offset, buf, bytes, errp) < 0) {
         return -1;
     }
-    return file->drv->bdrv_pwrite(file, s->payload_offset + offset, buf,
-                                  bytes, 0, errp);
+    return bdrv_pwrite(file, s->payload_offset + offset, buf,
+                       bytes, 0, errp);
 }
 
-static bool block_crypto_is_aligned(BlockCrypto *s, uint64_t offset,
-                                    size_t bytes)
-{
-    return offset % s->sector_size == 0 && bytes % s->sector_size == 0;
-}
-
+/*
+ * Whole sectors only (bs->request_alignment): block/io.c splits and
+ * patches other requests.
+ */
 static int block_crypto_pread(BlockDriverState *bs, uint64_t offset, void *buf,
                               size_t bytes, Error **errp)
 {
-    BlockCrypto *s = bs->opaque;
-
-    /* The common case: decrypt in the caller's buffer, in one piece. */
-    if (block_crypto_is_aligned(s, offset, bytes)) {
-        return block_crypto_read_sectors(bs, offset, buf, bytes, errp);
-    }
-
-    return bdrv_pread_aligned_pieces(bs, offset, buf, bytes, s->sector_size,
-                                     block_crypto_read_sectors, errp);
+    return block_crypto_read_sectors(bs, offset, buf, bytes, errp);
 }
 
 static int block_crypto_pwrite(BlockDriverState *bs, uint64_t offset,
                                const void *buf, size_t bytes, int flags,
                                Error **errp)
 {
-    BlockCrypto *s = bs->opaque;
     g_autofree uint8_t *bounce = NULL;
     const uint8_t *in = buf;
 
@@ -309,35 +298,17 @@ static int block_crypto_pwrite(BlockDriverState *bs, uint64_t offset,
      * The convert loop's case: the caller gave the buffer away
      * (BDRV_REQ_MAY_CLOBBER), so encrypt it in place, no copy.
      */
-    if ((flags & BDRV_REQ_MAY_CLOBBER) &&
-        block_crypto_is_aligned(s, offset, bytes)) {
+    if (flags & BDRV_REQ_MAY_CLOBBER) {
         return block_crypto_write_sectors(bs, offset, (uint8_t *)buf, bytes,
                                           errp);
     }
-
-    bounce = g_malloc(BDRV_BOUNCE_SIZE);
+    /* Else the caller's bytes stay as they are: encrypt a copy. */
+    bounce = g_malloc(MIN(bytes, BDRV_BOUNCE_SIZE));
     while (bytes) {
-        BdrvPiece piece = bdrv_piece(offset, bytes, s->sector_size);
-        uint64_t start = piece.start;
-        size_t skip = piece.skip, n = piece.n, span = piece.span;
+        size_t n = MIN(bytes, BDRV_BOUNCE_SIZE);
 
-        /*
-         * Read-modify-write: a partly written first or last sector keeps
-         * the rest of its old contents (decrypted, patched, re-encrypted).
-         */
-        if (skip && block_crypto_read_sectors(bs, start, bounce,
-                                              s->sector_size, errp) < 0) {
-            return -1;
-        }
-        if ((skip + n) % s->sector_size &&
-            (span > s->sector_size || !skip) &&
-            block_crypto_read_sectors(bs, start + span - s->sector_size,
-                                      bounce + span - s->sector_size,
-                                      s->sector_size, errp) < 0) {
-            return -1;
-        }
-        memcpy(bounce + skip, in, n);
-        if (block_crypto_write_sectors(bs, start, bounce, span, errp) < 0) {
+        memcpy(bounce, in, n);
+        if (block_crypto_write_sectors(bs, offset, bounce, n, errp) < 0) {
             return -1;
         }
         in += n;
@@ -375,13 +346,6 @@ static int block_crypto_truncate(BlockDriverState *bs, uint64_t size,
     return bdrv_truncate(bs->file, s->payload_offset + size, prealloc, errp);
 }
 
-static int block_crypto_flush(BlockDriverState *bs, Error **errp)
-{
-    BlockCrypto *s = bs->opaque;
-
-    return s->header ? bdrv_flush(s->header, errp) : 0;
-}
-
 static const char *block_crypto_get_warning(BlockDriverState *bs)
 {
     BlockCrypto *s = bs->opaque;
@@ -392,19 +356,6 @@ static const char *block_crypto_get_warning(BlockDriverState *bs)
 static bool block_crypto_is_encrypted(BlockDriverState *bs)
 {
     return true;
-}
-
-static int64_t block_crypto_get_allocated_file_size(BlockDriverState *bs)
-{
-    BlockCrypto *s = bs->opaque;
-    int64_t size = bdrv_get_allocated_file_size(bs->file);
-
-    if (size >= 0 && s->header) {
-        int64_t hdr = bdrv_get_allocated_file_size(s->header);
-
-        size = hdr < 0 ? -1 : size + hdr;
-    }
-    return size;
 }
 
 static int block_crypto_get_info(BlockDriverState *bs, BlockImageInfo *info,
@@ -685,6 +636,7 @@ static int block_crypto_create(const char *filename, GHashTable *opts,
     s->block = g_steal_pointer(&block);
     s->payload_offset = qcrypto_block_get_payload_offset(s->block);
     s->sector_size = qcrypto_block_get_sector_size(s->block);
+    (*pbs)->request_alignment = s->sector_size;
 
 out:
     block_crypto_create_opts_clear(&copts);
@@ -889,10 +841,8 @@ const BlockDriver bdrv_luks = {
     .bdrv_pwrite = block_crypto_pwrite,
     .bdrv_getlength = block_crypto_getlength,
     .bdrv_truncate = block_crypto_truncate,
-    .bdrv_flush = block_crypto_flush,
     .bdrv_is_encrypted = block_crypto_is_encrypted,
     .bdrv_get_warning = block_crypto_get_warning,
-    .bdrv_get_allocated_file_size = block_crypto_get_allocated_file_size,
     .bdrv_create = block_crypto_create,
     .bdrv_measure = block_crypto_measure,
     .bdrv_get_info = block_crypto_get_info,

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -347,6 +348,57 @@ static int file_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
     }
     if (s->create) {
         file_create_wrote(s->create, p - (const uint8_t *)buf);
+    }
+    return 0;
+}
+
+/*
+ * fallocate(2) on the range, EINTR retried: 0, or -errno. The extent
+ * cache stays right: a "data" answer is always safe, and "hole" is only
+ * kept on nodes that cannot write.
+ */
+static int file_fallocate(BDRVFileState *s, int mode, uint64_t offset,
+                          size_t bytes)
+{
+    int ret;
+
+    do {
+        ret = fallocate(s->fd, mode, offset, bytes);
+    } while (ret < 0 && errno == EINTR);
+    return ret < 0 ? -errno : 0;
+}
+
+/* Zeroes without writing them: the file system's zero range, if it has one. */
+static int file_pwrite_zeroes(BlockDriverState *bs, uint64_t offset,
+                              size_t bytes, int flags, Error **errp)
+{
+    BDRVFileState *s = bs->opaque;
+    /* Grows the file past its end, as a write would. */
+    int ret = file_fallocate(s, FALLOC_FL_ZERO_RANGE, offset, bytes);
+
+    if (ret == -EOPNOTSUPP || ret == -EINVAL || ret == -ENODEV) {
+        return -ENOTSUP;        /* the request path writes zeroes */
+    }
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not write zeroes to '%s' at "
+                         "offset %" G_GUINT64_FORMAT, bs->filename, offset);
+        return -1;
+    }
+    return 0;
+}
+
+static int file_pdiscard(BlockDriverState *bs, uint64_t offset, size_t bytes,
+                         Error **errp)
+{
+    BDRVFileState *s = bs->opaque;
+    int ret = file_fallocate(s, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                             offset, bytes);
+
+    /* A hint: where the file system cannot punch, the bytes stay. */
+    if (ret < 0 && ret != -EOPNOTSUPP && ret != -EINVAL && ret != -ENODEV) {
+        error_setg_errno(errp, -ret, "Could not discard '%s' at offset %"
+                         G_GUINT64_FORMAT, bs->filename, offset);
+        return -1;
     }
     return 0;
 }
@@ -777,6 +829,8 @@ const BlockDriver bdrv_file = {
     .bdrv_close = file_close,
     .bdrv_pread = file_pread,
     .bdrv_pwrite = file_pwrite,
+    .bdrv_pwrite_zeroes = file_pwrite_zeroes,
+    .bdrv_pdiscard = file_pdiscard,
     .bdrv_getlength = file_getlength,
     .bdrv_truncate = file_truncate,
     .bdrv_flush = file_flush,

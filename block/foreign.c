@@ -250,6 +250,9 @@ static int bochs_probe(const uint8_t *buf, int buf_size, const char *filename)
     return 0;
 }
 
+static int foreign_open(BlockDriverState *bs, GHashTable *opts, int flags,
+                        Error **errp);
+
 /*
  * The formats of this build that can be read ("raw, luks and qcow2"), or
  * created: what a refusal offers instead.
@@ -262,7 +265,7 @@ static char *supported_formats(bool create)
     for (size_t i = 0; bdrv_drivers[i]; i++) {
         const BlockDriver *drv = bdrv_drivers[i];
 
-        if (!drv->is_protocol && drv->bdrv_pread &&
+        if (!drv->is_protocol && drv->bdrv_open != foreign_open &&
             (!create || drv->bdrv_create)) {
             g_ptr_array_add(names, (gpointer)drv->format_name);
         }

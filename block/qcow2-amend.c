@@ -45,7 +45,7 @@ static int qcow2_rewrite_header(BlockDriverState *bs, Error **errp)
         return -1;
     }
     /* One write of one cluster: the old header or the new one. */
-    return qcow2_file_pwrite(bs->file, 0, buf, cs, errp);
+    return bdrv_pwrite(bs->file, 0, buf, cs, 0, errp);
 }
 
 /* Whether any L2 entry of the image is a zero cluster (v3 only). */
@@ -150,7 +150,7 @@ static int qcow2_write_size_fields(BlockDriverState *bs, Error **errp)
     stl_be_p(buf + 8, h->crypt_method);
     stl_be_p(buf + 12, h->l1_size);
     stq_be_p(buf + 16, h->l1_table_offset);
-    return qcow2_file_pwrite(bs->file, 24, buf, sizeof(buf), errp);
+    return bdrv_pwrite(bs->file, 24, buf, sizeof(buf), 0, errp);
 }
 
 static int qcow2_grow(BlockDriverState *bs, uint64_t size, Error **errp)
@@ -178,8 +178,8 @@ static int qcow2_grow(BlockDriverState *bs, uint64_t size, Error **errp)
         }
         /* Its refcounts on disk too before the header points at it. */
         if (qcow2_alloc_clusters(bs, clusters, &off, errp) < 0 ||
-            qcow2_file_pwrite(bs->file, off, table, clusters * cs,
-                              errp) < 0 ||
+            bdrv_pwrite(bs->file, off, table, clusters * cs, 0,
+                        errp) < 0 ||
             qcow2_refcount_flush(bs, errp) < 0 ||
             bdrv_flush(bs->file, errp) < 0) {
             return -1;
@@ -259,8 +259,8 @@ static int qcow2_shrink(BlockDriverState *bs, uint64_t size, Error **errp)
         if (!l2) {
             continue;
         }
-        if (qcow2_file_pwrite(bs->file, h->l1_table_offset + i * 8, zero, 8,
-                              errp) < 0) {
+        if (bdrv_pwrite(bs->file, h->l1_table_offset + i * 8, zero, 8, 0,
+                        errp) < 0) {
             return -1;
         }
         s->l1_table[i] = 0;

@@ -105,9 +105,9 @@ int qcow2_read_bitmaps(BlockDriverState *bs, BlockImageInfoBitmap **out,
         return qcow2_bitmap_dir_invalid(errp, "invalid size or offset");
     }
     dir = g_malloc(ext->bitmap_directory_size);
-    if (bs->file->drv->bdrv_pread(bs->file, ext->bitmap_directory_offset,
-                                  dir, ext->bitmap_directory_size,
-                                  errp) < 0 ||
+    if (bdrv_pread(bs->file, ext->bitmap_directory_offset,
+                   dir, ext->bitmap_directory_size,
+                   errp) < 0 ||
         qcow2_bitmap_dir_parse(dir, ext->bitmap_directory_size,
                                ext->nb_bitmaps, out, errp) < 0) {
         return -1;

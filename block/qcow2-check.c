@@ -160,7 +160,7 @@ static int check_pread(Qcow2Check *c, uint64_t offset, void *buf, size_t len)
     /* Only what the file holds is read: nothing to allocate for the rest. */
     if (offset < c->file_len) {
         n = MIN(len, c->file_len - offset);
-        if (file->drv->bdrv_pread(file, offset, buf, n, NULL) < 0) {
+        if (bdrv_pread(file, offset, buf, n, NULL) < 0) {
             return -EIO;
         }
     }
@@ -182,7 +182,7 @@ static int check_pwrite(Qcow2Check *c, uint64_t offset, const void *buf,
         c->refblock_offset < offset + len) {
         c->refblock_offset = 0;
     }
-    if (file->drv->bdrv_pwrite(file, offset, buf, len, 0, NULL) < 0) {
+    if (bdrv_pwrite(file, offset, buf, len, 0, NULL) < 0) {
         return -EIO;
     }
     if (offset + len > c->file_len) {

@@ -99,8 +99,8 @@ const uint8_t *qcow2_get_l2_table(BlockDriverState *bs, uint64_t l2_offset,
         return table;
     }
     slot = qcow2_cache_insert(s->l2_cache, l2_offset);
-    if (bs->file->drv->bdrv_pread(bs->file, l2_offset, slot,
-                                  s->g.cluster_size, errp) < 0) {
+    if (bdrv_pread(bs->file, l2_offset, slot,
+                   s->g.cluster_size, errp) < 0) {
         qcow2_cache_drop(s->l2_cache, l2_offset);
         return NULL;
     }

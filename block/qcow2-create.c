@@ -526,14 +526,14 @@ static int qcow2_write_refcounts(BlockDriverState *file,
         for (uint64_t i = 0; i < per_block && first + i < l->clusters; i++) {
             qcow2_refcount_block_set(block, i, o->refcount_order, 1);
         }
-        if (qcow2_file_pwrite(file, l->refblocks_offset + b * l->cs, block,
-                              l->cs, errp) < 0) {
+        if (bdrv_pwrite(file, l->refblocks_offset + b * l->cs, block,
+                        l->cs, 0, errp) < 0) {
             return -1;
         }
         stq_be_p(table + b * 8, l->refblocks_offset + b * l->cs);
     }
-    return qcow2_file_pwrite(file, l->reftable_offset, table,
-                       l->reftable_clusters * l->cs, errp);
+    return bdrv_pwrite(file, l->reftable_offset, table,
+                       l->reftable_clusters * l->cs, 0, errp);
 }
 
 /* L1 and, preallocated, L2 tables pointing at contiguous data. */
@@ -558,7 +558,7 @@ static int qcow2_write_tables(BlockDriverState *file,
             }
             data++;
         }
-        if (qcow2_file_pwrite(file, l->l2_offset + t * l->cs, l2, l->cs,
+        if (bdrv_pwrite(file, l->l2_offset + t * l->cs, l2, l->cs, 0,
                         errp) < 0) {
             return -1;
         }
@@ -567,7 +567,7 @@ static int qcow2_write_tables(BlockDriverState *file,
     if (!l->l1_clusters) {
         return 0;
     }
-    return qcow2_file_pwrite(file, l->l1_offset, l1, l->l1_clusters * l->cs,
+    return bdrv_pwrite(file, l->l1_offset, l1, l->l1_clusters * l->cs, 0,
                        errp);
 }
 
@@ -595,8 +595,8 @@ static int qcow2_luks_write(QCryptoBlock *block, uint64_t offset,
         error_setg(errp, "LUKS header write outside its clusters");
         return -1;
     }
-    return qcow2_file_pwrite(cs->file, cs->l->luks_offset + offset, buf,
-                             buflen, errp);
+    return bdrv_pwrite(cs->file, cs->l->luks_offset + offset, buf,
+                       buflen, 0, errp);
 }
 
 static int qcow2_write_image(BlockDriverState *file, const Qcow2CreateOpts *o,
@@ -667,7 +667,7 @@ static int qcow2_write_image(BlockDriverState *file, const Qcow2CreateOpts *o,
             return -1;
         }
     }
-    return qcow2_file_pwrite(file, 0, hdr, l->cs, errp);
+    return bdrv_pwrite(file, 0, hdr, l->cs, 0, errp);
 }
 
 int qcow2_create(const char *filename, GHashTable *opts, int flags,

@@ -57,8 +57,8 @@ int qcow2_crypto_hdr_read(QCryptoBlock *block, uint64_t offset,
                    c->hdr_length);
         return -1;
     }
-    return c->file->drv->bdrv_pread(c->file, c->hdr_offset + offset, buf,
-                                    buflen, errp);
+    return bdrv_pread(c->file, c->hdr_offset + offset, buf,
+                      buflen, errp);
 }
 
 static int qcow2_crypto_open_luks(Qcow2Crypto *c, BlockDriverState *bs,
@@ -196,8 +196,8 @@ int qcow2_crypto_hdr_write(QCryptoBlock *block, uint64_t offset,
                    c->hdr_length);
         return -1;
     }
-    return c->file->drv->bdrv_pwrite(c->file, c->hdr_offset + offset, buf,
-                                     buflen, 0, errp);
+    return bdrv_pwrite(c->file, c->hdr_offset + offset, buf,
+                       buflen, 0, errp);
 }
 
 Qcow2Crypto *qcow2_crypto_new_luks(BlockDriverState *file,

@@ -51,8 +51,8 @@ int qcow2_get_refcount(BlockDriverState *bs, uint64_t offset,
     if (table_index >= table_entries) {
         return 0;
     }
-    if (bs->file->drv->bdrv_pread(bs->file, h->refcount_table_offset +
-                                  table_index * 8, raw, 8, errp) < 0) {
+    if (bdrv_pread(bs->file, h->refcount_table_offset +
+                   table_index * 8, raw, 8, errp) < 0) {
         return -1;
     }
     block = ldq_be_p(raw) & QCOW2_REFT_OFFSET_MASK;
@@ -78,7 +78,7 @@ int qcow2_get_refcount(BlockDriverState *bs, uint64_t offset,
         return 0;
     }
     g_mutex_unlock(&s->alloc_lock);
-    if (bs->file->drv->bdrv_pread(bs->file, block + byte, raw, n, errp) < 0) {
+    if (bdrv_pread(bs->file, block + byte, raw, n, errp) < 0) {
         return -1;
     }
     *refcount = qcow2_refcount_block_entry(raw, skip, order);
@@ -116,8 +116,8 @@ int qcow2_refcount_init(BlockDriverState *bs, Error **errp)
     /* Bounded by QCOW2_MAX_REFTABLE_BYTES at open. */
     s->reftable_entries = n;
     s->reftable = g_new(uint64_t, n);
-    if (bs->file->drv->bdrv_pread(bs->file, h->refcount_table_offset,
-                                  s->reftable, n * 8, errp) < 0) {
+    if (bdrv_pread(bs->file, h->refcount_table_offset,
+                   s->reftable, n * 8, errp) < 0) {
         return -1;
     }
     for (uint64_t i = 0; i < n; i++) {
@@ -190,7 +190,7 @@ static int qcow2_grow_reftable(BlockDriverState *bs, uint64_t min_entries,
     for (uint64_t i = 0; i < s->reftable_entries; i++) {
         stq_be_p(table + i * 8, s->reftable[i]);
     }
-    if (qcow2_file_pwrite(bs->file, off, table, clusters * cs, errp) < 0) {
+    if (bdrv_pwrite(bs->file, off, table, clusters * cs, 0, errp) < 0) {
         return -1;
     }
     qcow2_grow_file_size(s, off + clusters * cs);
@@ -207,7 +207,7 @@ static int qcow2_grow_reftable(BlockDriverState *bs, uint64_t min_entries,
     }
     stq_be_p(hdr, off);
     stl_be_p(hdr + 8, clusters);
-    if (qcow2_file_pwrite(bs->file, 48, hdr, sizeof(hdr), errp) < 0 ||
+    if (bdrv_pwrite(bs->file, 48, hdr, sizeof(hdr), 0, errp) < 0 ||
         bdrv_flush(bs->file, errp) < 0) {
         return -1;
     }
@@ -237,14 +237,14 @@ static int qcow2_ensure_refblock(BlockDriverState *bs, uint64_t idx,
     off = s->next_free;
     s->next_free += s->g.cluster_size;
     zero = g_malloc0(s->g.cluster_size);
-    if (qcow2_file_pwrite(bs->file, off, zero, s->g.cluster_size, errp) < 0) {
+    if (bdrv_pwrite(bs->file, off, zero, s->g.cluster_size, 0, errp) < 0) {
         return -1;
     }
     qcow2_grow_file_size(s, off + s->g.cluster_size);
     stq_be_p(be, off);
-    if (qcow2_file_pwrite(bs->file,
-                          s->header.refcount_table_offset + idx * 8, be, 8,
-                          errp) < 0) {
+    if (bdrv_pwrite(bs->file,
+                    s->header.refcount_table_offset + idx * 8, be, 8, 0,
+                    errp) < 0) {
         return -1;
     }
     s->reftable[idx] = off;
@@ -262,9 +262,9 @@ int qcow2_refcount_flush(BlockDriverState *bs, Error **errp)
     if (s->rb.lo == s->rb.hi) {
         return 0;
     }
-    if (qcow2_file_pwrite(bs->file, s->reftable[s->rb.idx] + s->rb.lo,
-                          s->rb.block + s->rb.lo, s->rb.hi - s->rb.lo,
-                          errp) < 0) {
+    if (bdrv_pwrite(bs->file, s->reftable[s->rb.idx] + s->rb.lo,
+                    s->rb.block + s->rb.lo, s->rb.hi - s->rb.lo, 0,
+                    errp) < 0) {
         return -1;
     }
     s->rb.lo = s->rb.hi = 0;
@@ -287,8 +287,8 @@ static int qcow2_refblock_load(BlockDriverState *bs, uint64_t idx,
         s->rb.block = g_malloc(s->g.cluster_size);
     }
     s->rb.valid = false;
-    if (qcow2_file_pread(bs->file, s->reftable[idx], s->rb.block,
-                         s->g.cluster_size, errp) < 0) {
+    if (bdrv_pread(bs->file, s->reftable[idx], s->rb.block,
+                   s->g.cluster_size, errp) < 0) {
         return -1;
     }
     s->rb.idx = idx;

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "block/qcow2.h"
+#include "qemu/buffer.h"
 
 /* Extended L2: all 32 subclusters allocated / reading as zeroes. */
 #define QCOW2_BITMAP_ALL_ALLOC 0x00000000ffffffffull
@@ -31,11 +32,6 @@
 
 int qcow2_read_mapped(BlockDriverState *bs, uint64_t offset, uint8_t *buf,
                       uint64_t bytes, Error **errp);
-
-static bool qcow2_buffer_is_zero(const uint8_t *buf, size_t len)
-{
-    return len == 0 || (buf[0] == 0 && memcmp(buf, buf + 1, len - 1) == 0);
-}
 
 int qcow2_mark_dirty(BlockDriverState *bs, bool dirty, Error **errp)
 {
@@ -49,7 +45,7 @@ int qcow2_mark_dirty(BlockDriverState *bs, bool dirty, Error **errp)
     if (!dirty && bdrv_flush(bs->file, errp) < 0) {
         return -1;
     }
-    if (qcow2_file_pwrite(bs->file, 72, be, 8, errp) < 0 ||
+    if (bdrv_pwrite(bs->file, 72, be, 8, 0, errp) < 0 ||
         bdrv_flush(bs->file, errp) < 0) {
         return -1;
     }
@@ -124,9 +120,9 @@ int qcow2_flush_l2_pending(BlockDriverState *bs, Error **errp)
      * reads, until they are marked written below.
      */
     if (qcow2_refcount_flush(bs, errp) < 0 ||
-        qcow2_file_pwrite(bs->file, s->l2p.offset + s->l2p.lo,
-                          s->l2p.table + s->l2p.lo, s->l2p.hi - s->l2p.lo,
-                          errp) < 0) {
+        bdrv_pwrite(bs->file, s->l2p.offset + s->l2p.lo,
+                    s->l2p.table + s->l2p.lo, s->l2p.hi - s->l2p.lo, 0,
+                    errp) < 0) {
         return -1;
     }
     /* Forgotten: the next change copies its table afresh from the cache. */
@@ -229,14 +225,14 @@ static int qcow2_set_l2_entries(BlockDriverState *bs, uint64_t offset,
                                     n * esize, errp);
     }
     if (qcow2_alloc_clusters(bs, 1, &l2_offset, errp) < 0 ||
-        qcow2_file_pwrite(bs->file, l2_offset, buf, s->g.cluster_size,
-                          errp) < 0 ||
+        bdrv_pwrite(bs->file, l2_offset, buf, s->g.cluster_size, 0,
+                    errp) < 0 ||
         qcow2_refcount_flush(bs, errp) < 0) {
         return -1;
     }
     stq_be_p(be, l2_offset | QCOW2_OFLAG_COPIED);
-    if (qcow2_file_pwrite(bs->file, s->header.l1_table_offset + l1i * 8, be,
-                          8, errp) < 0) {
+    if (bdrv_pwrite(bs->file, s->header.l1_table_offset + l1i * 8, be,
+                    8, 0, errp) < 0) {
         return -1;
     }
     s->l1_table[l1i] = l2_offset | QCOW2_OFLAG_COPIED;
@@ -255,7 +251,7 @@ static int qcow2_write_data(BlockDriverState *bs, uint64_t host,
                                           errp) < 0) {
         return -1;
     }
-    return qcow2_file_pwrite(s->data_file, host, buf, len, errp);
+    return bdrv_pwrite(s->data_file, host, buf, len, 0, errp);
 }
 
 /* The same from a const buffer: a copy unless the caller lets us clobber. */
@@ -267,7 +263,7 @@ static int qcow2_write_data_from(BlockDriverState *bs, uint64_t host,
     g_autofree uint8_t *copy = NULL;
 
     if (!s->crypto) {
-        return qcow2_file_pwrite(s->data_file, host, buf, len, errp);
+        return bdrv_pwrite(s->data_file, host, buf, len, 0, errp);
     }
     if (!(flags & BDRV_REQ_MAY_CLOBBER)) {
         copy = g_memdup2(buf, len);
@@ -441,7 +437,7 @@ static int64_t qcow2_write_new_clusters(BlockDriverState *bs,
         if (entry & (QCOW2_OFLAG_COMPRESSED | QCOW2_OFFSET_MASK)) {
             break;
         }
-        if (qcow2_buffer_is_zero(buf + k * cs, cs)) {
+        if (buffer_is_zero(buf + k * cs, cs)) {
             if (k) {
                 break;
             }
@@ -590,7 +586,7 @@ int qcow2_write_compressed(BlockDriverState *bs, uint64_t offset,
     if ((s->compressed_next & (cs - 1)) == 0) {
         s->compressed_next = 0;
     }
-    if (qcow2_file_pwrite(bs->file, coff, data, len, errp) < 0) {
+    if (bdrv_pwrite(bs->file, coff, data, len, 0, errp) < 0) {
         goto out;
     }
     sectors = ((coff + len - 1) >> 9) - (coff >> 9);
@@ -631,7 +627,7 @@ int qcow2_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
         uint64_t entry, bitmap;
         size_t clen = 0;
 
-        if ((n == cs || tail) && !qcow2_buffer_is_zero(buf, n)) {
+        if ((n == cs || tail) && !buffer_is_zero(buf, n)) {
             if (tail) {
                 pad = pad ? pad : g_malloc0(cs);
                 memset(pad, 0, cs);

@@ -532,8 +532,8 @@ static int qcow2_read_backing_name(BlockDriverState *bs, Error **errp)
         return 0;
     }
     name = g_malloc0(h->backing_file_size + 1);
-    if (bs->file->drv->bdrv_pread(bs->file, h->backing_file_offset, name,
-                                  h->backing_file_size, errp) < 0) {
+    if (bdrv_pread(bs->file, h->backing_file_offset, name,
+                   h->backing_file_size, errp) < 0) {
         return -1;
     }
     if (strlen(name) != h->backing_file_size || !*name) {
@@ -559,6 +559,7 @@ static int qcow2_open_backing(BlockDriverState *bs, GHashTable *opts,
     g_autoptr(GHashTable) bopts = qemu_opts_extract_prefix(opts, "backing");
     g_autofree char *id = NULL;
     const char *fmt = s->ext.backing_format;
+    BlockDriverState *backing;
     Error *local_err = NULL;
 
     if (!s->backing_file || (flags & BDRV_O_NO_BACKING)) {
@@ -580,14 +581,15 @@ static int qcow2_open_backing(BlockDriverState *bs, GHashTable *opts,
                    "(a backing file loop)", s->full_backing_filename);
         return -1;
     }
-    bs->backing = bdrv_open(s->full_backing_filename, fmt, bopts,
-                            flags & ~BDRV_O_RDWR, &local_err);
-    if (!bs->backing) {
+    backing = bdrv_open(s->full_backing_filename, fmt, bopts,
+                        flags & ~BDRV_O_RDWR, &local_err);
+    if (!backing) {
         error_prepend(&local_err, "Could not open backing file '%s': ",
                       s->full_backing_filename);
         error_propagate(errp, local_err);
         return -1;
     }
+    bdrv_attach_child(bs, backing, "backing", BDRV_CHILD_COW);
     return 0;
 }
 
@@ -619,7 +621,7 @@ static int qcow2_open_data_file(BlockDriverState *bs, GHashTable *opts,
         error_prepend(errp, "Could not open the data file: ");
         return -1;
     }
-    s->own_data_file = true;
+    bdrv_attach_child(bs, s->data_file, "data-file", BDRV_CHILD_DATA);
     return 0;
 }
 
@@ -633,9 +635,9 @@ static int qcow2_load_l1(BlockDriverState *bs, Error **errp)
         return 0;
     }
     s->l1_table = g_new(uint64_t, s->l1_size);
-    if (bs->file->drv->bdrv_pread(bs->file, s->header.l1_table_offset,
-                                  s->l1_table, s->l1_size * sizeof(uint64_t),
-                                  errp) < 0) {
+    if (bdrv_pread(bs->file, s->header.l1_table_offset,
+                   s->l1_table, s->l1_size * sizeof(uint64_t),
+                   errp) < 0) {
         return -1;
     }
     for (uint64_t i = 0; i < s->l1_size; i++) {
@@ -654,7 +656,7 @@ static int qcow2_read_header(BlockDriverState *bs, Error **errp)
     size_t n;
 
     n = MIN(s->file_size, sizeof(first));
-    if (bs->file->drv->bdrv_pread(bs->file, 0, first, n, errp) < 0) {
+    if (bdrv_pread(bs->file, 0, first, n, errp) < 0) {
         return -1;
     }
     cluster_bits = n >= 24 ? ldl_be_p(first + 20) : 0;
@@ -665,8 +667,8 @@ static int qcow2_read_header(BlockDriverState *bs, Error **errp)
     }
     n = 1u << cluster_bits;
     cluster = g_malloc0(n);
-    if (bs->file->drv->bdrv_pread(bs->file, 0, cluster,
-                                  MIN(n, s->file_size), errp) < 0) {
+    if (bdrv_pread(bs->file, 0, cluster,
+                   MIN(n, s->file_size), errp) < 0) {
         return -1;
     }
     if (qcow2_header_parse(cluster, n, s->file_size, &s->header, errp) < 0 ||
@@ -712,6 +714,8 @@ static int qcow2_open_crypto(BlockDriverState *bs, GHashTable *opts,
     s->crypto = qcow2_crypto_open(bs, &s->header, &s->ext, &secret, no_io,
                                   errp);
     ret = s->crypto ? 0 : -1;
+    /* Encrypted data is decrypted in whole 512-byte sectors. */
+    bs->request_alignment = BDRV_SECTOR_SIZE;
     qcrypto_secret_value_free((uint8_t *)secret.data, secret.len);
     /* Said when the data is read (not by "info", which reads none). */
     if (ret == 0 && s->header.crypt_method == QCOW2_CRYPT_AES && !no_io) {
@@ -734,9 +738,6 @@ static void qcow2_close(BlockDriverState *bs)
         qcow2_mark_dirty(bs, false, NULL);
     }
     qcow2_crypto_free(s->crypto);
-    if (s->own_data_file) {
-        bdrv_close(s->data_file);
-    }
     qcow2_cache_free(s->l2_cache);
     g_free(s->l1_table);
     g_free(s->backing_file);
@@ -825,8 +826,7 @@ static int qcow2_open(BlockDriverState *bs, GHashTable *opts, int flags,
     ret = qcow2_open_image(bs, opts, flags, errp);
     qcow2_chain_pop();
     if (ret < 0) {
-        /* A failed open is not closed by the caller: undo it here. */
-        g_clear_pointer(&bs->backing, bdrv_close);
+        /* A failed open is not closed: its children are, by the caller. */
         qcow2_close(bs);
     }
     return ret;
@@ -865,6 +865,12 @@ static bool qcow2_has_zero_init(BlockDriverState *bs)
 
 /* ---- Reads */
 
+/* The image file alone: qemu-img 7.2 leaves an external data file out. */
+static int64_t qcow2_get_allocated_file_size(BlockDriverState *bs)
+{
+    return bdrv_get_allocated_file_size(bs->file);
+}
+
 static int64_t qcow2_getlength(BlockDriverState *bs, Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
@@ -887,7 +893,7 @@ static int qcow2_read_backing(BlockDriverState *bs, uint64_t offset,
         }
         if (offset < (uint64_t)blen) {
             n = MIN(bytes, (uint64_t)blen - offset);
-            if (backing->drv->bdrv_pread(backing, offset, buf, n, errp) < 0) {
+            if (bdrv_pread(backing, offset, buf, n, errp) < 0) {
                 return -1;
             }
         }
@@ -914,7 +920,7 @@ static int qcow2_read_compressed(BlockDriverState *bs, const Qcow2Extent *ext,
     if (!whole) {
         out = bounce = g_malloc(s->g.cluster_size);
     }
-    if (bs->file->drv->bdrv_pread(bs->file, coffset, in, clen, errp) < 0) {
+    if (bdrv_pread(bs->file, coffset, in, clen, errp) < 0) {
         return -1;
     }
     if (qcow2_decompress(s->header.compression_type, in, clen, out,
@@ -944,8 +950,8 @@ static int qcow2_read_extent(BlockDriverState *bs, const Qcow2Extent *ext,
     case QCOW2_SC_COMPRESSED:
         return qcow2_read_compressed(bs, ext, offset, buf, errp);
     case QCOW2_SC_NORMAL:
-        if (s->data_file->drv->bdrv_pread(s->data_file, ext->host_offset, buf,
-                                          ext->bytes, errp) < 0) {
+        if (bdrv_pread(s->data_file, ext->host_offset, buf,
+                       ext->bytes, errp) < 0) {
             return -1;
         }
         if (s->crypto) {
@@ -975,19 +981,11 @@ int qcow2_read_mapped(BlockDriverState *bs, uint64_t offset, uint8_t *buf,
     return 0;
 }
 
+/* Encrypted images: whole sectors only (bs->request_alignment). */
 static int qcow2_pread(BlockDriverState *bs, uint64_t offset, void *buf,
                        size_t bytes, Error **errp)
 {
-    BDRVQcow2State *s = bs->opaque;
-
-    /* Encrypted data is decrypted in whole 512-byte sectors. */
-    if (!s->crypto || (offset % BDRV_SECTOR_SIZE == 0 &&
-                       bytes % BDRV_SECTOR_SIZE == 0)) {
-        return qcow2_read_mapped(bs, offset, buf, bytes, errp);
-    }
-    return bdrv_pread_aligned_pieces(bs, offset, buf, bytes,
-                                     BDRV_SECTOR_SIZE, qcow2_read_mapped,
-                                     errp);
+    return qcow2_read_mapped(bs, offset, buf, bytes, errp);
 }
 
 /* Whether the first extent at offset may hold data; *pnum its length. */
@@ -1238,6 +1236,7 @@ const BlockDriver bdrv_qcow2 = {
     .bdrv_close = qcow2_close,
     .bdrv_pread = qcow2_pread,
     .bdrv_getlength = qcow2_getlength,
+    .bdrv_get_allocated_file_size = qcow2_get_allocated_file_size,
     .bdrv_block_status_is_data = qcow2_block_status_is_data,
     .bdrv_block_status = qcow2_block_status,
     .supports_backing = true,

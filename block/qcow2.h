@@ -417,9 +417,8 @@ struct BDRVQcow2State {
     uint64_t l1_size;
     GMutex lock;                    /* guards l2_cache */
     Qcow2Cache *l2_cache;
-    /* Where guest data lives: the external data file, or bs->file. */
+    /* Where guest data lives: the "data-file" child, or bs->file. */
     BlockDriverState *data_file;
-    bool own_data_file;
     char *backing_file;             /* as stored in the image */
     char *full_backing_filename;    /* relative to the image's directory */
     Qcow2Crypto *crypto;
@@ -458,23 +457,6 @@ struct BDRVQcow2State {
     bool prealloc_checked;
     bool metadata_prealloc;
 };
-
-/*
- * The image file's bytes, past the block layer's bounds check (which
- * costs an fstat, and refuses writes past the end: the write path
- * appends).
- */
-static inline int qcow2_file_pread(BlockDriverState *file, uint64_t offset,
-                                   void *buf, size_t len, Error **errp)
-{
-    return file->drv->bdrv_pread(file, offset, buf, len, errp);
-}
-
-static inline int qcow2_file_pwrite(BlockDriverState *file, uint64_t offset,
-                                    const void *buf, size_t len, Error **errp)
-{
-    return file->drv->bdrv_pwrite(file, offset, buf, len, 0, errp);
-}
 
 /* ---- qcow2-amend.c: amend and resize */
 

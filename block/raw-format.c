@@ -88,8 +88,8 @@ static int raw_pread(BlockDriverState *bs, uint64_t offset, void *buf,
     if (raw_check_request(bs, offset, bytes, errp) < 0) {
         return -1;
     }
-    return bs->file->drv->bdrv_pread(bs->file, s->offset + offset, buf,
-                                     bytes, errp);
+    return bdrv_pread(bs->file, s->offset + offset, buf,
+                      bytes, errp);
 }
 
 static int raw_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
@@ -100,8 +100,31 @@ static int raw_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
     if (raw_check_request(bs, offset, bytes, errp) < 0) {
         return -1;
     }
-    return bs->file->drv->bdrv_pwrite(bs->file, s->offset + offset, buf,
-                                      bytes, flags, errp);
+    return bdrv_pwrite(bs->file, s->offset + offset, buf,
+                       bytes, flags, errp);
+}
+
+static int raw_pwrite_zeroes(BlockDriverState *bs, uint64_t offset,
+                             size_t bytes, int flags, Error **errp)
+{
+    BDRVRawState *s = bs->opaque;
+
+    if (raw_check_request(bs, offset, bytes, errp) < 0) {
+        return -1;
+    }
+    return bdrv_pwrite_zeroes(bs->file, s->offset + offset, bytes, flags,
+                              errp);
+}
+
+static int raw_pdiscard(BlockDriverState *bs, uint64_t offset, size_t bytes,
+                        Error **errp)
+{
+    BDRVRawState *s = bs->opaque;
+
+    if (raw_check_request(bs, offset, bytes, errp) < 0) {
+        return -1;
+    }
+    return bdrv_pdiscard(bs->file, s->offset + offset, bytes, errp);
 }
 
 static int64_t raw_getlength(BlockDriverState *bs, Error **errp)
@@ -220,6 +243,8 @@ const BlockDriver bdrv_raw = {
     .bdrv_open = raw_open,
     .bdrv_pread = raw_pread,
     .bdrv_pwrite = raw_pwrite,
+    .bdrv_pwrite_zeroes = raw_pwrite_zeroes,
+    .bdrv_pdiscard = raw_pdiscard,
     .bdrv_getlength = raw_getlength,
     .bdrv_truncate = raw_truncate,
     .bdrv_block_status_is_data = raw_block_status_is_data,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "img.h"
+#include "qemu/buffer.h"
 
 /* Read this much of each image at a time. */
 #define COMPARE_CHUNK (1024 * 1024)
@@ -34,12 +35,6 @@ static size_t compare_first_mismatch(const uint8_t *a, const uint8_t *b,
         i++;
     }
     return i;
-}
-
-static bool buffer_is_zero(const uint8_t *buf, size_t len)
-{
-    /* memcmp against itself shifted by one byte: all bytes equal buf[0]. */
-    return len == 0 || (buf[0] == 0 && memcmp(buf, buf + 1, len - 1) == 0);
 }
 
 /* The sector holding byte offset: where qemu-img reports a mismatch. */

@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 
 #include "img.h"
+#include "qemu/buffer.h"
 
 /*
  * Bytes per job. Large enough that system call and cipher set-up costs
@@ -82,12 +83,6 @@ typedef struct ConvertJob {
     bool all_data;
     uint8_t *buf;
 } ConvertJob;
-
-static bool buffer_is_zero(const uint8_t *buf, size_t len)
-{
-    /* memcmp against itself shifted by one byte: all bytes equal buf[0]. */
-    return len == 0 || (buf[0] == 0 && memcmp(buf, buf + 1, len - 1) == 0);
-}
 
 /*
  * Write buf to the target, leaving out runs of sparse_size-aligned zero

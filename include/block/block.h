@@ -171,11 +171,29 @@ int64_t bdrv_getlength(BlockDriverState *bs, Error **errp);
 /* Bytes the image occupies on disk (all its files), -1 if unknown. */
 int64_t bdrv_get_allocated_file_size(BlockDriverState *bs);
 
-/* Read / write bytes inside [0, bdrv_getlength()). */
+/*
+ * Read / write bytes inside [0, bdrv_getlength()) of an image (a format
+ * node). A protocol node (a file opened with format "file") also reads
+ * past its end, as zeroes, and grows when written past it.
+ */
 int bdrv_pread(BlockDriverState *bs, uint64_t offset, void *buf,
                size_t bytes, Error **errp);
 int bdrv_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
                 size_t bytes, int flags, Error **errp);
+/*
+ * Make bytes read as zeroes: without writing them where the node can (a
+ * file punches or zeroes the range), else by writing zeroes.
+ */
+int bdrv_pwrite_zeroes(BlockDriverState *bs, uint64_t offset, size_t bytes,
+                       int flags, Error **errp);
+/*
+ * Tell the node that bytes are no longer needed (a hint, QEMU's discard:
+ * a node that cannot drop them keeps them, and succeeds). What they read
+ * afterwards is undefined.
+ */
+int bdrv_pdiscard(BlockDriverState *bs, uint64_t offset, size_t bytes,
+                  Error **errp);
+/* Make what was written durable: the node, then its children. */
 int bdrv_flush(BlockDriverState *bs, Error **errp);
 /*
  * Write compressed (qcow2 clusters, "convert -c"): whole clusters are

@@ -16,15 +16,47 @@
 
 typedef struct BlockDriver BlockDriver;
 
+/*
+ * What a child is to its parent (QEMU's BdrvChildRole, reduced): a node
+ * may have several, each under a name ("file", "backing", "data-file",
+ * "header") with its own options ("header.filename=...").
+ */
+enum {
+    BDRV_CHILD_DATA = 1 << 0,       /* holds guest data */
+    BDRV_CHILD_METADATA = 1 << 1,   /* holds the format's metadata */
+    BDRV_CHILD_COW = 1 << 2,        /* unallocated parts read from it */
+};
+
+typedef struct BdrvChild BdrvChild;
+struct BdrvChild {
+    BlockDriverState *bs;
+    char *name;
+    unsigned role;                  /* BDRV_CHILD_* */
+    BdrvChild *next;
+};
+
 struct BlockDriverState {
     const BlockDriver *drv;
     void *opaque;
     int open_flags;
-    char *filename;             /* protocol nodes: the path */
-    BlockDriverState *file;     /* format nodes: the child holding the bytes */
-    /* What unallocated parts read from (qcow2); closed with the node. */
+    char *filename;             /* protocol nodes: the name opened */
+    /*
+     * Every child, in the order attached (bdrv_attach_child()): flushed
+     * after the node in that order, closed with it in the reverse one.
+     */
+    BdrvChild *children;
+    /* Shortcuts to the children called "file" and "backing", or NULL. */
+    BlockDriverState *file;
     BlockDriverState *backing;
+    /*
+     * Requests reach the driver in whole blocks of this many bytes (1: any
+     * byte range); block/io.c splits and patches the rest. Set at open.
+     */
+    uint32_t request_alignment;
 };
+
+/* A request's end, for asynchronous drivers: ret < 0 with err on failure. */
+typedef void BdrvRequestDone(void *opaque, int ret, Error *err);
 
 struct BlockDriver {
     const char *format_name;
@@ -58,11 +90,39 @@ struct BlockDriver {
                      Error **errp);
     void (*bdrv_close)(BlockDriverState *bs);
 
+    /*
+     * Reads and writes, called by block/io.c only, with requests aligned
+     * to bs->request_alignment. A protocol reads past its end as zeroes
+     * and grows when written past it.
+     */
     int (*bdrv_pread)(BlockDriverState *bs, uint64_t offset, void *buf,
                       size_t bytes, Error **errp);
     /* With BDRV_REQ_MAY_CLOBBER the driver may write into buf. */
     int (*bdrv_pwrite)(BlockDriverState *bs, uint64_t offset, const void *buf,
                        size_t bytes, int flags, Error **errp);
+    /*
+     * Instead of bdrv_pread/bdrv_pwrite, an asynchronous driver (a network
+     * protocol with many requests in flight) may start a request and
+     * return 0: done is then called once, from any thread, when it ends.
+     * A request that cannot start returns -1 with errp set, and done is
+     * not called. block/io.c waits for it, so callers stay synchronous.
+     */
+    int (*bdrv_aio_pread)(BlockDriverState *bs, uint64_t offset, void *buf,
+                          size_t bytes, BdrvRequestDone *done, void *opaque,
+                          Error **errp);
+    int (*bdrv_aio_pwrite)(BlockDriverState *bs, uint64_t offset,
+                           const void *buf, size_t bytes, int flags,
+                           BdrvRequestDone *done, void *opaque,
+                           Error **errp);
+    /*
+     * Optional: make bytes read as zeroes without writing them (-ENOTSUP:
+     * the request path writes zeroes instead), and drop bytes the image
+     * no longer needs (a hint). Aligned requests only.
+     */
+    int (*bdrv_pwrite_zeroes)(BlockDriverState *bs, uint64_t offset,
+                              size_t bytes, int flags, Error **errp);
+    int (*bdrv_pdiscard)(BlockDriverState *bs, uint64_t offset, size_t bytes,
+                         Error **errp);
     /* Exact length in bytes (not rounded). */
     int64_t (*bdrv_getlength)(BlockDriverState *bs, Error **errp);
     int (*bdrv_truncate)(BlockDriverState *bs, uint64_t size,
@@ -89,7 +149,7 @@ struct BlockDriver {
      * (qcow2): the core reports them so (QEMU's supports_backing).
      */
     bool supports_backing;
-    /* Optional; the default: the sum over the children. */
+    /* Optional; the default: the sum over the children but "backing". */
     int64_t (*bdrv_get_allocated_file_size)(BlockDriverState *bs);
     bool (*bdrv_is_encrypted)(BlockDriverState *bs);
     /* Optional: what the user should be told about the image, or NULL. */
@@ -282,12 +342,13 @@ static inline BdrvPiece bdrv_piece(uint64_t offset, size_t bytes,
     return p;
 }
 
-typedef int (*BdrvAlignedRead)(BlockDriverState *bs, uint64_t offset,
-                               uint8_t *buf, size_t bytes, Error **errp);
-
-/* Read any byte range with @read, which takes only @align-ed ranges. */
-int bdrv_pread_aligned_pieces(BlockDriverState *bs, uint64_t offset,
-                              void *buf, size_t bytes, size_t align,
-                              BdrvAlignedRead read, Error **errp);
+/*
+ * Make child a child of parent called name (see BdrvChild), which takes
+ * it over: it is closed with parent. "file" and "backing" also set the
+ * shortcuts. Returns child.
+ */
+BlockDriverState *bdrv_attach_child(BlockDriverState *parent,
+                                    BlockDriverState *child,
+                                    const char *name, unsigned role);
 
 #endif
