@@ -30,14 +30,100 @@ const char *prealloc_mode_str(PreallocMode mode)
     return prealloc_mode_names[mode];
 }
 
-static const BlockDriver *bdrv_find_driver(const char *name)
+/* Drivers added at run time (bdrv_register()), after those of the build. */
+static GPtrArray *bdrv_registered;
+
+void bdrv_register(const BlockDriver *drv)
 {
-    for (size_t i = 0; bdrv_drivers[i]; i++) {
-        if (g_str_equal(bdrv_drivers[i]->format_name, name)) {
-            return bdrv_drivers[i];
+    if (!bdrv_registered) {
+        bdrv_registered = g_ptr_array_new();
+    }
+    g_ptr_array_add(bdrv_registered, (gpointer)drv);
+}
+
+/* The i-th driver: the build's, then the registered ones; NULL at the end. */
+static const BlockDriver *bdrv_driver_at(size_t i)
+{
+    size_t n = 0;
+
+    while (bdrv_drivers[n]) {
+        n++;
+    }
+    if (i < n) {
+        return bdrv_drivers[i];
+    }
+    i -= n;
+    return bdrv_registered && i < bdrv_registered->len ?
+           g_ptr_array_index(bdrv_registered, i) : NULL;
+}
+
+const BlockDriver *bdrv_find_driver(const char *name)
+{
+    const BlockDriver *drv;
+
+    for (size_t i = 0; (drv = bdrv_driver_at(i)); i++) {
+        if (g_str_equal(drv->format_name, name)) {
+            return drv;
         }
     }
     return NULL;
+}
+
+/* QEMU's path_has_protocol(): "PROTO:" before any '/'; its length or 0. */
+static size_t bdrv_protocol_prefix_len(const char *filename)
+{
+    size_t n = strcspn(filename, ":/");
+
+    return filename[n] == ':' ? n : 0;
+}
+
+const BlockDriver *bdrv_find_protocol(const char *filename, Error **errp)
+{
+    size_t n = bdrv_protocol_prefix_len(filename);
+    g_autofree char *proto = g_strndup(filename, n ? n : strlen("file"));
+    const BlockDriver *drv;
+
+    if (!n) {
+        memcpy(proto, "file", strlen("file"));
+    }
+    for (size_t i = 0; (drv = bdrv_driver_at(i)); i++) {
+        if (drv->protocol_name && g_str_equal(drv->protocol_name, proto)) {
+            return drv;
+        }
+    }
+    error_setg(errp, "Unknown protocol '%s'", proto);
+    return NULL;
+}
+
+/*
+ * The options that filename, given on the command line, stands for on
+ * drv (its protocol): put into opts, under prefix ("" or "file.").
+ */
+static int bdrv_protocol_fill_opts(const BlockDriver *drv,
+                                   const char *filename, GHashTable *opts,
+                                   const char *prefix, Error **errp)
+{
+    g_autoptr(GHashTable) sub = qemu_opts_new();
+    GHashTableIter iter;
+    gpointer key, value;
+
+    if (drv->bdrv_parse_filename) {
+        if (drv->bdrv_parse_filename(filename, sub, errp) < 0) {
+            return -1;
+        }
+    } else {
+        size_t n = bdrv_protocol_prefix_len(filename);
+
+        g_hash_table_insert(sub, g_strdup("filename"),
+                            g_strdup(filename + (n ? n + 1 : 0)));
+    }
+    g_hash_table_insert(sub, g_strdup("driver"), g_strdup(drv->format_name));
+    g_hash_table_iter_init(&iter, sub);
+    while (g_hash_table_iter_next(&iter, &key, &value)) {
+        g_hash_table_insert(opts, g_strconcat(prefix, key, NULL),
+                            g_strdup(value));
+    }
+    return 0;
 }
 
 const BlockDriver *bdrv_probe_all(const uint8_t *buf, int buf_size,
@@ -47,8 +133,9 @@ const BlockDriver *bdrv_probe_all(const uint8_t *buf, int buf_size,
     const BlockDriver *best = NULL;
     int best_score = 0;
 
-    for (size_t i = 0; bdrv_drivers[i]; i++) {
-        const BlockDriver *drv = bdrv_drivers[i];
+    const BlockDriver *drv;
+
+    for (size_t i = 0; (drv = bdrv_driver_at(i)); i++) {
         int score = 0;
 
         if (drv->bdrv_probe) {
@@ -160,8 +247,41 @@ BlockDriverState *bdrv_new_node(const BlockDriver *drv,
     return bs;
 }
 
-/* Open a node from opts (taken: whatever is left is reported unknown). */
+/*
+ * A backing chain that meets an image twice would open forever; one too
+ * long, nearly so. Checked against the images that bs, a new backing
+ * file's file node, is opened below (inherits_from and up).
+ */
+static int bdrv_check_backing_chain(BlockDriverState *inherits_from,
+                                    BlockDriverState *file, Error **errp)
+{
+    g_autofree char *id = bdrv_get_identity(file);
+    int depth = 0;
+
+    for (BlockDriverState *a = inherits_from; a; a = a->inherits_from) {
+        g_autofree char *above = id ? bdrv_get_identity(a) : NULL;
+
+        if (above && g_str_equal(above, id)) {
+            error_setg(errp, "Backing file '%s' is already in the chain "
+                       "above it (a backing file loop)",
+                       bdrv_get_filename(file));
+            return -1;
+        }
+        if (++depth >= BDRV_MAX_BACKING_DEPTH) {
+            error_setg(errp, "Backing file chain is too deep (more than %d "
+                       "images)", BDRV_MAX_BACKING_DEPTH);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * Open a node from opts (taken: whatever is left is reported unknown);
+ * inherits_from: the image it is the backing file of, or NULL.
+ */
 static BlockDriverState *bdrv_open_opts(GHashTable *opts, int flags,
+                                        BlockDriverState *inherits_from,
                                         Error **errp)
 {
     g_autofree char *driver = qemu_opt_take(opts, "driver");
@@ -191,12 +311,17 @@ static BlockDriverState *bdrv_open_opts(GHashTable *opts, int flags,
             return NULL;
         }
     } else if (g_hash_table_contains(opts, "filename")) {
-        drv = &bdrv_file;
+        /* A name in options is a file's, whatever its colons (QEMU's). */
+        drv = bdrv_find_driver("file");
     }
 
     if (!drv || !drv->is_protocol) {
         file = bdrv_open_child(opts, "file", flags, false, errp);
         if (!file) {
+            return NULL;
+        }
+        if (inherits_from &&
+            bdrv_check_backing_chain(inherits_from, file, errp) < 0) {
             return NULL;
         }
         if (!drv) {
@@ -208,6 +333,7 @@ static BlockDriverState *bdrv_open_opts(GHashTable *opts, int flags,
     }
 
     bs = bdrv_new_node(drv, g_steal_pointer(&file), flags);
+    bs->inherits_from = inherits_from;
     if (drv->bdrv_open(bs, opts, flags, errp) < 0) {
         bdrv_free(bs);      /* and whatever children the driver attached */
         return NULL;
@@ -265,24 +391,23 @@ BlockDriverState *bdrv_open_child(GHashTable *opts, const char *name,
     if (!g_hash_table_contains(sub, "driver")) {
         g_hash_table_insert(sub, g_strdup("driver"), g_strdup("file"));
     }
-    return bdrv_open_opts(sub, flags, errp);
+    return bdrv_open_opts(sub, flags, NULL, errp);
 }
 
 const char *bdrv_parse_filename(const char *filename, Error **errp)
 {
-    /* QEMU's path_has_protocol(): a colon before any slash. */
-    size_t n = strcspn(filename, ":/");
-    g_autofree char *proto = NULL;
+    const BlockDriver *drv = bdrv_find_protocol(filename, errp);
+    size_t n = bdrv_protocol_prefix_len(filename);
 
-    if (filename[n] != ':') {
-        return filename;
+    if (!drv) {
+        return NULL;
     }
-    proto = g_strndup(filename, n);
-    if (g_str_equal(proto, "file")) {
-        return filename + n + 1;
+    if (!g_str_equal(drv->protocol_name, "file")) {
+        error_setg(errp, "Protocol '%s' does not support image creation",
+                   drv->protocol_name);
+        return NULL;
     }
-    error_setg(errp, "Unknown protocol '%s'", proto);
-    return NULL;
+    return filename + (n ? n + 1 : 0);
 }
 
 /*
@@ -307,11 +432,15 @@ static int bdrv_merge_json_filename(GHashTable *opts, const char *filename,
     return 0;
 }
 
-BlockDriverState *bdrv_open(const char *filename, const char *format,
-                            GHashTable *options, int flags, Error **errp)
+static BlockDriverState *bdrv_open_inherit(const char *filename,
+                                           const char *format,
+                                           GHashTable *options, int flags,
+                                           BlockDriverState *inherits_from,
+                                           Error **errp)
 {
     g_autoptr(GHashTable) opts = options ? qemu_opts_copy(options)
                                          : qemu_opts_new();
+    const BlockDriver *fmt_drv = NULL;
     const char *driver;
 
     if (filename && g_str_has_prefix(filename, "json:")) {
@@ -322,11 +451,6 @@ BlockDriverState *bdrv_open(const char *filename, const char *format,
             g_hash_table_insert(opts, g_strdup("driver"), g_strdup(format));
         }
         filename = NULL;
-    } else if (filename) {
-        filename = bdrv_parse_filename(filename, errp);
-        if (!filename) {
-            return NULL;
-        }
     }
     if (format) {
         driver = g_hash_table_lookup(opts, "driver");
@@ -336,15 +460,51 @@ BlockDriverState *bdrv_open(const char *filename, const char *format,
             return NULL;
         }
         g_hash_table_insert(opts, g_strdup("driver"), g_strdup(format));
+        fmt_drv = bdrv_find_driver(format);
     }
     if (filename) {
-        const BlockDriver *drv = format ? bdrv_find_driver(format) : NULL;
+        const BlockDriver *proto = bdrv_find_protocol(filename, errp);
 
-        g_hash_table_insert(opts, g_strdup(drv && drv->is_protocol ?
-                                           "filename" : "file.filename"),
-                            g_strdup(filename));
+        if (!proto) {
+            return NULL;
+        }
+        /* "-f file x": the protocol node itself, at the top. */
+        if (fmt_drv && fmt_drv->is_protocol) {
+            if (fmt_drv != proto) {
+                error_setg(errp, "Cannot use protocol driver '%s' for '%s'",
+                           format, filename);
+                return NULL;
+            }
+            g_hash_table_remove(opts, "driver");
+        }
+        if (bdrv_protocol_fill_opts(proto, filename, opts,
+                                    fmt_drv && fmt_drv->is_protocol ?
+                                    "" : "file.", errp) < 0) {
+            return NULL;
+        }
     }
-    return bdrv_open_opts(opts, flags, errp);
+    return bdrv_open_opts(opts, flags, inherits_from, errp);
+}
+
+BlockDriverState *bdrv_open(const char *filename, const char *format,
+                            GHashTable *options, int flags, Error **errp)
+{
+    return bdrv_open_inherit(filename, format, options, flags, NULL, errp);
+}
+
+int bdrv_open_backing(BlockDriverState *bs, const char *filename,
+                      const char *format, GHashTable *options, int flags,
+                      Error **errp)
+{
+    BlockDriverState *backing = bdrv_open_inherit(filename, format, options,
+                                                  flags & ~BDRV_O_RDWR, bs,
+                                                  errp);
+
+    if (!backing) {
+        return -1;
+    }
+    bdrv_attach_child(bs, backing, "backing", BDRV_CHILD_COW);
+    return 0;
 }
 
 void bdrv_close(BlockDriverState *bs)
@@ -370,6 +530,35 @@ BlockDriverState *bdrv_get_backing(BlockDriverState *bs)
 const char *bdrv_get_format_name(BlockDriverState *bs)
 {
     return bs->drv->format_name;
+}
+
+/* The protocol node below bs (bs itself if it is one), or NULL. */
+static BlockDriverState *bdrv_protocol_node(BlockDriverState *bs)
+{
+    while (bs && !bs->drv->is_protocol) {
+        bs = bs->file;
+    }
+    return bs;
+}
+
+char *bdrv_get_identity(BlockDriverState *bs)
+{
+    bs = bdrv_protocol_node(bs);
+    return bs && bs->drv->bdrv_get_identity ? bs->drv->bdrv_get_identity(bs)
+                                            : NULL;
+}
+
+char *bdrv_dirname(BlockDriverState *bs, Error **errp)
+{
+    BlockDriverState *p = bdrv_protocol_node(bs);
+
+    if (!p || !p->drv->bdrv_dirname) {
+        error_setg(errp, "Cannot resolve names relative to '%s' (protocol "
+                   "'%s')", bdrv_get_filename(bs),
+                   p ? p->drv->format_name : "none");
+        return NULL;
+    }
+    return p->drv->bdrv_dirname(p, errp);
 }
 
 const char *bdrv_get_filename(BlockDriverState *bs)
@@ -587,10 +776,11 @@ static void option_list_add(GPtrArray *list, const BlockOptionDesc *descs)
     }
 }
 
-GPtrArray *bdrv_create_option_list(const char *format, bool with_protocol,
+GPtrArray *bdrv_create_option_list(const char *format, const char *filename,
                                    Error **errp)
 {
     const BlockDriver *drv = bdrv_find_create_driver(format, errp);
+    const BlockDriver *proto = NULL;
     GPtrArray *list;
 
     if (!drv) {
@@ -610,8 +800,9 @@ GPtrArray *bdrv_create_option_list(const char *format, bool with_protocol,
     }
     list = g_ptr_array_new();
     option_list_add(list, drv->create_opts);
-    if (with_protocol && !drv->is_protocol) {
-        option_list_add(list, bdrv_file.create_opts);
+    if (filename && !drv->is_protocol) {
+        proto = bdrv_find_protocol(filename, NULL);
+        option_list_add(list, proto ? proto->create_opts : NULL);
     }
     g_ptr_array_sort(list, option_desc_compare);
     return list;

@@ -814,6 +814,46 @@ static int file_copy_range(BlockDriverState *src, uint64_t src_offset,
     return 0;
 }
 
+/* "file:x" is the file x; a name without a prefix is the file itself. */
+static int file_parse_filename(const char *filename, GHashTable *opts,
+                               Error **errp)
+{
+    if (g_str_has_prefix(filename, "file:")) {
+        filename += strlen("file:");
+    }
+    g_hash_table_insert(opts, g_strdup("filename"), g_strdup(filename));
+    return 0;
+}
+
+/* The open file's device and inode: the same file by any name. */
+static char *file_get_identity(BlockDriverState *bs)
+{
+    BDRVFileState *s = bs->opaque;
+    struct stat st;
+
+    if (fstat(s->fd, &st) < 0) {
+        return NULL;
+    }
+    return g_strdup_printf("file:%ju:%ju", (uintmax_t)st.st_dev,
+                           (uintmax_t)st.st_ino);
+}
+
+/*
+ * The file's directory, as named ("" for one in the current directory:
+ * a relative name stays relative, as in QEMU's bdrv_get_full_backing_
+ * filename).
+ */
+static char *file_dirname(BlockDriverState *bs, Error **errp)
+{
+    g_autofree char *dir = g_path_get_dirname(bs->filename);
+
+    if (g_str_equal(dir, ".")) {
+        return g_strdup("");
+    }
+    return g_str_has_suffix(dir, "/") ? g_steal_pointer(&dir)
+                                      : g_strconcat(dir, "/", NULL);
+}
+
 /* "-o help" with a file name: what the protocol adds (qemu-img's words). */
 static const BlockOptionDesc file_create_opts[] = {
     { "preallocation", "str",
@@ -825,6 +865,10 @@ const BlockDriver bdrv_file = {
     .format_name = "file",
     .instance_size = sizeof(BDRVFileState),
     .is_protocol = true,
+    .protocol_name = "file",
+    .bdrv_parse_filename = file_parse_filename,
+    .bdrv_get_identity = file_get_identity,
+    .bdrv_dirname = file_dirname,
     .bdrv_open = file_open,
     .bdrv_close = file_close,
     .bdrv_pread = file_pread,

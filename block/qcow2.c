@@ -29,7 +29,6 @@
  */
 #define QCOW2_L2_CACHE_BYTES (4 * 1024 * 1024)
 /* Backing chains deeper than this are refused (each level is an open file). */
-#define QCOW2_MAX_BACKING_DEPTH 64
 /* The LUKS header area of an encrypted image: far above the 2 MiB of a
  * LUKS1 header with 8 slots of 4000 stripes of 64-byte keys. */
 #define QCOW2_MAX_CRYPTO_HEADER (16 * 1024 * 1024)
@@ -460,66 +459,20 @@ static int qcow2_check_features(const Qcow2Header *h,
 /* ---- Open */
 
 /*
- * The images being opened by this thread, top first, as "dev:ino": a
- * backing chain is opened one recursive qcow2_open per level, so a loop
- * shows up as an image met twice.
- */
-static __thread GPtrArray *qcow2_open_chain;
-
-static char *qcow2_file_identity(const char *filename)
-{
-    struct stat st;
-
-    if (stat(filename, &st) < 0) {
-        return NULL;
-    }
-    return g_strdup_printf("%ju:%ju", (uintmax_t)st.st_dev,
-                           (uintmax_t)st.st_ino);
-}
-
-static bool qcow2_chain_contains(const char *id)
-{
-    for (guint i = 0; qcow2_open_chain && i < qcow2_open_chain->len; i++) {
-        if (g_str_equal(g_ptr_array_index(qcow2_open_chain, i), id)) {
-            return true;
-        }
-    }
-    return false;
-}
-
-static void qcow2_chain_push(char *id)
-{
-    if (!qcow2_open_chain) {
-        qcow2_open_chain = g_ptr_array_new_with_free_func(g_free);
-    }
-    g_ptr_array_add(qcow2_open_chain, id ? id : g_strdup(""));
-}
-
-static void qcow2_chain_pop(void)
-{
-    g_ptr_array_remove_index(qcow2_open_chain, qcow2_open_chain->len - 1);
-    if (!qcow2_open_chain->len) {
-        g_clear_pointer(&qcow2_open_chain, g_ptr_array_unref);
-    }
-}
-
-/*
  * The backing file's name as opened: absolute names as they are, others
  * relative to the directory of the image that names them (QEMU's
- * bdrv_get_full_backing_filename).
+ * bdrv_get_full_backing_filename), as its protocol says.
  */
-static char *qcow2_full_backing_name(const char *image, const char *backing)
+static char *qcow2_full_backing_name(BlockDriverState *bs,
+                                     const char *backing, Error **errp)
 {
     g_autofree char *dir = NULL;
 
     if (g_path_is_absolute(backing)) {
         return g_strdup(backing);
     }
-    dir = g_path_get_dirname(image);
-    if (g_str_equal(dir, ".")) {
-        return g_strdup(backing);
-    }
-    return g_build_filename(dir, backing, NULL);
+    dir = bdrv_dirname(bs, errp);
+    return dir ? g_strconcat(dir, backing, NULL) : NULL;
 }
 
 static int qcow2_read_backing_name(BlockDriverState *bs, Error **errp)
@@ -548,8 +501,8 @@ static int qcow2_read_backing_name(BlockDriverState *bs, Error **errp)
     }
     s->backing_file = g_steal_pointer(&name);
     s->full_backing_filename =
-        qcow2_full_backing_name(bdrv_get_filename(bs->file), s->backing_file);
-    return 0;
+        qcow2_full_backing_name(bs, s->backing_file, errp);
+    return s->full_backing_filename ? 0 : -1;
 }
 
 static int qcow2_open_backing(BlockDriverState *bs, GHashTable *opts,
@@ -557,9 +510,7 @@ static int qcow2_open_backing(BlockDriverState *bs, GHashTable *opts,
 {
     BDRVQcow2State *s = bs->opaque;
     g_autoptr(GHashTable) bopts = qemu_opts_extract_prefix(opts, "backing");
-    g_autofree char *id = NULL;
     const char *fmt = s->ext.backing_format;
-    BlockDriverState *backing;
     Error *local_err = NULL;
 
     if (!s->backing_file || (flags & BDRV_O_NO_BACKING)) {
@@ -570,26 +521,13 @@ static int qcow2_open_backing(BlockDriverState *bs, GHashTable *opts,
                    "reads raw and qcow2 backing files", s->backing_file, fmt);
         return -1;
     }
-    if (qcow2_open_chain->len >= QCOW2_MAX_BACKING_DEPTH) {
-        error_setg(errp, "Backing file chain is too deep (more than %d "
-                   "images)", QCOW2_MAX_BACKING_DEPTH);
-        return -1;
-    }
-    id = qcow2_file_identity(s->full_backing_filename);
-    if (id && qcow2_chain_contains(id)) {
-        error_setg(errp, "Backing file '%s' is already in the chain above it "
-                   "(a backing file loop)", s->full_backing_filename);
-        return -1;
-    }
-    backing = bdrv_open(s->full_backing_filename, fmt, bopts,
-                        flags & ~BDRV_O_RDWR, &local_err);
-    if (!backing) {
+    if (bdrv_open_backing(bs, s->full_backing_filename, fmt, bopts, flags,
+                          &local_err) < 0) {
         error_prepend(&local_err, "Could not open backing file '%s': ",
                       s->full_backing_filename);
         error_propagate(errp, local_err);
         return -1;
     }
-    bdrv_attach_child(bs, backing, "backing", BDRV_CHILD_COW);
     return 0;
 }
 
@@ -822,9 +760,7 @@ static int qcow2_open(BlockDriverState *bs, GHashTable *opts, int flags,
 
     g_mutex_init(&((BDRVQcow2State *)bs->opaque)->lock);
     g_mutex_init(&((BDRVQcow2State *)bs->opaque)->alloc_lock);
-    qcow2_chain_push(qcow2_file_identity(bdrv_get_filename(bs->file)));
     ret = qcow2_open_image(bs, opts, flags, errp);
-    qcow2_chain_pop();
     if (ret < 0) {
         /* A failed open is not closed: its children are, by the caller. */
         qcow2_close(bs);

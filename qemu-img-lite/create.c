@@ -101,7 +101,7 @@ int img_handle_opts_help(GHashTable *opts, const char *fmt,
      * As qemu-img: with the target's file name, the protocol's options
      * too, under one title; without, the format's and a hint.
      */
-    list = bdrv_create_option_list(fmt, filename != NULL, &err);
+    list = bdrv_create_option_list(fmt, filename, &err);
     if (!list) {
         img_error_free(NULL, err);
         return -1;

@@ -122,11 +122,11 @@ typedef struct BlockOptionDesc {
 
 /*
  * The creation options of format, sorted by name, as a GPtrArray of
- * const BlockOptionDesc *; with with_protocol, the file protocol's too
- * (qemu-img lists those when it is given the target's file name). NULL
+ * const BlockOptionDesc *; with a filename, its protocol's too (qemu-img
+ * lists those when it is given the target's file name). NULL
  * and errp set if format is unknown or cannot create images.
  */
-GPtrArray *bdrv_create_option_list(const char *format, bool with_protocol,
+GPtrArray *bdrv_create_option_list(const char *format, const char *filename,
                                    Error **errp);
 /* The same for amend; NULL if format does not support amendment. */
 GPtrArray *bdrv_amend_option_list(const char *format, Error **errp);

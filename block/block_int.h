@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The block driver table: what a driver provides (private to block/).
+ * The block driver table: what a driver provides. Private to block/ (and
+ * to tests of drivers): include/ holds what a user of the library calls.
  *
  * A driver is a BlockDriver; each open node (BlockDriverState) points at
  * one, with the driver's own state in bs->opaque (instance_size bytes).
- * block/block.c checks request bounds and read-only before calling a
- * driver, and opens a format node's "file" child before the driver's
- * bdrv_open runs, so drivers need not.
+ * block/block.c finds drivers (formats by probing, protocols by the file
+ * name's prefix) and opens a format node's "file" child before the
+ * driver's bdrv_open runs; block/io.c checks every request before it
+ * reaches a driver. Drivers need do neither, and reach their children
+ * through bdrv_pread() and the rest, never through child->drv.
  */
 #ifndef BLOCK_BLOCK_INT_H
 #define BLOCK_BLOCK_INT_H
@@ -48,6 +51,8 @@ struct BlockDriverState {
     /* Shortcuts to the children called "file" and "backing", or NULL. */
     BlockDriverState *file;
     BlockDriverState *backing;
+    /* A backing file: the image it backs (loop and depth checks). */
+    BlockDriverState *inherits_from;
     /*
      * Requests reach the driver in whole blocks of this many bytes (1: any
      * byte range); block/io.c splits and patches the rest. Set at open.
@@ -63,6 +68,30 @@ struct BlockDriver {
     size_t instance_size;
     /* A protocol driver holds bytes itself ("file"); a format needs a child. */
     bool is_protocol;
+
+    /*
+     * Protocols: the prefix that names the driver in a file name ("nbd"
+     * in "nbd://host/export", "file" in "file:x"; a name without a prefix
+     * is a file). See bdrv_find_protocol().
+     */
+    const char *protocol_name;
+    /*
+     * Optional, protocols: the options that a file name given on the
+     * command line stands for, added to opts ("filename" for a file).
+     * Without it, what follows "PROTO:" is "filename".
+     */
+    int (*bdrv_parse_filename)(const char *filename, GHashTable *opts,
+                               Error **errp);
+    /*
+     * Optional, protocols: what the formats need instead of POSIX.
+     * bdrv_get_identity: a string that two nodes share exactly when they
+     * hold the same bytes (a file: its device and inode), for backing
+     * loop detection; NULL if the node cannot tell. bdrv_dirname: where
+     * names relative to the image resolve (a qcow2 backing file name), a
+     * prefix ending in '/'; NULL with errp set if they cannot.
+     */
+    char *(*bdrv_get_identity)(BlockDriverState *bs);
+    char *(*bdrv_dirname)(BlockDriverState *bs, Error **errp);
 
     /*
      * How sure the driver is that an image is in its format (QEMU's
@@ -209,6 +238,21 @@ struct BlockDriver {
 /* Block status, drivers only: ask the file below as well (QEMU's value). */
 #define BDRV_BLOCK_RECURSE 0x80
 
+/*
+ * The driver for a file name given on the command line: the protocol its
+ * prefix names ("PROTO:" before any '/', QEMU's rule), the "file"
+ * protocol for a name without one. NULL with errp set if the prefix names
+ * no protocol ("json:" is not one: bdrv_open() takes it).
+ */
+const BlockDriver *bdrv_find_protocol(const char *filename, Error **errp);
+/* The driver called name (format_name), NULL if there is none. */
+const BlockDriver *bdrv_find_driver(const char *name);
+/*
+ * Add a driver to those of this build (tests add protocols of their own).
+ * At start-up, before any node is opened.
+ */
+void bdrv_register(const BlockDriver *drv);
+
 extern const BlockDriver bdrv_file;
 extern const BlockDriver bdrv_raw;
 extern const BlockDriver bdrv_luks;
@@ -341,6 +385,26 @@ static inline BdrvPiece bdrv_piece(uint64_t offset, size_t bytes,
     p.span = ROUND_UP(p.skip + p.n, align);
     return p;
 }
+
+/* Images in one backing chain at most, the top one included. */
+#define BDRV_MAX_BACKING_DEPTH 64
+
+/*
+ * Open filename (format, or probed; options under "backing.") read-only
+ * as bs's "backing" child. A chain that meets an image twice (by the
+ * protocol's identity) or grows past BDRV_MAX_BACKING_DEPTH images is
+ * refused before it recurses.
+ */
+int bdrv_open_backing(BlockDriverState *bs, const char *filename,
+                      const char *format, GHashTable *options, int flags,
+                      Error **errp);
+
+/*
+ * The identity of the bytes below bs and the directory names in bs
+ * resolve against, from its protocol node (see BlockDriver).
+ */
+char *bdrv_get_identity(BlockDriverState *bs);
+char *bdrv_dirname(BlockDriverState *bs, Error **errp);
 
 /*
  * Make child a child of parent called name (see BdrvChild), which takes
