@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "block/block.h"
 #include "file-create.h"
 
 /*
@@ -42,20 +43,20 @@ struct FileCreate {
     gsize written;          /* bytes reported by file_create_wrote() */
 };
 
-static int file_create_tmpfile = -1;   /* -1: ask the environment */
+static bool file_create_tmpfile = true;
 
 void file_create_use_tmpfile(bool use)
 {
     file_create_tmpfile = use;
 }
 
+void bdrv_file_create_use_tmpfile(bool use)
+{
+    file_create_use_tmpfile(use);
+}
+
 static bool file_create_tmpfile_wanted(void)
 {
-    if (file_create_tmpfile < 0) {
-        const char *env = g_getenv("QIL_FILE_CREATE_NO_TMPFILE");
-
-        file_create_tmpfile = !(env && g_str_equal(env, "1"));
-    }
     /*
      * Without /proc, only a privileged process could link the file (see
      * file_create_link()): find that out now, not after a long copy.

@@ -67,9 +67,8 @@ void file_create_set_sync(FileCreate *fc, bool sync);
 int file_create_commit(FileCreate *fc, Error **errp);
 
 /*
- * For tests: whether O_TMPFILE is tried (by default it is, unless the
- * environment has QIL_FILE_CREATE_NO_TMPFILE=1); without it, new files get
- * a temporary name.
+ * For tests: whether O_TMPFILE is tried (by default it is); without it,
+ * new files get a temporary name. Call before any file is created.
  */
 void file_create_use_tmpfile(bool use);
 

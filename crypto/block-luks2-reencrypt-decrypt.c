@@ -509,7 +509,7 @@ static int dec_moved_zone(Dec *d, uint8_t *buf, Error **errp)
         return -1;
     }
     /* For tests only: stop with the moved zone marked, nothing written. */
-    if (g_getenv("QIL_TEST_REENCRYPT_STOP_IN_MOVED_ZONE")) {
+    if (io->stop_at == QCRYPTO_REENCRYPT_STOP_IN_MOVED_ZONE) {
         return 1;
     }
     if (qcrypto_block_decrypt(r->block, 0, buf, m, errp) < 0 ||

@@ -841,7 +841,7 @@ int reenc_rekey_resume(Reenc *r, JsonObject *ks,
      * For tests only: stop in the last state before the final one, as
      * cryptsetup leaves it when stopped there.
      */
-    if (g_getenv("QIL_TEST_REENCRYPT_STOP_BEFORE_FINISH")) {
+    if (io->stop_at == QCRYPTO_REENCRYPT_STOP_BEFORE_FINISH) {
         g_autoptr(JsonNode) done = rekey_state_root(&k, r->size, 0);
 
         ret = reenc_write_root(r, done, errp) < 0 ? -1 : 1;

@@ -704,7 +704,7 @@ static int reenc_encrypt_resume(Reenc *r, JsonObject *ks,
         lin -= len;
     }
     /* For tests only: stop in the last state before the final one. */
-    if (g_getenv("QIL_TEST_REENCRYPT_STOP_BEFORE_FINISH")) {
+    if (io->stop_at == QCRYPTO_REENCRYPT_STOP_BEFORE_FINISH) {
         ret = 1;
         goto out;
     }

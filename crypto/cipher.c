@@ -150,6 +150,11 @@ static int cipher_backend_find(const char *name,
 
 static gpointer cipher_backends_init_once(gpointer unused)
 {
+    /*
+     * The one environment variable library code reads, on purpose: tests
+     * and benchmarks force a backend in programs that have no option for
+     * it (docs/architecture.md, "The environment").
+     */
     const char *env = g_getenv("QCRYPTO_CIPHER_BACKEND");
     size_t n = 0;
 

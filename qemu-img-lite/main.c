@@ -275,6 +275,21 @@ static void img_test_hold_open(void)
     }
 }
 
+/*
+ * Test-only: with QIL_FILE_CREATE_NO_TMPFILE=1 in the environment, new
+ * images get a hidden temporary name (.NAME.XXXXXX) instead of O_TMPFILE,
+ * so that tests/cli/test_kill.py can see a kill leaves nothing named. The
+ * block layer reads no environment: the tool tells it.
+ */
+static void img_test_file_create(void)
+{
+    const char *env = g_getenv("QIL_FILE_CREATE_NO_TMPFILE");
+
+    if (env && g_str_equal(env, "1")) {
+        bdrv_file_create_use_tmpfile(false);
+    }
+}
+
 BlockDriverState *img_open(const char *name, const char *fmt,
                            bool image_opts, int flags)
 {
@@ -454,6 +469,7 @@ int main(int argc, char **argv)
 
             g_set_prgname(prgname);
             img_install_signal_handlers();
+            img_test_file_create();
             ret = img_commands[i].run(argc - 1, argv + 1);
             qcrypto_secret_clear_all();
             return ret;

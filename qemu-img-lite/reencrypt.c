@@ -31,6 +31,26 @@ typedef struct ReencCtx {
     const char *hdr_path;
 } ReencCtx;
 
+/*
+ * Test-only: where the environment asks resume to stop on purpose
+ * (QCryptoReencryptStop). tests/cli/test_reencrypt*.py and
+ * tests/fuzz/make-seeds-reencrypt.sh reach states with it that would
+ * otherwise need a kill at the right instant. The library reads no
+ * environment: the tool does, here. Each variable is for one mode (stop
+ * before finish: encryption and a new volume key; in the moved zone:
+ * decryption), so setting both is pointless: the moved zone wins.
+ */
+static QCryptoReencryptStop reencrypt_test_stop_at(void)
+{
+    if (g_getenv("QIL_TEST_REENCRYPT_STOP_IN_MOVED_ZONE")) {
+        return QCRYPTO_REENCRYPT_STOP_IN_MOVED_ZONE;
+    }
+    if (g_getenv("QIL_TEST_REENCRYPT_STOP_BEFORE_FINISH")) {
+        return QCRYPTO_REENCRYPT_STOP_BEFORE_FINISH;
+    }
+    return QCRYPTO_REENCRYPT_STOP_NONE;
+}
+
 static int ctx_read(void *opaque, uint64_t off, void *buf, size_t len,
                     Error **errp)
 {
@@ -514,6 +534,7 @@ int img_reencrypt(int argc, char **argv)
         .read = ctx_read, .write = ctx_write, .sync = ctx_sync,
         .length = ctx_length, .truncate = ctx_truncate,
         .progress = ctx_progress, .opaque = &ctx,
+        .stop_at = reencrypt_test_stop_at(),
     };
     const char *filename;
     uint64_t hotzone = 0;

@@ -338,6 +338,13 @@ BlockDriverState *bdrv_create_open(const char *format, const char *filename,
 int bdrv_create_finish(BlockDriverState *bs, Error **errp);
 
 /*
+ * Test-only: false makes new files take a hidden temporary name beside
+ * the target instead of O_TMPFILE (block/file-create.h), so that a test
+ * can see what a kill leaves behind. Call before creating any image.
+ */
+void bdrv_file_create_use_tmpfile(bool use);
+
+/*
  * Long operations inside the block layer (full preallocation) and the
  * naming of new images stop with "Interrupted" once *flag is non-zero:
  * the tool passes the flag its signal handlers set. NULL: never.

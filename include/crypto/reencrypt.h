@@ -15,6 +15,26 @@
 
 #include "crypto/block.h"
 
+/*
+ * Test-only: where qcrypto_reencrypt_resume() stops on purpose, leaving a
+ * state that tests would otherwise need a kill at the right instant to
+ * reach. Normal callers leave QCRYPTO_REENCRYPT_STOP_NONE (zero).
+ */
+typedef enum QCryptoReencryptStop {
+    QCRYPTO_REENCRYPT_STOP_NONE = 0,
+    /*
+     * Encryption and a new volume key: every zone done, in the last state
+     * before the final metadata (as cryptsetup leaves it when stopped
+     * there); resume returns 1.
+     */
+    QCRYPTO_REENCRYPT_STOP_BEFORE_FINISH,
+    /*
+     * Decryption: the moved zone's checksums and metadata written, none
+     * of its data; resume returns 1.
+     */
+    QCRYPTO_REENCRYPT_STOP_IN_MOVED_ZONE,
+} QCryptoReencryptStop;
+
 typedef struct QCryptoReencryptIO {
     int (*read)(void *opaque, uint64_t offset, void *buf, size_t len,
                 Error **errp);
@@ -41,6 +61,8 @@ typedef struct QCryptoReencryptIO {
                      size_t len, Error **errp);
     int (*hdr_sync)(void *opaque, Error **errp);
     void *opaque;
+    /* Test-only, see QCryptoReencryptStop; the rest leave it zero. */
+    QCryptoReencryptStop stop_at;
 } QCryptoReencryptIO;
 
 /*

@@ -237,6 +237,42 @@ static void test_decrypt(void)
     check_decrypt(2 * MiB + 1536, 512, 64 * 1024);
 }
 
+/*
+ * Told to stop in the moved zone: the header file says running, the start
+ * of the data file is still ciphertext, and going on finishes it.
+ */
+static void test_stop_in_moved_zone(void)
+{
+    size_t size = 3 * MiB + 64 * 1024;
+    g_autofree uint8_t *data = g_malloc(size);
+    g_autofree uint8_t *moved = NULL;
+    QCryptoReencryptDecryptState st = QCRYPTO_REENCRYPT_DECRYPT_NONE;
+    uint64_t vsize = 0;
+    QCryptoReencryptIO io;
+    Files *f;
+
+    qcrypto_random_bytes(data, size, &error_abort);
+    f = luks2_image(data, size, 0);
+    io = files_io(f, true);
+    io.stop_at = QCRYPTO_REENCRYPT_STOP_IN_MOVED_ZONE;
+    g_assert_cmpint(qcrypto_reencrypt_decrypt_export_header(&secret, &io,
+                                                            &error_abort),
+                    ==, 0);
+    g_assert_cmpint(qcrypto_reencrypt_decrypt_init(&secret, &io,
+                                                   &error_abort), ==, 0);
+    moved = g_memdup2(f->data->data, SHIFT);
+    g_assert_cmpint(qcrypto_reencrypt_resume(&secret, 0, &io, &error_abort),
+                    ==, 1);
+    g_assert_cmpint(qcrypto_reencrypt_decrypt_state(&io, &st, &vsize,
+                                                    &error_abort), ==, 0);
+    g_assert_cmpint(st, ==, QCRYPTO_REENCRYPT_DECRYPT_RUNNING);
+    g_assert_true(memcmp(f->data->data, moved, SHIFT) == 0);
+    g_assert_cmpint(go_on(f, 0, &error_abort), ==, 0);
+    g_assert_cmpuint(f->data->len, ==, size);
+    g_assert_true(memcmp(f->data->data, data, size) == 0);
+    files_free(f);
+}
+
 /* The header is refused where decryption needs a file of its own. */
 static void test_needs_header_file(void)
 {
@@ -318,6 +354,8 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/crypto/luks2-reencrypt-decrypt/decrypt", test_decrypt);
+    g_test_add_func("/crypto/luks2-reencrypt-decrypt/stop-in-moved-zone",
+                    test_stop_in_moved_zone);
     g_test_add_func("/crypto/luks2-reencrypt-decrypt/needs-header-file",
                     test_needs_header_file);
     g_test_add_func("/crypto/luks2-reencrypt-decrypt/wrong-passphrase",

@@ -205,6 +205,40 @@ static void rekey_and_check(QCryptoReencryptRekeyOptions *o)
     mf_free(f);
 }
 
+/*
+ * Told to stop before the final header: the image is still refused as
+ * being re-encrypted, and a resume finishes it.
+ */
+static void test_stop_before_finish(void)
+{
+    g_autofree uint8_t *data = g_malloc(DATA);
+    QCryptoReencryptRekeyOptions o;
+    QCryptoBlockOpenOptions oo = {
+        .format = QCRYPTO_BLOCK_FORMAT_LUKS, .secret = secret,
+    };
+    Error *err = NULL;
+    MemFile *f;
+    QCryptoReencryptIO io;
+
+    qcrypto_random_bytes(data, DATA, &error_abort);
+    f = luks2_file(data);
+    io = mf_io(f);
+    io.stop_at = QCRYPTO_REENCRYPT_STOP_BEFORE_FINISH;
+    rekey_options(&o, QCRYPTO_REENCRYPT_RESILIENCE_CHECKSUM);
+    g_assert_cmpint(qcrypto_reencrypt_rekey_init(&o, &io, &error_abort), ==,
+                    0);
+    g_assert_cmpint(qcrypto_reencrypt_resume(&secret, HOTZONE, &io,
+                                             &error_abort), ==, 1);
+    g_assert_null(qcrypto_block_open(&oo, blk_read, f, 0, &err));
+    g_assert_nonnull(strstr(error_get_pretty(err), "re-encryption"));
+    error_free(err);
+    io.stop_at = QCRYPTO_REENCRYPT_STOP_NONE;
+    g_assert_cmpint(qcrypto_reencrypt_resume(&secret, HOTZONE, &io,
+                                             &error_abort), ==, 0);
+    assert_data(f, data);
+    mf_free(f);
+}
+
 static void test_checksum(void)
 {
     QCryptoReencryptRekeyOptions o;
@@ -331,6 +365,8 @@ int main(int argc, char **argv)
     g_test_add_func("/crypto/luks2-reencrypt-rekey/checksum", test_checksum);
     g_test_add_func("/crypto/luks2-reencrypt-rekey/journal", test_journal);
     g_test_add_func("/crypto/luks2-reencrypt-rekey/none", test_none);
+    g_test_add_func("/crypto/luks2-reencrypt-rekey/stop-before-finish",
+                    test_stop_before_finish);
     g_test_add_func("/crypto/luks2-reencrypt-rekey/new-cipher-sector-size",
                     test_new_cipher_and_sector_size);
     g_test_add_func("/crypto/luks2-reencrypt-rekey/wrong-secret",

@@ -173,6 +173,35 @@ static void test_encrypt(void)
 }
 
 /*
+ * Told to stop before the final header: every zone is done, the state is
+ * still a re-encryption (the file not cut yet), and a resume finishes it.
+ */
+static void test_stop_before_finish(void)
+{
+    g_autofree uint8_t *data = g_malloc(DATA);
+    MemFile *f;
+    QCryptoReencryptIO io;
+    QCryptoBlockCreateOptions o;
+
+    qcrypto_random_bytes(data, DATA, &error_abort);
+    f = raw_file(data);
+    io = mf_io(f);
+    io.stop_at = QCRYPTO_REENCRYPT_STOP_BEFORE_FINISH;
+    create_options(&o);
+    g_assert_cmpint(qcrypto_reencrypt_encrypt_init(&o, &io, &error_abort),
+                    ==, 0);
+    g_assert_cmpint(qcrypto_reencrypt_resume(&secret, 128 * 1024, &io,
+                                             &error_abort), ==, 1);
+    g_assert_cmpuint(f->bytes->len, ==, DATA + 2 * SHIFT);
+    /* a stop point for decryption only changes nothing here */
+    io.stop_at = QCRYPTO_REENCRYPT_STOP_IN_MOVED_ZONE;
+    g_assert_cmpint(qcrypto_reencrypt_resume(&secret, 128 * 1024, &io,
+                                             &error_abort), ==, 0);
+    assert_data(f, data);
+    mf_free(f);
+}
+
+/*
  * Crash after the N-th write, for every N: resume (or, before any header,
  * start again on the raw file, trimmed back) and check every byte.
  */
@@ -235,6 +264,8 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/crypto/luks2-reencrypt/encrypt", test_encrypt);
+    g_test_add_func("/crypto/luks2-reencrypt/stop-before-finish",
+                    test_stop_before_finish);
     g_test_add_func("/crypto/luks2-reencrypt/crash-after-every-write",
                     test_crash_after_every_write);
     return g_test_run();
