@@ -715,6 +715,55 @@ static int file_create_finish(BlockDriverState *bs, Error **errp)
     return 0;
 }
 
+/*
+ * Unlink the file, then sync its directory: once this returns, a crash
+ * cannot bring the name back. Only the file this node holds goes, not one
+ * found under its name instead (checked just before the unlink).
+ */
+static int file_delete_file(BlockDriverState *bs, Error **errp)
+{
+    BDRVFileState *s = bs->opaque;
+    g_autofree char *dir = NULL;
+    struct stat st, named;
+    int fd;
+
+    if (s->create) {
+        error_setg(errp, "Could not remove '%s': it has no name yet",
+                   bs->filename);
+        return -1;
+    }
+    if (fstat(s->fd, &st) < 0 || stat(bs->filename, &named) < 0) {
+        error_setg_errno(errp, errno, "Could not remove '%s'", bs->filename);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        error_setg(errp, "Could not remove '%s': not a regular file",
+                   bs->filename);
+        return -1;
+    }
+    if (st.st_dev != named.st_dev || st.st_ino != named.st_ino) {
+        error_setg(errp, "Could not remove '%s': the name now refers to "
+                   "another file", bs->filename);
+        return -1;
+    }
+    if (unlink(bs->filename) < 0) {
+        error_setg_errno(errp, errno, "Could not remove '%s'", bs->filename);
+        return -1;
+    }
+    dir = g_path_get_dirname(bs->filename);
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || fsync(fd) < 0) {
+        error_setg_errno(errp, errno, "Could not sync the directory '%s'",
+                         dir);
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
 static int file_create(const char *filename, GHashTable *opts, int flags,
                        BlockDriverState **pbs, Error **errp)
 {
@@ -786,6 +835,7 @@ const BlockDriver bdrv_file = {
     .bdrv_get_allocated_file_size = file_get_allocated_file_size,
     .bdrv_create = file_create,
     .bdrv_create_finish = file_create_finish,
+    .bdrv_delete_file = file_delete_file,
     .bdrv_copy_range = file_copy_range,
     .create_opts = file_create_opts,
 };

@@ -320,6 +320,15 @@ BlockDriverState *bdrv_create_open(const char *format, const char *filename,
 int bdrv_create_finish(BlockDriverState *bs, Error **errp);
 
 /*
+ * Remove the file a protocol node holds, durably (QEMU's
+ * bdrv_co_delete_file): its name goes, and the directory is synced. The
+ * node must be open read-write; it stays open (its bytes readable) until
+ * closed. Refused for a file that has no name yet, one that is not a
+ * regular file, and where the name now refers to another file.
+ */
+int bdrv_delete_file(BlockDriverState *bs, Error **errp);
+
+/*
  * Long operations inside the block layer (full preallocation) and the
  * naming of new images stop with "Interrupted" once *flag is non-zero:
  * the tool passes the flag its signal handlers set. NULL: never.
