@@ -638,6 +638,11 @@ int img_reencrypt(int argc, char **argv)
         img_error_free(filename, err);
         goto out;
     }
+    /* Nothing else may start on an image half decrypted. */
+    if (block_crypto_check_not_decrypting(ctx.file, 0, &err) < 0) {
+        img_error_free(filename, err);
+        goto close;
+    }
     if (rekey) {
         if (reencrypt_rekey_init(opts, &secret, resilience, &io, &err) < 0) {
             img_error_free(filename, err);

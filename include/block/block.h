@@ -68,10 +68,11 @@ typedef struct BlockDriverState BlockDriverState;
  */
 #define BDRV_O_NOCACHE (1 << 8)
 /*
- * qemu-img-lite reencrypt only: open the file even though a decryption in
- * place is under way (its header file FILE.luks2-header says so, see
- * docs/reencrypt.md); every other open refuses it, as the file then holds
- * part plain text, part ciphertext and no header.
+ * Open the image even though a decryption in place is under way (its
+ * default header file FILE.luks2-header says so, see docs/reencrypt.md):
+ * the luks and raw formats refuse it otherwise, as the file then holds
+ * part plain text, part ciphertext and no header. For tools that finish
+ * the decryption; the "file" protocol knows nothing of it.
  */
 #define BDRV_O_REENCRYPT (1 << 9)
 /*
