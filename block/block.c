@@ -727,6 +727,20 @@ int bdrv_create_finish(BlockDriverState *bs, Error **errp)
     return 0;
 }
 
+int bdrv_delete_file(BlockDriverState *bs, Error **errp)
+{
+    if (!bs->drv->bdrv_delete_file) {
+        error_setg(errp, "Driver '%s' does not support image deletion",
+                   bs->drv->format_name);
+        return -1;
+    }
+    if (bdrv_is_read_only(bs)) {
+        error_setg(errp, "Image is read-only");
+        return -1;
+    }
+    return bs->drv->bdrv_delete_file(bs, errp);
+}
+
 int bdrv_measure(const char *format, GHashTable *opts, BlockDriverState *in_bs,
                  uint64_t size, BlockMeasureInfo *info, Error **errp)
 {

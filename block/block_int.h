@@ -218,6 +218,8 @@ struct BlockDriver {
      * name (see bdrv_create_finish()); nothing to do for other nodes.
      */
     int (*bdrv_create_finish)(BlockDriverState *bs, Error **errp);
+    /* Optional, for protocols: see bdrv_delete_file(). */
+    int (*bdrv_delete_file)(BlockDriverState *bs, Error **errp);
     /* See bdrv_measure(); info comes zeroed. */
     int (*bdrv_measure)(GHashTable *opts, BlockDriverState *in_bs,
                         uint64_t size, BlockMeasureInfo *info, Error **errp);

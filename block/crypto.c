@@ -16,6 +16,7 @@
 
 #include "block/block_int.h"
 #include "block/crypto.h"
+#include "crypto/reencrypt.h"
 #include "crypto/secret.h"
 
 typedef struct BlockCrypto {
@@ -64,12 +65,84 @@ static int block_crypto_header_write(QCryptoBlock *block, uint64_t offset,
     return bdrv_pwrite(hdr, offset, buf, buflen, 0, errp);
 }
 
-/* A LUKS1 or LUKS2 header: its magic and version. */
+/* ---- a decryption in place under way (docs/reencrypt.md) ---- */
+
+static int block_crypto_decrypt_header_read(void *opaque, uint64_t offset,
+                                            void *buf, size_t len,
+                                            Error **errp)
+{
+    return bdrv_pread(opaque, offset, buf, len, errp);
+}
+
+bool block_crypto_decrypt_in_progress(const char *filename)
+{
+    /* LUKS2 on-disk format, section 2.1: magic, then version 2 (BE). */
+    static const uint8_t luks2_magic[8] = {
+        'L', 'U', 'K', 'S', 0xba, 0xbe, 0, 2
+    };
+    g_autoptr(GHashTable) opts = qemu_opts_new();
+    g_autoptr(BlockDriverState) hdr = NULL;
+    QCryptoReencryptIO io = { .hdr_read = block_crypto_decrypt_header_read };
+    QCryptoReencryptDecryptState state;
+    uint8_t magic[sizeof(luks2_magic)];
+    uint64_t size;
+
+    if (!filename || !*filename) {
+        return false;
+    }
+    /*
+     * By its literal name (no "file:" parsing), and without locks: the
+     * reencrypt command holds the header file open for writing meanwhile.
+     */
+    g_hash_table_insert(opts, g_strdup("driver"), g_strdup("file"));
+    g_hash_table_insert(opts, g_strdup("filename"),
+                        g_strconcat(filename, ".luks2-header", NULL));
+    g_hash_table_insert(opts, g_strdup("locking"), g_strdup("off"));
+    hdr = bdrv_open(NULL, NULL, opts, BDRV_O_FORCE_SHARE, NULL);
+    if (!hdr || bdrv_pread(hdr, 0, magic, sizeof(magic), NULL) < 0 ||
+        memcmp(magic, luks2_magic, sizeof(magic))) {
+        return false;
+    }
+    io.opaque = hdr;
+    /* A LUKS2 header we cannot read may hide one: refuse rather than guess. */
+    if (qcrypto_reencrypt_decrypt_state(&io, &state, &size, NULL) < 0) {
+        return true;
+    }
+    return state == QCRYPTO_REENCRYPT_DECRYPT_RUNNING ||
+           state == QCRYPTO_REENCRYPT_DECRYPT_NONE;
+}
+
+int block_crypto_check_not_decrypting(BlockDriverState *file, int flags,
+                                      Error **errp)
+{
+    const char *filename = bdrv_get_filename(file);
+
+    if ((flags & BDRV_O_REENCRYPT) ||
+        !block_crypto_decrypt_in_progress(filename)) {
+        return 0;
+    }
+    error_setg(errp, "'%s' is being decrypted in place (its header is in "
+               "'%s.luks2-header'): finish with 'qemu-img-lite reencrypt "
+               "--resume-only --image-opts driver=luks,key-secret=ID,"
+               "file.filename=%s' or cryptsetup reencrypt --resume-only "
+               "--header %s.luks2-header",
+               filename, filename, filename, filename);
+    return -1;
+}
+
+/*
+ * A LUKS1 or LUKS2 header: its magic and version. An image being
+ * decrypted in place is LUKS too, whatever its start now holds: its
+ * header is in its default detached header file, next to it.
+ */
 static int block_crypto_probe(const uint8_t *buf, int buf_size,
                               const char *filename)
 {
-    return qcrypto_block_has_format(QCRYPTO_BLOCK_FORMAT_LUKS, buf,
-                                    buf_size) ? 100 : 0;
+    if (qcrypto_block_has_format(QCRYPTO_BLOCK_FORMAT_LUKS, buf, buf_size) ||
+        block_crypto_decrypt_in_progress(filename)) {
+        return 100;
+    }
+    return 0;
 }
 
 /* The secret named by option key ("key-secret", ...). */
@@ -183,6 +256,10 @@ static int block_crypto_open(BlockDriverState *bs, GHashTable *opts, int flags,
     int64_t hdr_len, file_len;
     int ret = -1;
 
+    /* First: no secret or header can make such an image readable. */
+    if (block_crypto_check_not_decrypting(bs->file, flags, errp) < 0) {
+        return -1;
+    }
     if (block_crypto_take_secret(opts, "key-secret", !(flags & BDRV_O_NO_IO),
                                  NULL, &open_opts.secret, errp) < 0) {
         return -1;

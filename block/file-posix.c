@@ -142,41 +142,6 @@ static int file_open_pending(FileCreate *create, bool direct)
     return fd;
 }
 
-/*
- * Whether filename's default decryption header (qemu-img-lite reencrypt
- * --decrypt, cryptsetup's detached header) says a decryption is under
- * way: a LUKS2 header whose JSON has an online-reencrypt requirement.
- * Only what the refusal needs is read; a damaged header counts as one.
- */
-static bool file_decrypt_in_progress(const char *filename)
-{
-    static const uint8_t magic[6] = { 'L', 'U', 'K', 'S', 0xba, 0xbe };
-    g_autofree char *path = g_strconcat(filename, ".luks2-header", NULL);
-    g_autofree char *json = NULL;
-    uint8_t bin[16];
-    uint64_t hdr_size = 0;
-    ssize_t n;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-    if (fd < 0) {
-        return false;
-    }
-    if (pread(fd, bin, sizeof(bin), 0) != sizeof(bin) ||
-        memcmp(bin, magic, sizeof(magic))) {
-        close(fd);
-        return false;
-    }
-    for (int i = 0; i < 8; i++) {
-        hdr_size = hdr_size << 8 | bin[8 + i];
-    }
-    /* LUKS2 header sizes: 16 KiB .. 4 MiB */
-    hdr_size = MIN(MAX(hdr_size, 16384), 4 << 20);
-    json = g_malloc0(hdr_size - 4096 + 1);
-    n = pread(fd, json, hdr_size - 4096, 4096);
-    close(fd);
-    return n <= 0 || strstr(json, "online-reencrypt") != NULL;
-}
-
 static int file_open(BlockDriverState *bs, GHashTable *opts, int flags,
                      Error **errp)
 {
@@ -225,18 +190,6 @@ static int file_open(BlockDriverState *bs, GHashTable *opts, int flags,
         int err = S_ISDIR(st.st_mode) ? EISDIR : errno;
 
         error_setg_errno(errp, err, "Could not open '%s'", filename);
-        close(s->fd);
-        s->fd = -1;
-        return -1;
-    }
-    if (!create && !(flags & BDRV_O_REENCRYPT) &&
-        file_decrypt_in_progress(filename)) {
-        error_setg(errp, "'%s' is being decrypted in place (its header is "
-                   "in '%s.luks2-header'): finish with 'qemu-img-lite "
-                   "reencrypt --resume-only --image-opts driver=luks,"
-                   "key-secret=ID,file.filename=%s' or cryptsetup "
-                   "reencrypt --resume-only --header %s.luks2-header",
-                   filename, filename, filename, filename);
         close(s->fd);
         s->fd = -1;
         return -1;
@@ -489,8 +442,8 @@ static int file_resize_fd(int fd, bool direct, uint64_t size,
     /*
      * Not even a no-op truncate: ext4 takes one to size 0 for a file
      * being rewritten (auto_da_alloc), and its close then writes back all
-     * the data written since, in close(): a new LUKS file (created empty,
-     * then grown) took 0.13 s longer per 512 MiB for that.
+     * the data written since, in close(): a new encrypted image (created
+     * empty, then grown) took 0.13 s longer per 512 MiB for that.
      */
     if (size != (uint64_t)st.st_size && ftruncate(fd, size) < 0) {
         error_setg_errno(errp, errno, "Could not resize the image");
@@ -767,6 +720,55 @@ static int file_create_finish(BlockDriverState *bs, Error **errp)
     return 0;
 }
 
+/*
+ * Unlink the file, then sync its directory: once this returns, a crash
+ * cannot bring the name back. Only the file this node holds goes, not one
+ * found under its name instead (checked just before the unlink).
+ */
+static int file_delete_file(BlockDriverState *bs, Error **errp)
+{
+    BDRVFileState *s = bs->opaque;
+    g_autofree char *dir = NULL;
+    struct stat st, named;
+    int fd;
+
+    if (s->create) {
+        error_setg(errp, "Could not remove '%s': it has no name yet",
+                   bs->filename);
+        return -1;
+    }
+    if (fstat(s->fd, &st) < 0 || stat(bs->filename, &named) < 0) {
+        error_setg_errno(errp, errno, "Could not remove '%s'", bs->filename);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        error_setg(errp, "Could not remove '%s': not a regular file",
+                   bs->filename);
+        return -1;
+    }
+    if (st.st_dev != named.st_dev || st.st_ino != named.st_ino) {
+        error_setg(errp, "Could not remove '%s': the name now refers to "
+                   "another file", bs->filename);
+        return -1;
+    }
+    if (unlink(bs->filename) < 0) {
+        error_setg_errno(errp, errno, "Could not remove '%s'", bs->filename);
+        return -1;
+    }
+    dir = g_path_get_dirname(bs->filename);
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || fsync(fd) < 0) {
+        error_setg_errno(errp, errno, "Could not sync the directory '%s'",
+                         dir);
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
 static int file_create(const char *filename, GHashTable *opts, int flags,
                        BlockDriverState **pbs, Error **errp)
 {
@@ -884,6 +886,7 @@ const BlockDriver bdrv_file = {
     .bdrv_get_allocated_file_size = file_get_allocated_file_size,
     .bdrv_create = file_create,
     .bdrv_create_finish = file_create_finish,
+    .bdrv_delete_file = file_delete_file,
     .bdrv_copy_range = file_copy_range,
     .create_opts = file_create_opts,
 };

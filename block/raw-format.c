@@ -3,6 +3,7 @@
  * The "raw" format driver: the image is its file's bytes, one to one.
  */
 #include "block/block_int.h"
+#include "block/crypto.h"
 
 /* Any bytes are a raw image: the fallback when no other format claims. */
 static int raw_probe(const uint8_t *buf, int buf_size, const char *filename)
@@ -60,6 +61,10 @@ static int raw_open(BlockDriverState *bs, GHashTable *opts, int flags,
     if (s->has_size && s->size % BDRV_SECTOR_SIZE) {
         error_setg(errp, "Specified size is not multiple of %d",
                    BDRV_SECTOR_SIZE);
+        return -1;
+    }
+    /* A LUKS image being decrypted may be named raw (-f raw). */
+    if (block_crypto_check_not_decrypting(bs->file, flags, errp) < 0) {
         return -1;
     }
     return raw_check_window(bs, errp);

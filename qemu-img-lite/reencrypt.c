@@ -6,12 +6,9 @@
  * file parses the command line, moves bytes through the file node and
  * shows progress.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,7 +24,7 @@ typedef struct ReencCtx {
     bool stopped;
     double start;
     uint64_t start_done;
-    int hdr_fd;                 /* --decrypt: the header's own file */
+    BlockDriverState *hdr;      /* --decrypt: the header's own file */
     const char *hdr_path;
 } ReencCtx;
 
@@ -155,75 +152,49 @@ static int ctx_hdr_read(void *opaque, uint64_t off, void *buf, size_t len,
 {
     ReencCtx *c = opaque;
 
-    while (len) {
-        ssize_t n = pread(c->hdr_fd, buf, len, off);
-
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            error_setg_errno(errp, n < 0 ? errno : EIO, "Could not read "
-                             "the header file '%s'", c->hdr_path);
-            return -1;
-        }
-        buf = (uint8_t *)buf + n;
-        off += n;
-        len -= n;
-    }
-    return 0;
+    return bdrv_pread(c->hdr, off, buf, len, errp);
 }
 
+/* The header file grows as the header is written into it (export). */
 static int ctx_hdr_write(void *opaque, uint64_t off, const void *buf,
                          size_t len, Error **errp)
 {
     ReencCtx *c = opaque;
+    int64_t cur = bdrv_getlength(c->hdr, errp);
 
-    while (len) {
-        ssize_t n = pwrite(c->hdr_fd, buf, len, off);
-
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            error_setg_errno(errp, n < 0 ? errno : EIO, "Could not write "
-                             "the header file '%s'", c->hdr_path);
-            return -1;
-        }
-        buf = (const uint8_t *)buf + n;
-        off += n;
-        len -= n;
+    if (cur < 0) {
+        return -1;
     }
-    return 0;
+    if (off + len > (uint64_t)cur &&
+        bdrv_truncate(c->hdr, off + len, PREALLOC_MODE_OFF, errp) < 0) {
+        return -1;
+    }
+    return bdrv_pwrite(c->hdr, off, buf, len, 0, errp);
 }
 
 static int ctx_hdr_sync(void *opaque, Error **errp)
 {
     ReencCtx *c = opaque;
 
-    if (fdatasync(c->hdr_fd) < 0) {
-        error_setg_errno(errp, errno, "Could not sync the header file '%s'",
-                         c->hdr_path);
-        return -1;
-    }
-    return 0;
+    return bdrv_flush(c->hdr, errp);
 }
 
-/* Make a new or removed name in path's directory durable. */
-static int sync_parent_dir(const char *path, Error **errp)
+/*
+ * The header file as a "file" node: a new one has no name until
+ * bdrv_create_finish(); an existing one is opened by its literal name, as
+ * cryptsetup's --header takes it.
+ */
+static BlockDriverState *hdr_open(const char *path, bool create,
+                                  Error **errp)
 {
-    g_autofree char *dir = g_path_get_dirname(path);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    g_autoptr(GHashTable) opts = qemu_opts_new();
 
-    if (fd < 0 || fsync(fd) < 0) {
-        error_setg_errno(errp, errno, "Could not sync the directory '%s'",
-                         dir);
-        if (fd >= 0) {
-            close(fd);
-        }
-        return -1;
+    if (create) {
+        return bdrv_create_open("file", path, opts, 0, errp);
     }
-    close(fd);
-    return 0;
+    g_hash_table_insert(opts, g_strdup("driver"), g_strdup("file"));
+    g_hash_table_insert(opts, g_strdup("filename"), g_strdup(path));
+    return bdrv_open(NULL, NULL, opts, BDRV_O_RDWR, errp);
 }
 
 /*
@@ -242,12 +213,11 @@ static int decrypt_cleanup(ReencCtx *ctx, uint64_t size, Error **errp)
          bdrv_flush(ctx->file, errp) < 0)) {
         return -1;
     }
-    if (unlink(ctx->hdr_path) < 0) {
-        error_setg_errno(errp, errno, "Could not remove the header file "
-                         "'%s'", ctx->hdr_path);
+    if (bdrv_delete_file(ctx->hdr, errp) < 0) {
+        error_prepend(errp, "Could not remove the header file: ");
         return -1;
     }
-    return sync_parent_dir(ctx->hdr_path, errp);
+    return 0;
 }
 
 /*
@@ -272,36 +242,23 @@ static int reencrypt_decrypt(ReencCtx *ctx, QCryptoReencryptIO *io,
     io->hdr_read = ctx_hdr_read;
     io->hdr_write = ctx_hdr_write;
     io->hdr_sync = ctx_hdr_sync;
+    ctx->hdr = hdr_open(ctx->hdr_path, !exists, errp);
+    if (!ctx->hdr) {
+        error_prepend(errp, "Could not %s the header file: ",
+                      exists ? "open" : "create");
+        return -1;
+    }
     if (!exists) {
-        /* Written whole under another name, then renamed: all or nothing. */
-        g_autofree char *tmp = g_strconcat(ctx->hdr_path, ".tmp", NULL);
-
-        ctx->hdr_fd = open(tmp, O_RDWR | O_CLOEXEC | O_CREAT | O_TRUNC,
-                           0600);
-        if (ctx->hdr_fd < 0) {
-            error_setg_errno(errp, errno, "Could not create '%s'", tmp);
-            return -1;
-        }
-        if (qcrypto_reencrypt_decrypt_export_header(secret, io, errp) < 0) {
-            unlink(tmp);
-            return -1;
-        }
-        if (rename(tmp, ctx->hdr_path) < 0) {
-            error_setg_errno(errp, errno, "Could not rename '%s'", tmp);
-            unlink(tmp);
-            return -1;
-        }
-        if (sync_parent_dir(ctx->hdr_path, errp) < 0) {
+        /*
+         * Written whole, synced, then named (never over a file that took
+         * the name meanwhile): all or nothing, even after a kill.
+         */
+        if (qcrypto_reencrypt_decrypt_export_header(secret, io, errp) < 0 ||
+            bdrv_create_finish(ctx->hdr, errp) < 0) {
             return -1;
         }
         st = QCRYPTO_REENCRYPT_DECRYPT_PLAIN;
     } else {
-        ctx->hdr_fd = open(ctx->hdr_path, O_RDWR | O_CLOEXEC);
-        if (ctx->hdr_fd < 0) {
-            error_setg_errno(errp, errno, "Could not open the header file "
-                             "'%s'", ctx->hdr_path);
-            return -1;
-        }
         if (qcrypto_reencrypt_decrypt_state(io, &st, &size, errp) < 0) {
             return -1;
         }
@@ -361,17 +318,14 @@ static int img_reencrypt_decrypt(ReencCtx *ctx, QCryptoReencryptIO *io,
     Error *err = NULL;
     int r;
 
-    ctx->file = bdrv_open(filename, "file", NULL,
-                          BDRV_O_RDWR | BDRV_O_REENCRYPT, &err);
+    ctx->file = bdrv_open(filename, "file", NULL, BDRV_O_RDWR, &err);
     if (!ctx->file) {
         img_error_free(filename, err);
         return 1;
     }
     r = reencrypt_decrypt(ctx, io, secret, hotzone, init_only, resume_only,
                           &err);
-    if (ctx->hdr_fd >= 0) {
-        close(ctx->hdr_fd);
-    }
+    bdrv_close(ctx->hdr);
     bdrv_close(ctx->file);
     if (r < 0) {
         img_error_free(filename, err);
@@ -529,7 +483,7 @@ int img_reencrypt(int argc, char **argv)
     bool have_copts = false;
     QCryptoBlockSecret secret = { 0 };
     bool have_secret = false;
-    ReencCtx ctx = { .hdr_fd = -1 };
+    ReencCtx ctx = { 0 };
     QCryptoReencryptIO io = {
         .read = ctx_read, .write = ctx_write, .sync = ctx_sync,
         .length = ctx_length, .truncate = ctx_truncate,
@@ -658,6 +612,11 @@ int img_reencrypt(int argc, char **argv)
     if (!ctx.file) {
         img_error_free(filename, err);
         goto out;
+    }
+    /* Nothing else may start on an image half decrypted. */
+    if (block_crypto_check_not_decrypting(ctx.file, 0, &err) < 0) {
+        img_error_free(filename, err);
+        goto close;
     }
     if (rekey) {
         if (reencrypt_rekey_init(opts, &secret, resilience, &io, &err) < 0) {

@@ -68,10 +68,11 @@ typedef struct BlockDriverState BlockDriverState;
  */
 #define BDRV_O_NOCACHE (1 << 8)
 /*
- * qemu-img-lite reencrypt only: open the file even though a decryption in
- * place is under way (its header file FILE.luks2-header says so, see
- * docs/reencrypt.md); every other open refuses it, as the file then holds
- * part plain text, part ciphertext and no header.
+ * Open the image even though a decryption in place is under way (its
+ * default header file FILE.luks2-header says so, see docs/reencrypt.md):
+ * the luks and raw formats refuse it otherwise, as the file then holds
+ * part plain text, part ciphertext and no header. For tools that finish
+ * the decryption; the "file" protocol knows nothing of it.
  */
 #define BDRV_O_REENCRYPT (1 << 9)
 /*
@@ -343,6 +344,15 @@ int bdrv_create_finish(BlockDriverState *bs, Error **errp);
  * can see what a kill leaves behind. Call before creating any image.
  */
 void bdrv_file_create_use_tmpfile(bool use);
+
+/*
+ * Remove the file a protocol node holds, durably (QEMU's
+ * bdrv_co_delete_file): its name goes, and the directory is synced. The
+ * node must be open read-write; it stays open (its bytes readable) until
+ * closed. Refused for a file that has no name yet, one that is not a
+ * regular file, and where the name now refers to another file.
+ */
+int bdrv_delete_file(BlockDriverState *bs, Error **errp);
 
 /*
  * Long operations inside the block layer (full preallocation) and the

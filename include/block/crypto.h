@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * What the formats with LUKS inside share with the luks driver: taking
- * the secret named by an option (key-secret, encrypt.key-secret, ...).
+ * the secret named by an option (key-secret, encrypt.key-secret, ...);
+ * and what the formats a LUKS image may pass for share with it: the
+ * refusal of an image being decrypted in place.
  */
 #ifndef BLOCK_CRYPTO_H
 #define BLOCK_CRYPTO_H
@@ -9,6 +11,7 @@
 #include <stdbool.h>
 #include <glib.h>
 
+#include "block/block.h"
 #include "crypto/block.h"
 #include "qemu/error.h"
 
@@ -37,5 +40,23 @@ int block_crypto_take_luks_amend_opts(GHashTable *opts,
                                       QCryptoBlockAmendOptions *aopts,
                                       Error **errp);
 void block_crypto_clear_luks_amend_opts(QCryptoBlockAmendOptions *aopts);
+
+/*
+ * Whether the image in the file named filename is being decrypted in
+ * place (qemu-img-lite reencrypt --decrypt, cryptsetup reencrypt
+ * --decrypt --header): its default detached header, FILENAME.luks2-header,
+ * is a LUKS2 header with a re-encryption requirement (or one too damaged
+ * to tell). The file then holds part plain text, part ciphertext, and no
+ * header of its own. The header file is read through a "file" node.
+ */
+bool block_crypto_decrypt_in_progress(const char *filename);
+
+/*
+ * For the open of a format node on file (luks; raw, which such a file
+ * may probe as): refuse an image being decrypted in place, saying how to
+ * finish the decryption, unless flags has BDRV_O_REENCRYPT.
+ */
+int block_crypto_check_not_decrypting(BlockDriverState *file, int flags,
+                                      Error **errp);
 
 #endif

@@ -134,11 +134,16 @@ class Decrypt(ReencTestCase):
         # cryptsetup's own view of it
         dump = run([CRYPTSETUP, "luksDump", hdr]).stdout
         self.assertIn("decrypt", dump)
-        # Every other command refuses the image meanwhile.
+        # Every other command refuses the image meanwhile: the luks and raw
+        # formats (probed or named) know the header file, and so does
+        # another reencrypt run.
         for args in (["info", img],
+                     ["info", "-f", "raw", img],
                      ["info", "--object", SECRET, "--image-opts",
                       image_opts(img)],
-                     ["convert", "-O", "raw", img, self.path("x.raw")]):
+                     ["convert", "-O", "raw", img, self.path("x.raw")],
+                     ["reencrypt", "--object", SECRET, "--encrypt", "-o",
+                      SMALL, img]):
             self.assertFails(args, "being decrypted in place")
         self.resume_cryptsetup(img)
         self.assertEqual(file_bytes(img)[:5 * MiB], file_bytes(orig))

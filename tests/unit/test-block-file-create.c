@@ -12,13 +12,18 @@
  * - nothing under the name is ever replaced: a taken name fails at the
  *   start, and at commit if it was taken meanwhile;
  * - bdrv_create() names the image before it returns, bdrv_create_open()
- *   only at bdrv_create_finish(); interrupted, neither names anything.
+ *   only at bdrv_create_finish(); interrupted, neither names anything;
+ * - bdrv_delete_file() removes the name of the file a node holds (the node
+ *   still reads it until closed), and nothing else: not a file that took
+ *   the name since, not one still unnamed, not through a read-only node
+ *   nor a format node.
  *
  * Each test runs with O_TMPFILE and with the temporary-name fallback, in a
  * directory of the default temporary directory and on tmpfs (/dev/shm).
  */
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -359,6 +364,74 @@ static void test_interrupted(Fixture *f, gconstpointer data)
     g_assert_cmpstr(list, ==, "");
 }
 
+/* bdrv_delete_file(): the name goes; the open node still reads the bytes. */
+static void test_delete(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GHashTable) opts = size_opts(NULL);
+    g_autofree char *list = NULL;
+    BlockDriverState *bs;
+    char buf[4];
+
+    if (!f->dir) {
+        return;
+    }
+    bs = bdrv_create_open("file", f->path, opts, 0, &error_abort);
+    g_assert_cmpint(bdrv_pwrite(bs, 0, "data", 4, 0, &error_abort), ==, 0);
+    g_assert_cmpint(bdrv_create_finish(bs, &error_abort), ==, 0);
+    g_assert_true(g_file_test(f->path, G_FILE_TEST_EXISTS));
+    g_assert_cmpint(bdrv_delete_file(bs, &error_abort), ==, 0);
+    g_assert_false(g_file_test(f->path, G_FILE_TEST_EXISTS));
+    g_assert_cmpint(bdrv_pread(bs, 0, buf, 4, &error_abort), ==, 0);
+    g_assert_cmpmem(buf, 4, "data", 4);
+    bdrv_close(bs);
+    list = dir_list(f);
+    g_assert_cmpstr(list, ==, "");
+}
+
+/* What bdrv_delete_file() refuses, leaving every file where it was. */
+static void test_delete_refused(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GHashTable) opts = size_opts(NULL);
+    g_autoptr(GHashTable) opts2 = size_opts(NULL);
+    g_autofree char *moved = NULL;
+    g_autofree char *list = NULL;
+    BlockDriverState *bs;
+    Error *err = NULL;
+
+    if (!f->dir) {
+        return;
+    }
+    /* still unnamed */
+    bs = bdrv_create_open("file", f->path, opts, 0, &error_abort);
+    g_assert_cmpint(bdrv_delete_file(bs, &err), ==, -1);
+    test_error_expect(&err, "has no name yet");
+    bdrv_close(bs);
+
+    g_assert_cmpint(bdrv_create("raw", f->path, opts2, &error_abort), ==, 0);
+    /* read-only, and a format node */
+    bs = bdrv_open(f->path, "file", NULL, 0, &error_abort);
+    g_assert_cmpint(bdrv_delete_file(bs, &err), ==, -1);
+    test_error_expect(&err, "Image is read-only");
+    bdrv_close(bs);
+    bs = bdrv_open(f->path, "raw", NULL, BDRV_O_RDWR, &error_abort);
+    g_assert_cmpint(bdrv_delete_file(bs, &err), ==, -1);
+    test_error_expect(&err, "Driver 'raw' does not support image deletion");
+    bdrv_close(bs);
+
+    /* another file under the name now: it stays */
+    bs = bdrv_open(f->path, "file", NULL, BDRV_O_RDWR, &error_abort);
+    moved = g_strconcat(f->path, ".moved", NULL);
+    g_assert_cmpint(rename(f->path, moved), ==, 0);
+    g_assert_true(g_file_set_contents(f->path, "other", -1, NULL));
+    g_assert_cmpint(bdrv_delete_file(bs, &err), ==, -1);
+    test_error_expect(&err, "the name now refers to another file");
+    g_assert_true(g_file_test(f->path, G_FILE_TEST_EXISTS));
+    bdrv_close(bs);
+    unlink(moved);
+    list = dir_list(f);
+    g_assert_cmpstr(list, ==, "new.img");
+}
+
 static void add(const char *name, void (*fn)(Fixture *, gconstpointer))
 {
     static const Variant variants[] = {
@@ -391,5 +464,7 @@ int main(int argc, char **argv)
     add("bdrv-create-open", test_bdrv_create_open);
     add("bdrv-create", test_bdrv_create);
     add("interrupted", test_interrupted);
+    add("delete", test_delete);
+    add("delete-refused", test_delete_refused);
     return g_test_run();
 }
