@@ -243,8 +243,28 @@ BlockDriverState *bdrv_new_node(const BlockDriver *drv,
     if (file) {
         bdrv_attach_child(bs, file, "file",
                           BDRV_CHILD_DATA | BDRV_CHILD_METADATA);
+        bs->interrupt = file->interrupt;
     }
     return bs;
+}
+
+void bdrv_new_node_abandon(BlockDriverState *bs)
+{
+    BdrvChild **p = &bs->children;
+
+    /* Its "file" child is unlinked first: the caller keeps it. */
+    while (*p) {
+        if ((*p)->bs == bs->file) {
+            BdrvChild *c = *p;
+
+            *p = c->next;
+            g_free(c->name);
+            g_free(c);
+            break;
+        }
+        p = &(*p)->next;
+    }
+    bdrv_free(bs);
 }
 
 /*
@@ -667,50 +687,144 @@ int bdrv_create_take_size_prealloc(GHashTable *opts, uint64_t *size,
     return 0;
 }
 
-static volatile sig_atomic_t *bdrv_interrupt_flag;
-
-void bdrv_set_interrupt_flag(volatile sig_atomic_t *flag)
+void bdrv_set_interrupt(BlockDriverState *bs,
+                        const volatile sig_atomic_t *flag)
 {
-    bdrv_interrupt_flag = flag;
+    bs->interrupt = flag;
+    for (BdrvChild *c = bs->children; c; c = c->next) {
+        bdrv_set_interrupt(c->bs, flag);
+    }
 }
 
-bool bdrv_interrupted(void)
+bool bdrv_interrupted(BlockDriverState *bs)
 {
-    return bdrv_interrupt_flag && *bdrv_interrupt_flag;
+    return bs->interrupt && *bs->interrupt;
+}
+
+BlockDriverState *bdrv_create_file(const char *filename, int flags,
+                                   const volatile sig_atomic_t *interrupt,
+                                   Error **errp)
+{
+    const BlockDriver *proto = bdrv_find_protocol(filename, errp);
+    g_autoptr(GHashTable) opts = qemu_opts_new();
+    g_autofree char *unknown = NULL;
+    BlockDriverState *bs;
+
+    if (!proto) {
+        return NULL;
+    }
+    if (!proto->bdrv_create_file) {
+        error_setg(errp, "Protocol '%s' does not support image creation",
+                   proto->protocol_name);
+        return NULL;
+    }
+    if (bdrv_protocol_fill_opts(proto, filename, opts, "", errp) < 0) {
+        return NULL;
+    }
+    g_hash_table_remove(opts, "driver");
+    bs = bdrv_new_node(proto, NULL, flags | BDRV_O_RDWR);
+    bs->interrupt = interrupt;
+    if (proto->bdrv_create_file(bs, opts, flags | BDRV_O_RDWR, errp) < 0) {
+        bdrv_free(bs);
+        return NULL;
+    }
+    unknown = qemu_opts_first_key(opts);
+    if (unknown) {
+        error_setg(errp, "Protocol '%s' does not support the option '%s'",
+                   proto->protocol_name, unknown);
+        bdrv_close(bs);
+        return NULL;
+    }
+    return bs;
+}
+
+int bdrv_create_fit(BlockDriverState *file, uint64_t size,
+                    PreallocMode prealloc, Error **errp)
+{
+    if (file->drv->bdrv_create_fit) {
+        return file->drv->bdrv_create_fit(file, size, prealloc, errp);
+    }
+    return bdrv_truncate(file, size, prealloc, errp);
+}
+
+/*
+ * The new image of drv on file (bdrv_create_file()), open with flags: as
+ * the driver made it, or opened on file as usual. NULL (file dropped, and
+ * with it the new file) on failure. want_node false: only the image is
+ * wanted, returned as its file node, still to be finished.
+ */
+static BlockDriverState *bdrv_create_on(const BlockDriver *drv,
+                                        BlockDriverState *file,
+                                        GHashTable *opts, int flags,
+                                        bool want_node, Error **errp)
+{
+    g_autoptr(GHashTable) none = NULL;
+    BlockDriverState *bs = NULL;
+
+    if (drv->bdrv_create(file, opts, flags, want_node ? &bs : NULL,
+                         errp) < 0) {
+        bdrv_close(file);
+        return NULL;
+    }
+    if (bs || !want_node || drv->is_protocol) {
+        return bs ? bs : file;
+    }
+    bs = bdrv_new_node(drv, file, flags);
+    bs->interrupt = file->interrupt;
+    none = qemu_opts_new();
+    if (drv->bdrv_open(bs, none, flags, errp) < 0) {
+        bdrv_free(bs);
+        return NULL;
+    }
+    return bs;
 }
 
 int bdrv_create(const char *format, const char *filename, GHashTable *opts,
-                Error **errp)
+                const volatile sig_atomic_t *interrupt, Error **errp)
 {
     const BlockDriver *drv = bdrv_find_create_driver(format, errp);
+    BlockDriverState *file, *bs;
+    int ret;
 
-    if (!drv) {
-        return -1;
+    file = drv ? bdrv_create_file(filename, 0, interrupt, errp) : NULL;
+    bs = file ? bdrv_create_on(drv, file, opts, BDRV_O_RDWR, false, errp)
+              : NULL;
+    if (!bs) {
+        return -1;              /* nothing is left */
     }
-    if (drv->bdrv_create(filename, opts, 0, NULL, errp) < 0) {
-        bdrv_create_file_release(filename);     /* nothing is left */
-        return -1;
-    }
-    return bdrv_create_file_commit(filename, errp);
+    ret = bdrv_create_finish(bs, errp);
+    bdrv_close(bs);
+    return ret;
 }
 
 BlockDriverState *bdrv_create_open(const char *format, const char *filename,
-                                   GHashTable *opts, int flags, Error **errp)
+                                   GHashTable *opts, int flags,
+                                   const volatile sig_atomic_t *interrupt,
+                                   Error **errp)
 {
     const BlockDriver *drv = bdrv_find_create_driver(format, errp);
-    BlockDriverState *bs = NULL;
+    BlockDriverState *file;
 
     flags |= BDRV_O_RDWR;
-    if (drv && drv->bdrv_create(filename, opts, flags, &bs, errp) == 0 &&
-        !bs) {
-        bs = bdrv_open(filename, format, NULL, flags, errp);
+    file = drv ? bdrv_create_file(filename, flags, interrupt, errp) : NULL;
+    /* The new file lives in the node, unnamed until bdrv_create_finish(). */
+    return file ? bdrv_create_on(drv, file, opts, flags, true, errp) : NULL;
+}
+
+/* Commit the new files below bs (not in a backing file: not new). */
+static int bdrv_create_finish_children(BlockDriverState *bs, Error **errp)
+{
+    if (bs->drv->bdrv_create_finish &&
+        bs->drv->bdrv_create_finish(bs, errp) < 0) {
+        return -1;
     }
-    /*
-     * The new file now lives in bs, unnamed until bdrv_create_finish();
-     * if the creation failed, it goes.
-     */
-    bdrv_create_file_release(filename);
-    return bs;
+    for (BdrvChild *c = bs->children; c; c = c->next) {
+        if (!(c->role & BDRV_CHILD_COW) &&
+            bdrv_create_finish_children(c->bs, errp) < 0) {
+            return -1;
+        }
+    }
+    return 0;
 }
 
 int bdrv_create_finish(BlockDriverState *bs, Error **errp)
@@ -718,13 +832,7 @@ int bdrv_create_finish(BlockDriverState *bs, Error **errp)
     if (bdrv_flush(bs, errp) < 0) {
         return -1;
     }
-    for (; bs; bs = bs->file) {
-        if (bs->drv->bdrv_create_finish &&
-            bs->drv->bdrv_create_finish(bs, errp) < 0) {
-            return -1;
-        }
-    }
-    return 0;
+    return bdrv_create_finish_children(bs, errp);
 }
 
 int bdrv_delete_file(BlockDriverState *bs, Error **errp)

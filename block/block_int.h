@@ -53,6 +53,8 @@ struct BlockDriverState {
     BlockDriverState *backing;
     /* A backing file: the image it backs (loop and depth checks). */
     BlockDriverState *inherits_from;
+    /* The caller's stop flag (bdrv_set_interrupt()), or NULL. */
+    const volatile sig_atomic_t *interrupt;
     /*
      * Requests reach the driver in whole blocks of this many bytes (1: any
      * byte range); block/io.c splits and patches the rest. Set at open.
@@ -202,20 +204,39 @@ struct BlockDriver {
                            uint64_t bytes, Error **errp);
 
     /*
-     * opts holds "size" and the creation options. Take what is understood,
-     * then call bdrv_create_check_leftovers() before touching the disk: a
-     * typo must not leave a file behind, nor cost a PBKDF2 calibration.
-     * If pbs is set, the driver may return the new image already open
-     * read-write with flags (a LUKS image keeps the master key it just
-     * made: no second PBKDF2 run to unlock it); if it leaves *pbs NULL,
-     * the image is opened the usual way. On failure the driver removes
-     * the file if it made it.
+     * Write a new image onto file: a node that the protocol just made
+     * (bdrv_create_file), empty, open read-write. opts holds "size" and
+     * the creation options. Take what is understood, then call
+     * bdrv_create_check_leftovers() before writing or computing anything
+     * costly (a PBKDF2 calibration). If pbs is set, the driver may return
+     * the new image already open on file with flags (a LUKS image keeps
+     * the master key it just made: no second PBKDF2 run to unlock it),
+     * which then owns file; if it leaves *pbs NULL, the image is opened
+     * the usual way. file stays the caller's otherwise, also on failure:
+     * dropping it drops the new file. A protocol driver creates its own
+     * kind of image ("create -f file"): the file itself.
      */
-    int (*bdrv_create)(const char *filename, GHashTable *opts, int flags,
+    int (*bdrv_create)(BlockDriverState *file, GHashTable *opts, int flags,
                        BlockDriverState **pbs, Error **errp);
     /*
-     * Optional, for protocols: give the new file this node writes its
-     * name (see bdrv_create_finish()); nothing to do for other nodes.
+     * Protocols: make the new file that opts (the options of a file name,
+     * as bdrv_parse_filename gives them) names, and fill in bs as
+     * bdrv_open does: empty, and under its name only once
+     * bdrv_create_finish names it; closed before that, it leaves nothing
+     * (a file: unnamed until complete, see block/file-create.h). Never
+     * replaces what is there ("File exists"). Where the protocol's
+     * storage exists already (a block device), it is opened as it is.
+     */
+    int (*bdrv_create_file)(BlockDriverState *bs, GHashTable *opts,
+                            int flags, Error **errp);
+    /*
+     * Optional, protocols: see bdrv_create_fit(); the default truncates.
+     */
+    int (*bdrv_create_fit)(BlockDriverState *bs, uint64_t size,
+                           PreallocMode prealloc, Error **errp);
+    /*
+     * Optional, protocols: give the new file this node writes its name
+     * (see bdrv_create_finish()); nothing to do for other nodes.
      */
     int (*bdrv_create_finish)(BlockDriverState *bs, Error **errp);
     /* Optional, for protocols: see bdrv_delete_file(). */
@@ -310,32 +331,29 @@ BlockDriverState *bdrv_open_child(GHashTable *opts, const char *name,
                                   int flags, bool allow_none, Error **errp);
 
 /*
- * Create a protocol-level file (for a format's bdrv_create): exclusively,
- * size bytes, with prealloc. The file has no name yet
- * (block/file-create.h): it waits for the caller, who opens it by
- * filename as usual ("file" nodes opening that name get the new file).
- * bdrv_create() and bdrv_create_open() end the wait (below). On failure,
- * nothing is left.
+ * The creation object of a new image's file (QEMU's bdrv_co_create_file):
+ * the protocol that filename names makes it (BlockDriver.
+ * bdrv_create_file) and returns it as a node open read-write with flags,
+ * empty and without a name; bdrv_create_finish() commits it (syncs it and
+ * gives it its name), bdrv_close() before that aborts it, leaving
+ * nothing. interrupt: see bdrv_set_interrupt(), inherited by the nodes
+ * opened on it.
  */
-int bdrv_create_file(const char *filename, uint64_t size,
-                     PreallocMode prealloc, Error **errp);
-/*
- * The end of a creation: sync the new file made for filename and give it
- * that name (0 if none is waiting; "Interrupted" if bdrv_interrupted()),
- * or just let it go: it then lives on in the nodes that have it open, or,
- * if none has, vanishes.
- */
-int bdrv_create_file_commit(const char *filename, Error **errp);
-void bdrv_create_file_release(const char *filename);
+BlockDriverState *bdrv_create_file(const char *filename, int flags,
+                                   const volatile sig_atomic_t *interrupt,
+                                   Error **errp);
 
-/* Whether the tool was interrupted (see bdrv_set_interrupt_flag()). */
-bool bdrv_interrupted(void);
+/*
+ * Whether the caller that opened bs asked its long operations to stop
+ * (bdrv_set_interrupt()): full preallocation, the naming of a new image.
+ */
+bool bdrv_interrupted(BlockDriverState *bs);
 
 /*
  * Make a new file node, just created, hold size bytes (a format's
- * bdrv_create): a file is truncated to it, a block device must be that
+ * bdrv_create): a file is truncated to it; a block device must be that
  * large already and is left as it is (QEMU's truncate that need not be
- * exact).
+ * exact). The protocol's bdrv_create_fit, or a truncate.
  */
 int bdrv_create_fit(BlockDriverState *file, uint64_t size,
                     PreallocMode prealloc, Error **errp);
@@ -346,6 +364,12 @@ int bdrv_create_fit(BlockDriverState *file, uint64_t size,
  */
 BlockDriverState *bdrv_new_node(const BlockDriver *drv,
                                 BlockDriverState *file, int flags);
+/*
+ * Undo bdrv_new_node() after its creator's open failed (and undid its
+ * own state): bs and the children it attached go, file stays the
+ * caller's.
+ */
+void bdrv_new_node_abandon(BlockDriverState *bs);
 
 /* Take the "preallocation" option (default off), refusing unknown modes. */
 int bdrv_create_take_prealloc(GHashTable *opts, PreallocMode *prealloc,

@@ -662,12 +662,12 @@ static int block_crypto_create_zero_padding(QCryptoBlock *block,
                        last, buf, sector_size, 0, errp);
 }
 
-static int block_crypto_create(const char *filename, GHashTable *opts,
+static int block_crypto_create(BlockDriverState *file, GHashTable *opts,
                                int flags, BlockDriverState **pbs,
                                Error **errp)
 {
     QCryptoBlockCreateOptions copts;
-    LUKSCreateState cs = { 0 };
+    LUKSCreateState cs = { .file = file };
     g_autoptr(QCryptoBlock) block = NULL;
     BlockCrypto *s;
     int ret = -1;
@@ -686,25 +686,17 @@ static int block_crypto_create(const char *filename, GHashTable *opts,
                    "and --target-image-opts");
         goto out;
     }
-    if (bdrv_create_check_leftovers(opts, errp) < 0 ||
-        bdrv_create_file(filename, 0, PREALLOC_MODE_OFF, errp) < 0) {
-        goto out;
-    }
-    /* The new file, unnamed until the creation ends (bdrv_create()). */
-    cs.file = bdrv_open(filename, "file", NULL, BDRV_O_RDWR | flags, errp);
-    if (!cs.file) {
+    if (bdrv_create_check_leftovers(opts, errp) < 0) {
         goto out;
     }
     block = qcrypto_block_create(&copts, block_crypto_create_init,
                                  block_crypto_create_write, &cs, errp);
     if (!block || block_crypto_create_zero_padding(block, &cs, errp) < 0 ||
         bdrv_flush(cs.file, errp) < 0) {
-        bdrv_close(cs.file);
         goto out;
     }
     ret = 0;
     if (!pbs) {
-        bdrv_close(cs.file);
         goto out;
     }
     /* Hand over the image with the master key just made. */

@@ -280,38 +280,3 @@ int file_create_commit(FileCreate *fc, Error **errp)
     }
     return 0;
 }
-
-/* The pending creations, by target name; each holds one reference. */
-static GMutex pending_lock;
-static GHashTable *pending;
-
-void file_create_add_pending(FileCreate *fc)
-{
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&pending_lock);
-
-    if (!pending) {
-        pending = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
-                                        (GDestroyNotify)file_create_unref);
-    }
-    /* The key lives in fc, which the table keeps alive. */
-    g_hash_table_replace(pending, fc->path, file_create_ref(fc));
-}
-
-FileCreate *file_create_find_pending(const char *path)
-{
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&pending_lock);
-    FileCreate *fc = pending ? g_hash_table_lookup(pending, path) : NULL;
-
-    return fc ? file_create_ref(fc) : NULL;
-}
-
-FileCreate *file_create_take_pending(const char *path)
-{
-    g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&pending_lock);
-    gpointer key, fc = NULL;
-
-    if (pending && g_hash_table_steal_extended(pending, path, &key, &fc)) {
-        return fc;
-    }
-    return NULL;
-}

@@ -72,15 +72,5 @@ int file_create_commit(FileCreate *fc, Error **errp);
  */
 void file_create_use_tmpfile(bool use);
 
-/*
- * The files this process is creating, by the name they will have:
- * bdrv_create_file() adds one (the table takes a reference), a file node
- * opening that name shares it (file_create_find_pending(): a new
- * reference, or NULL), and the creation's end takes it out of the table
- * (file_create_take_pending(): the table's reference, or NULL).
- */
-void file_create_add_pending(FileCreate *fc);
-FileCreate *file_create_find_pending(const char *path);
-FileCreate *file_create_take_pending(const char *path);
 
 #endif

@@ -125,7 +125,7 @@ static int file_open_lock(BlockDriverState *bs, const struct stat *st,
  * O_DIRECT if direct: a flag of the open file, shared with the creation's
  * own descriptor, which only syncs it. -1 with errno on failure.
  */
-static int file_open_pending(FileCreate *create, bool direct)
+static int file_dup_new(FileCreate *create, bool direct)
 {
     int fd = fcntl(file_create_fd(create), F_DUPFD_CLOEXEC, 0);
     int fl, err;
@@ -142,8 +142,12 @@ static int file_open_pending(FileCreate *create, bool direct)
     return fd;
 }
 
-static int file_open(BlockDriverState *bs, GHashTable *opts, int flags,
-                     Error **errp)
+/*
+ * Open filename as bs, or, with create, make it: a new file that has no
+ * name until bdrv_create_finish() (file-create.h).
+ */
+static int file_open_common(BlockDriverState *bs, GHashTable *opts,
+                            int flags, bool create_new, Error **errp)
 {
     BDRVFileState *s = bs->opaque;
     g_autofree char *filename = qemu_opt_take(opts, "filename");
@@ -160,16 +164,14 @@ static int file_open(BlockDriverState *bs, GHashTable *opts, int flags,
         return -1;
     }
     s->direct = flags & BDRV_O_NOCACHE;
-    /*
-     * A file this process is creating under that name is not there yet:
-     * the node writes the new, unnamed file.
-     */
-    create = file_create_find_pending(filename);
-    if (create) {
-        s->fd = file_open_pending(create, s->direct);
-        if (flags & BDRV_O_CREATE_NO_SYNC) {
-            file_create_set_sync(create, false);
+    if (create_new) {
+        /* Never overwrites what is there (see bdrv_create()). */
+        create = file_create_new(filename, errp);
+        if (!create) {
+            return -1;
         }
+        s->fd = file_dup_new(create, s->direct);
+        file_create_set_sync(create, !(flags & BDRV_O_CREATE_NO_SYNC));
     } else {
         /* Read-only opens are O_RDONLY: a source image is never writable. */
         s->fd = open(filename, ((flags & BDRV_O_RDWR) ? O_RDWR : O_RDONLY) |
@@ -208,6 +210,27 @@ static int file_open(BlockDriverState *bs, GHashTable *opts, int flags,
     g_rw_lock_init(&s->write_lock);
     g_mutex_init(&s->extent_lock);
     return 0;
+}
+
+static int file_open(BlockDriverState *bs, GHashTable *opts, int flags,
+                     Error **errp)
+{
+    return file_open_common(bs, opts, flags, false, errp);
+}
+
+/*
+ * A new file for an image: unnamed until complete. On a block device
+ * there is nothing to make (QEMU's host_device): the device is opened as
+ * it is, nothing cleared, and the image must fit (bdrv_create_fit()).
+ */
+static int file_create_file(BlockDriverState *bs, GHashTable *opts,
+                            int flags, Error **errp)
+{
+    const char *filename = g_hash_table_lookup(opts, "filename");
+
+    return file_open_common(bs, opts, flags,
+                            !filename ||
+                            bdrv_block_device_size(filename) < 0, errp);
 }
 
 static void file_close(BlockDriverState *bs)
@@ -372,11 +395,12 @@ static int64_t file_getlength(BlockDriverState *bs, Error **errp)
 
 /*
  * Full preallocation: zeroes written from offset to end. It can take
- * minutes, so it stops when the tool is interrupted (bdrv_interrupted()).
+ * minutes, so it stops when the node's caller asks (bdrv_interrupted()).
  * create is the new file being written, if it is one (write-back hints).
  */
-static int file_write_zeroes(int fd, bool direct, uint64_t offset,
-                             uint64_t end, FileCreate *create, Error **errp)
+static int file_write_zeroes(BlockDriverState *bs, int fd, bool direct,
+                             uint64_t offset, uint64_t end,
+                             FileCreate *create, Error **errp)
 {
     g_autofree uint8_t *zeroes = g_malloc0(FILE_PREALLOC_CHUNK);
 
@@ -384,7 +408,7 @@ static int file_write_zeroes(int fd, bool direct, uint64_t offset,
         size_t n = MIN(end - offset, FILE_PREALLOC_CHUNK);
         ssize_t r;
 
-        if (bdrv_interrupted()) {
+        if (bdrv_interrupted(bs)) {
             error_setg(errp, "Interrupted");
             return -1;
         }
@@ -414,9 +438,9 @@ static int file_write_zeroes(int fd, bool direct, uint64_t offset,
 }
 
 /* Resize fd to size; grown space is allocated as prealloc says. */
-static int file_resize_fd(int fd, bool direct, uint64_t size,
-                          PreallocMode prealloc, FileCreate *create,
-                          Error **errp)
+static int file_resize_fd(BlockDriverState *bs, int fd, bool direct,
+                          uint64_t size, PreallocMode prealloc,
+                          FileCreate *create, Error **errp)
 {
     struct stat st;
 
@@ -434,8 +458,8 @@ static int file_resize_fd(int fd, bool direct, uint64_t size,
                 error_setg_errno(errp, ret, "Could not preallocate data");
                 return -1;
             }
-        } else if (file_write_zeroes(fd, direct, st.st_size, size, create,
-                                     errp) < 0) {
+        } else if (file_write_zeroes(bs, fd, direct, st.st_size, size,
+                                     create, errp) < 0) {
             return -1;
         }
     }
@@ -472,7 +496,7 @@ static int file_truncate(BlockDriverState *bs, uint64_t size,
         }
         return 0;
     }
-    return file_resize_fd(s->fd, s->direct, size, prealloc, s->create,
+    return file_resize_fd(bs, s->fd, s->direct, size, prealloc, s->create,
                           errp);
 }
 
@@ -614,38 +638,20 @@ int64_t bdrv_block_device_size(const char *filename)
 }
 
 /*
- * "Creating" an image on a block device (QEMU's host_device driver): there
- * is nothing to make and nothing is cleared; the device must hold size
- * bytes and cannot be preallocated (QEMU's messages).
+ * A new image's file to size bytes (bdrv_create_fit()): a device's size
+ * is its own, so it must hold the image already and is left as it is
+ * (QEMU's truncate that need not be exact, and its messages).
  */
-static int file_create_on_device(const char *filename, int64_t dev_size,
-                                 uint64_t size, PreallocMode prealloc,
-                                 Error **errp)
-{
-    if (prealloc != PREALLOC_MODE_OFF) {
-        error_setg(errp, "Unsupported preallocation mode '%s'",
-                   prealloc_mode_str(prealloc));
-        return -1;
-    }
-    if (size > (uint64_t)dev_size) {
-        error_setg(errp, "Cannot grow device files");
-        return -1;
-    }
-    return 0;
-}
-
-int bdrv_create_fit(BlockDriverState *bs, uint64_t size,
-                    PreallocMode prealloc, Error **errp)
+static int file_create_fit(BlockDriverState *bs, uint64_t size,
+                           PreallocMode prealloc, Error **errp)
 {
     BDRVFileState *s = bs->opaque;
     struct stat st;
     int64_t len;
 
-    if (bs->drv != &bdrv_file || fstat(s->fd, &st) < 0 ||
-        !S_ISBLK(st.st_mode)) {
+    if (fstat(s->fd, &st) < 0 || !S_ISBLK(st.st_mode)) {
         return bdrv_truncate(bs, size, prealloc, errp);
     }
-    /* QEMU's truncate of a device that need not be exact. */
     if (prealloc != PREALLOC_MODE_OFF) {
         error_setg(errp, "Preallocation mode '%s' unsupported for this "
                    "non-regular file", prealloc_mode_str(prealloc));
@@ -662,45 +668,6 @@ int bdrv_create_fit(BlockDriverState *bs, uint64_t size,
     return 0;
 }
 
-int bdrv_create_file(const char *filename, uint64_t size,
-                     PreallocMode prealloc, Error **errp)
-{
-    int64_t dev_size = bdrv_block_device_size(filename);
-    g_autoptr(FileCreate) fc = NULL;
-
-    if (dev_size >= 0) {
-        return file_create_on_device(filename, dev_size, size, prealloc,
-                                     errp);
-    }
-    /* Never overwrites what is there (see bdrv_create()). */
-    fc = file_create_new(filename, errp);
-    if (!fc || file_resize_fd(file_create_fd(fc), false, size, prealloc, fc,
-                              errp) < 0) {
-        return -1;      /* dropping fc leaves nothing */
-    }
-    file_create_add_pending(fc);
-    return 0;
-}
-
-int bdrv_create_file_commit(const char *filename, Error **errp)
-{
-    g_autoptr(FileCreate) fc = file_create_take_pending(filename);
-
-    if (!fc) {
-        return 0;
-    }
-    if (bdrv_interrupted()) {
-        error_setg(errp, "Interrupted");
-        return -1;
-    }
-    return file_create_commit(fc, errp);
-}
-
-void bdrv_create_file_release(const char *filename)
-{
-    file_create_unref(file_create_take_pending(filename));
-}
-
 /* Name the new file this node writes: see bdrv_create_finish(). */
 static int file_create_finish(BlockDriverState *bs, Error **errp)
 {
@@ -709,7 +676,7 @@ static int file_create_finish(BlockDriverState *bs, Error **errp)
     if (!s->create) {
         return 0;
     }
-    if (bdrv_interrupted()) {
+    if (bdrv_interrupted(bs)) {
         error_setg(errp, "Interrupted");
         return -1;
     }
@@ -769,7 +736,8 @@ static int file_delete_file(BlockDriverState *bs, Error **errp)
     return 0;
 }
 
-static int file_create(const char *filename, GHashTable *opts, int flags,
+/* "create -f file": the image is the new file itself. */
+static int file_create(BlockDriverState *file, GHashTable *opts, int flags,
                        BlockDriverState **pbs, Error **errp)
 {
     PreallocMode prealloc;
@@ -778,7 +746,7 @@ static int file_create(const char *filename, GHashTable *opts, int flags,
     if (bdrv_create_take_size_prealloc(opts, &size, &prealloc, errp) < 0) {
         return -1;
     }
-    return bdrv_create_file(filename, size, prealloc, errp);
+    return bdrv_create_fit(file, size, prealloc, errp);
 }
 
 /*
@@ -885,6 +853,8 @@ const BlockDriver bdrv_file = {
     .bdrv_has_zero_init = file_has_zero_init,
     .bdrv_get_allocated_file_size = file_get_allocated_file_size,
     .bdrv_create = file_create,
+    .bdrv_create_file = file_create_file,
+    .bdrv_create_fit = file_create_fit,
     .bdrv_create_finish = file_create_finish,
     .bdrv_delete_file = file_delete_file,
     .bdrv_copy_range = file_copy_range,

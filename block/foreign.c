@@ -329,7 +329,7 @@ static int foreign_refuse_create(const char *format, Error **errp)
  * rather than that it cannot create images).
  */
 #define FOREIGN_DRIVER(name, probe, probe_tail)                             \
-    static int name##_create(const char *filename, GHashTable *opts,       \
+    static int name##_create(BlockDriverState *file, GHashTable *opts,     \
                              int flags, BlockDriverState **pbs,            \
                              Error **errp)                                 \
     {                                                                      \

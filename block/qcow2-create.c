@@ -276,10 +276,10 @@ static int qcow2_take_encrypt(GHashTable *opts, Qcow2CreateOpts *o,
 }
 
 /* The backing file: its format must be given, and it must open. */
-static int qcow2_check_backing(const char *filename, Qcow2CreateOpts *o,
+static int qcow2_check_backing(BlockDriverState *file, Qcow2CreateOpts *o,
                                bool has_size, Error **errp)
 {
-    g_autofree char *dir = g_path_get_dirname(filename);
+    g_autofree char *dir = NULL;
     g_autofree char *path = NULL;
     g_autoptr(BlockDriverState) bs = NULL;
     int64_t len;
@@ -296,9 +296,16 @@ static int qcow2_check_backing(const char *filename, Qcow2CreateOpts *o,
         error_setg(errp, "Backing file name too long");
         return -1;
     }
-    path = g_path_is_absolute(o->backing_file) ?
-        g_strdup(o->backing_file) :
-        g_build_filename(dir, o->backing_file, NULL);
+    /* Relative to the new image, as its protocol resolves names. */
+    if (g_path_is_absolute(o->backing_file)) {
+        path = g_strdup(o->backing_file);
+    } else {
+        dir = bdrv_dirname(file, errp);
+        if (!dir) {
+            return -1;
+        }
+        path = g_strconcat(dir, o->backing_file, NULL);
+    }
     if (!o->backing_fmt) {
         bs = bdrv_open(path, NULL, NULL, BDRV_O_NO_IO | BDRV_O_NO_BACKING,
                        NULL);
@@ -328,7 +335,7 @@ static int qcow2_check_backing(const char *filename, Qcow2CreateOpts *o,
     return 0;
 }
 
-static int qcow2_take_create_opts(const char *filename, GHashTable *opts,
+static int qcow2_take_create_opts(BlockDriverState *file, GHashTable *opts,
                                   Qcow2CreateOpts *o, Error **errp)
 {
     g_autofree char *ctype = NULL;
@@ -421,7 +428,7 @@ static int qcow2_take_create_opts(const char *filename, GHashTable *opts,
         return -1;
     }
     if (qcow2_take_encrypt(opts, o, errp) < 0 ||
-        qcow2_check_backing(filename, o, has_size, errp) < 0) {
+        qcow2_check_backing(file, o, has_size, errp) < 0) {
         return -1;
     }
     if (!has_size && !o->backing_file) {
@@ -670,17 +677,16 @@ static int qcow2_write_image(BlockDriverState *file, const Qcow2CreateOpts *o,
     return bdrv_pwrite(file, 0, hdr, l->cs, 0, errp);
 }
 
-int qcow2_create(const char *filename, GHashTable *opts, int flags,
+int qcow2_create(BlockDriverState *file, GHashTable *opts, int flags,
                  BlockDriverState **pbs, Error **errp)
 {
     Qcow2CreateOpts o;
     Qcow2Layout l;
-    BlockDriverState *file = NULL;
     QCryptoBlock *block = NULL;
     uint64_t luks_len = 0;
     int ret = -1;
 
-    if (qcow2_take_create_opts(filename, opts, &o, errp) < 0 ||
+    if (qcow2_take_create_opts(file, opts, &o, errp) < 0 ||
         bdrv_create_check_leftovers(opts, errp) < 0) {
         goto out;
     }
@@ -690,22 +696,14 @@ int qcow2_create(const char *filename, GHashTable *opts, int flags,
         goto out;
     }
     if (qcow2_plan(&o, luks_len, &l, errp) < 0 ||
-        bdrv_create_file(filename, 0, PREALLOC_MODE_OFF, errp) < 0) {
-        goto out;
-    }
-    /* The new file, unnamed until the creation ends (bdrv_create()). */
-    file = bdrv_open(filename, "file", NULL, BDRV_O_RDWR | flags, errp);
-    if (!file) {
-        goto out;
-    }
-    if (qcow2_write_image(file, &o, &l, &block, errp) < 0 ||
+        qcow2_write_image(file, &o, &l, &block, errp) < 0 ||
         bdrv_flush(file, errp) < 0) {
-        goto fail;
+        qcrypto_block_free(block);
+        goto out;
     }
     ret = 0;
     if (!pbs || !block) {
         /* Opened the usual way by the caller, if it wants it. */
-        bdrv_close(file);
         qcrypto_block_free(block);
         goto out;
     }
@@ -715,19 +713,11 @@ int qcow2_create(const char *filename, GHashTable *opts, int flags,
                                                        l.luks_offset,
                                                        l.luks_len),
                            BDRV_O_RDWR | flags, errp) < 0) {
-        /* qcow2_open_created undid the open: free the bare node. */
-        bdrv_close((*pbs)->file);
-        g_free((*pbs)->opaque);
-        g_free(*pbs);
+        /* qcow2_open_created undid the open; file stays the caller's. */
+        bdrv_new_node_abandon(*pbs);
         *pbs = NULL;
         ret = -1;
     }
-    goto out;
-
-fail:
-    /* Dropping the unnamed new file leaves nothing behind. */
-    qcrypto_block_free(block);
-    bdrv_close(file);
 out:
     qcow2_create_opts_clear(&o);
     return ret;

@@ -467,7 +467,7 @@ int qcow2_amend(BlockDriverState *bs, GHashTable *opts, bool force,
 
 /* ---- qcow2-create.c */
 
-int qcow2_create(const char *filename, GHashTable *opts, int flags,
+int qcow2_create(BlockDriverState *file, GHashTable *opts, int flags,
                  BlockDriverState **pbs, Error **errp);
 /* Open a node that create made, with its LUKS key (crypto, or NULL). */
 int qcow2_open_created(BlockDriverState *bs, Qcow2Crypto *crypto, int flags,

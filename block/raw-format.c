@@ -206,7 +206,7 @@ static bool raw_has_zero_init(BlockDriverState *bs)
     return s->offset == 0 && !s->has_size && bdrv_has_zero_init(bs->file);
 }
 
-static int raw_create(const char *filename, GHashTable *opts, int flags,
+static int raw_create(BlockDriverState *file, GHashTable *opts, int flags,
                       BlockDriverState **pbs, Error **errp)
 {
     PreallocMode prealloc;
@@ -216,8 +216,8 @@ static int raw_create(const char *filename, GHashTable *opts, int flags,
         return -1;
     }
     /* qemu-img makes raw images a whole number of sectors long. */
-    return bdrv_create_file(filename, ROUND_UP(size, BDRV_SECTOR_SIZE),
-                            prealloc, errp);
+    return bdrv_create_fit(file, ROUND_UP(size, BDRV_SECTOR_SIZE), prealloc,
+                           errp);
 }
 
 static int raw_measure(GHashTable *opts, BlockDriverState *in_bs,

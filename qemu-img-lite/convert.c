@@ -788,7 +788,7 @@ int img_convert(int argc, char **argv)
         g_hash_table_insert(opts, g_strdup("size"),
                             g_strdup_printf("%" G_GINT64_FORMAT, len));
         dst = bdrv_create_open(out_fmt ? out_fmt : "raw", dst_path, opts,
-                               dst_flags, &err);
+                               dst_flags, &img_interrupted, &err);
         if (!dst) {
             img_error_free(dst_name, err);
             goto out;

@@ -325,7 +325,7 @@ int img_create(int argc, char **argv)
         padding_possible = false;   /* bdrv_create reports the bad size */
     }
     /* Interrupted, it fails: the new image is never named. */
-    if (bdrv_create(fmt, path, opts, &err) < 0) {
+    if (bdrv_create(fmt, path, opts, &img_interrupted, &err) < 0) {
         img_error_free(filename, err);
         goto out;
     }

@@ -203,7 +203,8 @@ int img_dd(int argc, char **argv)
     g_hash_table_insert(opts, g_strdup("size"),
                         g_strdup_printf("%" G_GUINT64_FORMAT, out_size));
     /* Named only once complete, as convert's targets: a kill leaves none. */
-    dst = bdrv_create_open(out_fmt ? out_fmt : "raw", a.out, opts, 0, &err);
+    dst = bdrv_create_open(out_fmt ? out_fmt : "raw", a.out, opts, 0,
+                           &img_interrupted, &err);
     if (!dst) {
         img_error(a.out, "error while creating output image: %s",
                   error_get_pretty(err));

@@ -318,6 +318,8 @@ BlockDriverState *img_open(const char *name, const char *fmt,
         img_error_free(name, err);
         return NULL;
     }
+    /* Long operations on it (resize's full preallocation) stop on a signal. */
+    bdrv_set_interrupt(bs, &img_interrupted);
     if (bdrv_get_warning(bs)) {
         img_error(name, "warning: %s", bdrv_get_warning(bs));
     }

@@ -190,7 +190,8 @@ static BlockDriverState *hdr_open(const char *path, bool create,
     g_autoptr(GHashTable) opts = qemu_opts_new();
 
     if (create) {
-        return bdrv_create_open("file", path, opts, 0, errp);
+        return bdrv_create_open("file", path, opts, 0, &img_interrupted,
+                                errp);
     }
     g_hash_table_insert(opts, g_strdup("driver"), g_strdup("file"));
     g_hash_table_insert(opts, g_strdup("filename"), g_strdup(path));

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qemu-img-lite: SIGINT, SIGTERM and SIGHUP set a flag that long-running
- * loops (the block layer's too, and the passphrase prompt) check, so that
+ * loops (the passphrase prompt's, and the block layer's, which is given
+ * the flag with each image: img_open(), the creations) check, so that
  * they stop cleanly: a new image is then never given its name.
  */
 #include "img.h"
@@ -27,5 +28,4 @@ void img_install_signal_handlers(void)
      * writes to stdout fail with EPIPE, and the copy goes on.
      */
     signal(SIGPIPE, SIG_IGN);
-    bdrv_set_interrupt_flag(&img_interrupted);
 }

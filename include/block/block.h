@@ -310,13 +310,15 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(BlockImageInfo, bdrv_image_info_free)
  * and any left over is an error. The file must not exist yet: it is
  * created exclusively, so that nothing the user had is ever overwritten.
  *
- * The new file has no name until the image is complete
+ * The new file is made by the protocol filename names (a plain name is
+ * a file) and has no name until the image is complete
  * (block/file-create.h): bdrv_create() syncs it and names it before it
- * returns 0. On failure, on bdrv_interrupted(), or if the process is
+ * returns 0. On failure, once *interrupt is non-zero (see
+ * bdrv_set_interrupt(); interrupt may be NULL), or if the process is
  * killed, nothing is left behind.
  */
 int bdrv_create(const char *format, const char *filename, GHashTable *opts,
-                Error **errp);
+                const volatile sig_atomic_t *interrupt, Error **errp);
 /*
  * An existing block device is the one exception (qemu-img's host_device):
  * an image is created on it in place, without truncating it, if it is
@@ -330,11 +332,14 @@ int64_t bdrv_block_device_size(const char *filename);
  * Closing it before that (or a kill) leaves nothing behind.
  */
 BlockDriverState *bdrv_create_open(const char *format, const char *filename,
-                                   GHashTable *opts, int flags, Error **errp);
+                                   GHashTable *opts, int flags,
+                                   const volatile sig_atomic_t *interrupt,
+                                   Error **errp);
 /*
  * Flush bs, sync the new files under it and give them their names (never
  * replacing a file that took the name meanwhile: "File exists"). Refused
- * with "Interrupted" once bdrv_interrupted(). Harmless on other images.
+ * with "Interrupted" once the interrupt flag the image was given is set
+ * (bdrv_set_interrupt()). Harmless on other images.
  */
 int bdrv_create_finish(BlockDriverState *bs, Error **errp);
 
@@ -355,11 +360,13 @@ void bdrv_file_create_use_tmpfile(bool use);
 int bdrv_delete_file(BlockDriverState *bs, Error **errp);
 
 /*
- * Long operations inside the block layer (full preallocation) and the
- * naming of new images stop with "Interrupted" once *flag is non-zero:
- * the tool passes the flag its signal handlers set. NULL: never.
+ * Long operations on bs and the nodes below it (full preallocation, the
+ * naming of a new image) stop with "Interrupted" once *flag is non-zero:
+ * the tool passes the flag its signal handlers set. NULL: never (the
+ * default). The caller's, per node: the library keeps no such state.
  */
-void bdrv_set_interrupt_flag(volatile sig_atomic_t *flag);
+void bdrv_set_interrupt(BlockDriverState *bs,
+                        const volatile sig_atomic_t *flag);
 
 /* What "qemu-img measure" prints (QEMU's BlockMeasureInfo). */
 typedef struct BlockMeasureInfo {

@@ -135,7 +135,8 @@ class DeviceTest(TestCase):
                  "Cannot grow device files"),
                 (["-f", "raw", dev, "16M"], "Cannot grow device files"),
                 (["-f", "raw", "-o", "preallocation=full", dev, "1M"],
-                 "Unsupported preallocation mode 'full'"),
+                 "Preallocation mode 'full' unsupported for this "
+                 "non-regular file"),
                 (["-f", "luks", "--object", SECRET, "-o",
                   f"key-secret=sec0,iter-time={ITER_TIME},"
                   "preallocation=falloc", dev, "1M"],

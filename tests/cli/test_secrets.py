@@ -337,14 +337,18 @@ class EmptyPassphrase(TestCase):
                     self.assertFalse(os.path.exists(img))
 
     def test_create_refused_leaves_existing_file(self):
-        img = self.path("a.luks")
+        """The new file is made (unnamed) before the format reads its
+        options, so an existing file is what is said first; either way it
+        is left as it was, and a new name gets nothing."""
+        img, new = self.path("a.luks"), self.path("b.luks")
         random_file(img, 4096)
         before = file_bytes(img)
-        self.assertFails(["create", "-f", "luks", "--object",
-                          "secret,id=k,data=", "-o",
-                          f"key-secret=k,iter-time={ITER_TIME}", img, "1M"],
-                         self.MESSAGE)
+        args = ["create", "-f", "luks", "--object", "secret,id=k,data=",
+                "-o", f"key-secret=k,iter-time={ITER_TIME}"]
+        self.assertFails([*args, img, "1M"], "File exists")
         self.assertEqual(file_bytes(img), before)
+        self.assertFails([*args, new, "1M"], self.MESSAGE)
+        self.assertFalse(os.path.exists(new))
 
     def test_convert_refused(self):
         raw, luks = self.path("a.raw"), self.path("a.luks")

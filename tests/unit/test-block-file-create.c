@@ -84,7 +84,6 @@ static void fixture_teardown(Fixture *f, gconstpointer data)
     rmdir(f->dir);
     g_free(f->dir);
     g_free(f->path);
-    bdrv_set_interrupt_flag(NULL);
 }
 
 /* The directory's entries, sorted, joined by spaces ("" if empty). */
@@ -289,7 +288,7 @@ static void test_bdrv_create_open(Fixture *f, gconstpointer data)
     }
     /* Closed before finish: gone. */
     opts = size_opts(NULL);
-    bs = bdrv_create_open("raw", f->path, opts, 0, &error_abort);
+    bs = bdrv_create_open("raw", f->path, opts, 0, NULL, &error_abort);
     g_assert_cmpint(bdrv_pwrite(bs, 4096, "data", 4, 0, &error_abort), ==, 0);
     g_assert_false(g_file_test(f->path, G_FILE_TEST_EXISTS));
     bdrv_close(bs);
@@ -298,7 +297,7 @@ static void test_bdrv_create_open(Fixture *f, gconstpointer data)
 
     /* Finished: there, whole, and still open for writing. */
     opts2 = size_opts(NULL);
-    bs = bdrv_create_open("raw", f->path, opts2, 0, &error_abort);
+    bs = bdrv_create_open("raw", f->path, opts2, 0, NULL, &error_abort);
     g_assert_cmpint(bdrv_pwrite(bs, 4096, "data", 4, 0, &error_abort), ==, 0);
     g_assert_false(g_file_test(f->path, G_FILE_TEST_EXISTS));
     g_assert_cmpint(bdrv_create_finish(bs, &error_abort), ==, 0);
@@ -326,12 +325,12 @@ static void test_bdrv_create(Fixture *f, gconstpointer data)
     if (!f->dir) {
         return;
     }
-    g_assert_cmpint(bdrv_create("raw", f->path, bad, &err), ==, -1);
+    g_assert_cmpint(bdrv_create("raw", f->path, bad, NULL, &err), ==, -1);
     test_error_expect(&err, "Invalid parameter 'nope'");
     list = dir_list(f);
     g_assert_cmpstr(list, ==, "");
 
-    g_assert_cmpint(bdrv_create("raw", f->path, opts, &error_abort), ==, 0);
+    g_assert_cmpint(bdrv_create("raw", f->path, opts, NULL, &error_abort), ==, 0);
     g_assert_cmpint(stat(f->path, &st), ==, 0);
     g_assert_cmpint(st.st_size, ==, 1024 * 1024);
     g_assert_cmpint(st.st_blocks * 512, >=, 1024 * 1024);  /* written */
@@ -351,17 +350,33 @@ static void test_interrupted(Fixture *f, gconstpointer data)
         return;
     }
     interrupted = 1;
-    bdrv_set_interrupt_flag(&interrupted);
     /* The full preallocation loop stops... */
-    g_assert_cmpint(bdrv_create("raw", f->path, full, &err), ==, -1);
+    g_assert_cmpint(bdrv_create("raw", f->path, full, &interrupted, &err),
+                    ==, -1);
     test_error_expect(&err, "Interrupted");
     /* ...and an image made before the signal is not named. */
-    bs = bdrv_create_open("raw", f->path, off, 0, &error_abort);
+    bs = bdrv_create_open("raw", f->path, off, 0, &interrupted,
+                          &error_abort);
     g_assert_cmpint(bdrv_create_finish(bs, &err), ==, -1);
     test_error_expect(&err, "Interrupted");
     bdrv_close(bs);
     list = dir_list(f);
     g_assert_cmpstr(list, ==, "");
+
+    /* The flag is the caller's: another creation, without it, goes on. */
+    bs = bdrv_create_open("raw", f->path, off, 0, NULL, &error_abort);
+    g_assert_cmpint(bdrv_create_finish(bs, &error_abort), ==, 0);
+    bdrv_close(bs);
+    /* A resize with full preallocation, on an image given the flag. */
+    bs = bdrv_open(f->path, "raw", NULL, BDRV_O_RDWR, &error_abort);
+    bdrv_set_interrupt(bs, &interrupted);
+    g_assert_cmpint(bdrv_truncate(bs, 8 << 20, PREALLOC_MODE_FULL, &err),
+                    ==, -1);
+    test_error_expect(&err, "Interrupted");
+    bdrv_set_interrupt(bs, NULL);
+    g_assert_cmpint(bdrv_truncate(bs, 8 << 20, PREALLOC_MODE_FULL,
+                                  &error_abort), ==, 0);
+    bdrv_close(bs);
 }
 
 /* bdrv_delete_file(): the name goes; the open node still reads the bytes. */
@@ -375,7 +390,7 @@ static void test_delete(Fixture *f, gconstpointer data)
     if (!f->dir) {
         return;
     }
-    bs = bdrv_create_open("file", f->path, opts, 0, &error_abort);
+    bs = bdrv_create_open("file", f->path, opts, 0, NULL, &error_abort);
     g_assert_cmpint(bdrv_pwrite(bs, 0, "data", 4, 0, &error_abort), ==, 0);
     g_assert_cmpint(bdrv_create_finish(bs, &error_abort), ==, 0);
     g_assert_true(g_file_test(f->path, G_FILE_TEST_EXISTS));
@@ -402,12 +417,12 @@ static void test_delete_refused(Fixture *f, gconstpointer data)
         return;
     }
     /* still unnamed */
-    bs = bdrv_create_open("file", f->path, opts, 0, &error_abort);
+    bs = bdrv_create_open("file", f->path, opts, 0, NULL, &error_abort);
     g_assert_cmpint(bdrv_delete_file(bs, &err), ==, -1);
     test_error_expect(&err, "has no name yet");
     bdrv_close(bs);
 
-    g_assert_cmpint(bdrv_create("raw", f->path, opts2, &error_abort), ==, 0);
+    g_assert_cmpint(bdrv_create("raw", f->path, opts2, NULL, &error_abort), ==, 0);
     /* read-only, and a format node */
     bs = bdrv_open(f->path, "file", NULL, 0, &error_abort);
     g_assert_cmpint(bdrv_delete_file(bs, &err), ==, -1);

@@ -47,7 +47,7 @@ static void fixture_setup(Fixture *f, gconstpointer data)
     g_assert_cmpint(qcrypto_secret_add("s0", PASS, NULL,
                                        QCRYPTO_SECRET_FORMAT_RAW,
                                        &error_abort), ==, 0);
-    g_assert_cmpint(bdrv_create("luks", f->img, opts, &error_abort), ==, 0);
+    g_assert_cmpint(bdrv_create("luks", f->img, opts, NULL, &error_abort), ==, 0);
 }
 
 static void fixture_teardown(Fixture *f, gconstpointer data)
@@ -131,7 +131,7 @@ static void start_decryption(Fixture *f, bool init)
     };
 
     f->data_bs = bdrv_open(f->img, "file", NULL, BDRV_O_RDWR, &error_abort);
-    f->hdr_bs = bdrv_create_open("file", f->hdr, none, 0, &error_abort);
+    f->hdr_bs = bdrv_create_open("file", f->hdr, none, 0, NULL, &error_abort);
     g_assert_cmpint(qcrypto_reencrypt_decrypt_export_header(&secret, &io,
                                                             &error_abort),
                     ==, 0);

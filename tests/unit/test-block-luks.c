@@ -60,7 +60,7 @@ static BlockDriverState *luks_create(const char *path, const char *extra,
         extra ? "," : "", extra ? extra : "");
     g_autoptr(GHashTable) opts = qemu_opts_parse(s, NULL, NULL);
     Error *err = NULL;
-    BlockDriverState *bs = bdrv_create_open("luks", path, opts, 0, &err);
+    BlockDriverState *bs = bdrv_create_open("luks", path, opts, 0, NULL, &err);
 
     if (err) {
         g_test_message("create: %s", error_get_pretty(err));
@@ -253,8 +253,8 @@ static void test_detached_header(Fixture *f, gconstpointer data)
     gsize len;
     Error *err = NULL;
 
-    g_assert_cmpint(bdrv_create("luks", hdr, hopts, &err), ==, 0);
-    g_assert_cmpint(bdrv_create("raw", dat, dopts, &err), ==, 0);
+    g_assert_cmpint(bdrv_create("luks", hdr, hopts, NULL, &err), ==, 0);
+    g_assert_cmpint(bdrv_create("raw", dat, dopts, NULL, &err), ==, 0);
     bs = open_opts(o, BDRV_O_RDWR, &err);
     g_assert_nonnull(bs);
     g_assert_cmpint(bdrv_getlength(bs, &err), ==, IMG_SIZE);
@@ -326,9 +326,9 @@ static void test_raw_and_file(Fixture *f, gconstpointer data)
     uint64_t pnum;
     Error *err = NULL;
 
-    g_assert_cmpint(bdrv_create("raw", path, opts, &err), ==, 0);
+    g_assert_cmpint(bdrv_create("raw", path, opts, NULL, &err), ==, 0);
     /* created exclusively: a second create fails and keeps the file */
-    g_assert_cmpint(bdrv_create("raw", path, opts, &err), ==, -1);
+    g_assert_cmpint(bdrv_create("raw", path, opts, NULL, &err), ==, -1);
     g_assert_nonnull(strstr(error_get_pretty(err), "File exists"));
     error_free_or_abort(&err);
 

@@ -572,7 +572,7 @@ static void test_foreign_open(void)
     g_assert_cmpstr(bdrv_get_format_name(bs), ==, "raw");
 
     g_hash_table_insert(opts, g_strdup("size"), g_strdup("1048576"));
-    g_assert_cmpint(bdrv_create("vmdk", new_path, opts, &err), ==, -1);
+    g_assert_cmpint(bdrv_create("vmdk", new_path, opts, NULL, &err), ==, -1);
     test_error_expect(&err, "Image format 'vmdk' is not supported; "
                       "qemu-img-lite creates raw");
     g_assert_false(g_file_test(new_path, G_FILE_TEST_EXISTS));

@@ -13,8 +13,11 @@
  * - qcow2 with a backing file named relative to the image: resolved with
  *   the protocol's directory ("mem:"), its data read through the top
  *   image, writes checked by bdrv_check(); a backing loop refused by the
- *   protocol's identity.
- * Images are made by the real create code on disk, then loaded into mem.
+ *   protocol's identity;
+ * - creation through the protocol: qcow2, luks and raw images made on
+ *   mem by the formats' create code, named only when finished, nothing
+ *   left when dropped or interrupted, never over an existing file.
+ * Other images are made by the create code on disk, then loaded into mem.
  * This is the proof that a protocol plugs in: nothing here is a file.
  */
 #include <string.h>
@@ -45,6 +48,7 @@ static gint mem_aio_requests;          /* requests that went through it */
 typedef struct BDRVMemState {
     MemFile *f;
     char *name;
+    bool pending;           /* created, not in mem_files until finished */
 } BDRVMemState;
 
 typedef struct MemRequest {
@@ -173,7 +177,51 @@ static void mem_close(BlockDriverState *bs)
 {
     BDRVMemState *s = bs->opaque;
 
+    /* A creation never finished leaves nothing. */
+    if (s->pending) {
+        mem_file_free(s->f);
+    }
     g_free(s->name);
+}
+
+/* A new mem file: nobody sees it under its name before it is finished. */
+static int mem_create_file(BlockDriverState *bs, GHashTable *opts,
+                           int flags, Error **errp)
+{
+    BDRVMemState *s = bs->opaque;
+    g_autofree char *name = qemu_opt_take(opts, "filename");
+
+    if (g_hash_table_contains(mem_files, name)) {
+        error_setg(errp, "Could not create 'mem:%s': File exists", name);
+        return -1;
+    }
+    s->f = g_new0(MemFile, 1);
+    g_mutex_init(&s->f->lock);
+    s->f->data = g_byte_array_new();
+    s->pending = true;
+    bs->filename = g_strconcat("mem:", name, NULL);
+    s->name = g_steal_pointer(&name);
+    return 0;
+}
+
+static int mem_create_finish(BlockDriverState *bs, Error **errp)
+{
+    BDRVMemState *s = bs->opaque;
+
+    if (!s->pending) {
+        return 0;
+    }
+    if (bdrv_interrupted(bs)) {
+        error_setg(errp, "Interrupted");
+        return -1;
+    }
+    if (g_hash_table_contains(mem_files, s->name)) {
+        error_setg(errp, "Could not create '%s': File exists", bs->filename);
+        return -1;
+    }
+    g_hash_table_insert(mem_files, g_strdup(s->name), s->f);
+    s->pending = false;
+    return 0;
 }
 
 static int64_t mem_getlength(BlockDriverState *bs, Error **errp)
@@ -218,6 +266,8 @@ static const BlockDriver bdrv_mem = {
     .protocol_name = "mem",
     .bdrv_open = mem_open,
     .bdrv_close = mem_close,
+    .bdrv_create_file = mem_create_file,
+    .bdrv_create_finish = mem_create_finish,
     .bdrv_aio_pread = mem_aio_pread,
     .bdrv_aio_pwrite = mem_aio_pwrite,
     .bdrv_getlength = mem_getlength,
@@ -270,7 +320,7 @@ static void make_image(Fixture *f, const char *format, const char *name,
     Error *err = NULL;
 
     g_assert_nonnull(opts);
-    g_assert_cmpint(bdrv_create(format, path, opts, &err), ==, 0);
+    g_assert_cmpint(bdrv_create(format, path, opts, NULL, &err), ==, 0);
     g_assert_null(err);
     mem_load(name, path);
 }
@@ -523,6 +573,63 @@ static void test_qcow2_backing_loop(Fixture *f, gconstpointer data)
     test_error_expect(&err, "backing file loop");
 }
 
+/*
+ * Creation through the protocol: the formats' create code writes onto
+ * the node the protocol made, which is named only when finished.
+ */
+static void test_create(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GHashTable) qopts = qemu_opts_parse("size=1M", NULL, NULL);
+    g_autoptr(GHashTable) lopts = qemu_opts_parse(
+        "key-secret=s0,iter-time=10,luks-version=2,size=1M", NULL, NULL);
+    g_autoptr(GHashTable) ropts = qemu_opts_parse("size=64k", NULL, NULL);
+    g_autoptr(GHashTable) again = qemu_opts_parse("size=64k", NULL, NULL);
+    g_autoptr(GHashTable) exists = qemu_opts_parse("size=64k", NULL, NULL);
+    g_autofree uint8_t *model = g_malloc0(IMG_SIZE);
+    static volatile sig_atomic_t stop = 1;
+    BlockDriverState *bs;
+    Error *err = NULL;
+
+    g_assert_cmpint(bdrv_create("qcow2", "mem:c.qcow2", qopts, NULL, &err),
+                    ==, 0);
+    assert_no_error(err);
+    bs = bdrv_open("mem:c.qcow2", NULL, NULL, BDRV_O_RDWR, &err);
+    assert_no_error(err);
+    g_assert_cmpstr(bdrv_get_format_name(bs), ==, "qcow2");
+    verify(bs, model, IMG_SIZE);            /* a new qcow2 reads zeroes */
+    write_and_verify(bs, model, IMG_SIZE);
+    bdrv_close(bs);
+
+    /* Open for writing, unnamed until finished. */
+    bs = bdrv_create_open("luks", "mem:l.luks", lopts, 0, NULL, &err);
+    assert_no_error(err);
+    g_assert_false(g_hash_table_contains(mem_files, "l.luks"));
+    write_and_verify(bs, model, IMG_SIZE);
+    g_assert_cmpint(bdrv_create_finish(bs, &err), ==, 0);
+    g_assert_true(g_hash_table_contains(mem_files, "l.luks"));
+    bdrv_close(bs);
+    bs = open_opts("driver=luks,key-secret=s0,file.driver=mem,"
+                   "file.filename=l.luks", 0, &err);
+    assert_no_error(err);
+    verify(bs, model, IMG_SIZE);
+    bdrv_close(bs);
+
+    /* Dropped before it is finished, or interrupted: nothing is named. */
+    bs = bdrv_create_open("raw", "mem:gone", ropts, 0, NULL, &err);
+    assert_no_error(err);
+    bdrv_close(bs);
+    g_assert_false(g_hash_table_contains(mem_files, "gone"));
+    g_assert_cmpint(bdrv_create("raw", "mem:gone", again, &stop, &err), ==,
+                    -1);
+    test_error_expect(&err, "Interrupted");
+    g_assert_false(g_hash_table_contains(mem_files, "gone"));
+
+    /* Never over what is there. */
+    g_assert_cmpint(bdrv_create("raw", "mem:c.qcow2", exists, NULL, &err), ==,
+                    -1);
+    test_error_expect(&err, "File exists");
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -539,6 +646,7 @@ int main(int argc, char **argv)
     ADD("luks2-detached-header", test_luks_detached_header, NULL);
     ADD("qcow2-backing", test_qcow2_backing, NULL);
     ADD("qcow2-backing-loop", test_qcow2_backing_loop, NULL);
+    ADD("create", test_create, NULL);
 #undef ADD
     return g_test_run();
 }

@@ -270,7 +270,7 @@ static void test_random_writes(gconstpointer data)
                                    *l->opts ? "," : "", IMG_SIZE);
     }
     opts = qemu_opts_parse(opts_str, NULL, &error_abort);
-    bs = bdrv_create_open("qcow2", t.path, opts, 0, &error_abort);
+    bs = bdrv_create_open("qcow2", t.path, opts, 0, NULL, &error_abort);
     g_assert_nonnull(bs);
 
     for (int i = 0; i < 300; i++) {
