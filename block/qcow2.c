@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The "qcow2" format driver (read-only): the header and its extensions,
- * open and close, options, the read path and "info". The cluster mapping
- * is in qcow2-cluster.c, the L2 cache in qcow2-cache.c, refcounts in
- * qcow2-refcount.c, compressed clusters in qcow2-compress.c and
- * encryption in qcow2-crypto.c. The layout is QEMU's
+ * The "qcow2" format driver: the header and its extensions, open and
+ * close (the backing file and the external data file are children),
+ * options, the read path and "info". The cluster mapping is in
+ * qcow2-cluster.c, the L2 cache in qcow2-cache.c, refcounts in
+ * qcow2-refcount.c, compressed clusters in qcow2-compress.c, encryption
+ * in qcow2-crypto.c, the write path in qcow2-write.c, creation in
+ * qcow2-create.c, amend and resize in qcow2-amend.c, check in
+ * qcow2-check.c. The layout is QEMU's
  * docs/interop/qcow2.txt ("the spec"); docs/qcow2.md says what is read
  * and what is refused.
  *
