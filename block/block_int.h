@@ -70,6 +70,11 @@ struct BlockDriver {
     size_t instance_size;
     /* A protocol driver holds bytes itself ("file"); a format needs a child. */
     bool is_protocol;
+    /*
+     * A filter passes its "file" child's bytes on, at the same offsets
+     * (blkdebug): neither a protocol nor an image format of its own.
+     */
+    bool is_filter;
 
     /*
      * Protocols: the prefix that names the driver in a file name ("nbd"
@@ -280,6 +285,7 @@ extern const BlockDriver bdrv_file;
 extern const BlockDriver bdrv_raw;
 extern const BlockDriver bdrv_luks;
 extern const BlockDriver bdrv_qcow2;
+extern const BlockDriver bdrv_blkdebug;
 /* Recognised only to be refused (block/foreign.c). */
 extern const BlockDriver bdrv_vmdk, bdrv_vhdx, bdrv_vdi, bdrv_vpc, bdrv_qed,
     bdrv_qcow, bdrv_parallels, bdrv_dmg, bdrv_cloop, bdrv_bochs;

@@ -3,7 +3,7 @@
  * The block drivers of this build: the one list that names them. The core
  * (block.c) looks drivers up by name here and probes every format in this
  * order, so on a tie in score the earlier wins. A new driver is a line
- * here, its extern in include/block/block_int.h and its file in
+ * here, its extern in block/block_int.h and its file in
  * meson.build.
  *
  * The formats recognised only to be refused (block/foreign.c) come last:
@@ -16,6 +16,7 @@ const BlockDriver *const bdrv_drivers[] = {
     &bdrv_raw,
     &bdrv_luks,
     &bdrv_qcow2,
+    &bdrv_blkdebug,
     &bdrv_vmdk,
     &bdrv_vhdx,
     &bdrv_vdi,

@@ -265,7 +265,8 @@ static char *supported_formats(bool create)
     for (size_t i = 0; bdrv_drivers[i]; i++) {
         const BlockDriver *drv = bdrv_drivers[i];
 
-        if (!drv->is_protocol && drv->bdrv_open != foreign_open &&
+        if (!drv->is_protocol && !drv->is_filter &&
+            drv->bdrv_open != foreign_open &&
             (!create || drv->bdrv_create)) {
             g_ptr_array_add(names, (gpointer)drv->format_name);
         }

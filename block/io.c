@@ -9,7 +9,7 @@
  * - checks: a read-only node refuses writes; a format node refuses
  *   requests past its end (a protocol node does not: a format grows its
  *   file by writing past the end, and reads past it as zeroes, as in
- *   QEMU);
+ *   QEMU; a filter leaves it to its child);
  * - alignment: a node that reads and writes whole blocks of
  *   bs->request_alignment bytes (an encrypted format's sectors) gets only
  *   aligned requests; the rest are split into a bounded bounce buffer,
@@ -57,7 +57,8 @@ static int bdrv_check_request(BlockDriverState *bs, uint64_t offset,
                    "bytes is out of range", offset, bytes);
         return -1;
     }
-    if (bs->drv->is_protocol) {
+    /* A filter's child checks for itself (a protocol there may grow). */
+    if (bs->drv->is_protocol || bs->drv->is_filter) {
         return 0;
     }
     len = bdrv_getlength(bs, errp);

@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The "blkdebug" filter driver: error injection in the spirit of QEMU's
+ * blkdebug. It passes every request to its "file" child, except the
+ * ones its rules pick by kind and number, which it fails (with an errno
+ * of the rule's choice) or stops the process at (SIGKILL, as a crash or
+ * a power cut would: the write before it reached the disk, or half of it
+ * did). Tests sweep N over a command's requests to see that a writer
+ * survives a fault at any point:
+ *
+ *   --image-opts driver=raw,file.driver=blkdebug,file.fail-write=3,
+ *                file.errno=ENOSPC,file.file.filename=disk.img
+ *
+ * Options (each rule counts the requests of its kind from 1, across all
+ * threads; 0, the default, never fires):
+ *   fail-read=N, fail-write=N, fail-flush=N, fail-truncate=N
+ *                      that request fails with errno (default EIO), and
+ *                      the fail-count - 1 after it (fail-count=0: every
+ *                      one from N on, a device that stays broken);
+ *   kill-write=N       the process is killed before the N-th write;
+ *   torn-write=N       the first half of the N-th write (rounded down to
+ *                      512 bytes) reaches the child, then the kill;
+ *   kill-flush=N       killed before the N-th flush.
+ * Zero writes count as writes (they are written as data here).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "block/block_int.h"
+
+typedef enum {
+    BLKDEBUG_READ,
+    BLKDEBUG_WRITE,
+    BLKDEBUG_FLUSH,
+    BLKDEBUG_TRUNCATE,
+    BLKDEBUG__MAX,
+} BlkdebugKind;
+
+static const char *const blkdebug_kind_names[BLKDEBUG__MAX] = {
+    [BLKDEBUG_READ] = "read",
+    [BLKDEBUG_WRITE] = "write",
+    [BLKDEBUG_FLUSH] = "flush",
+    [BLKDEBUG_TRUNCATE] = "truncate",
+};
+
+typedef struct BDRVBlkdebugState {
+    uint64_t fail_at[BLKDEBUG__MAX];
+    uint64_t fail_count;
+    int error;
+    uint64_t kill_write, torn_write, kill_flush;
+    gint counter[BLKDEBUG__MAX];        /* requests so far, atomic */
+} BDRVBlkdebugState;
+
+static const struct {
+    const char *name;
+    int value;
+} blkdebug_errnos[] = {
+    { "EIO", EIO }, { "ENOSPC", ENOSPC }, { "EROFS", EROFS },
+    { "EDQUOT", EDQUOT }, { "ENOMEM", ENOMEM },
+};
+
+static int blkdebug_take_errno(GHashTable *opts, int *error, Error **errp)
+{
+    g_autofree char *name = qemu_opt_take(opts, "errno");
+
+    *error = EIO;
+    if (!name) {
+        return 0;
+    }
+    for (size_t i = 0; i < G_N_ELEMENTS(blkdebug_errnos); i++) {
+        if (g_str_equal(name, blkdebug_errnos[i].name)) {
+            *error = blkdebug_errnos[i].value;
+            return 0;
+        }
+    }
+    error_setg(errp, "Parameter 'errno' does not accept value '%s' (use "
+               "EIO, ENOSPC, EROFS, EDQUOT or ENOMEM)", name);
+    return -1;
+}
+
+static int blkdebug_open(BlockDriverState *bs, GHashTable *opts, int flags,
+                         Error **errp)
+{
+    BDRVBlkdebugState *s = bs->opaque;
+
+    for (int k = 0; k < BLKDEBUG__MAX; k++) {
+        g_autofree char *key = g_strconcat("fail-", blkdebug_kind_names[k],
+                                           NULL);
+
+        if (qemu_opt_take_uint(opts, key, 0, &s->fail_at[k], errp) < 0) {
+            return -1;
+        }
+    }
+    if (qemu_opt_take_uint(opts, "fail-count", 1, &s->fail_count,
+                           errp) < 0 ||
+        qemu_opt_take_uint(opts, "kill-write", 0, &s->kill_write,
+                           errp) < 0 ||
+        qemu_opt_take_uint(opts, "torn-write", 0, &s->torn_write,
+                           errp) < 0 ||
+        qemu_opt_take_uint(opts, "kill-flush", 0, &s->kill_flush,
+                           errp) < 0 ||
+        blkdebug_take_errno(opts, &s->error, errp) < 0) {
+        return -1;
+    }
+    /* What the child takes in one piece, the filter takes too. */
+    bs->request_alignment = bs->file->request_alignment;
+    return 0;
+}
+
+/* Count a request of kind k: its number, from 1. */
+static uint64_t blkdebug_count(BDRVBlkdebugState *s, BlkdebugKind k)
+{
+    return (uint64_t)(guint)g_atomic_int_add(&s->counter[k], 1) + 1;
+}
+
+/* Whether request n of kind k fails; errp then says so. */
+static bool blkdebug_fails(BlockDriverState *bs, BlkdebugKind k, uint64_t n,
+                           Error **errp)
+{
+    BDRVBlkdebugState *s = bs->opaque;
+    uint64_t at = s->fail_at[k];
+
+    if (!at || n < at || (s->fail_count && n - at >= s->fail_count)) {
+        return false;
+    }
+    error_setg_errno(errp, s->error, "Could not %s '%s' (blkdebug: %s "
+                     "%" G_GUINT64_FORMAT " injected)",
+                     blkdebug_kind_names[k], bdrv_get_filename(bs),
+                     blkdebug_kind_names[k], n);
+    return true;
+}
+
+/* A crash at this point: nothing after it runs, nothing is flushed. */
+static void G_GNUC_NORETURN blkdebug_kill(void)
+{
+    raise(SIGKILL);
+    _exit(137);     /* not reached: SIGKILL cannot be caught */
+}
+
+static int blkdebug_pread(BlockDriverState *bs, uint64_t offset, void *buf,
+                          size_t bytes, Error **errp)
+{
+    BDRVBlkdebugState *s = bs->opaque;
+
+    if (blkdebug_fails(bs, BLKDEBUG_READ,
+                       blkdebug_count(s, BLKDEBUG_READ), errp)) {
+        return -1;
+    }
+    return bdrv_pread(bs->file, offset, buf, bytes, errp);
+}
+
+static int blkdebug_pwrite(BlockDriverState *bs, uint64_t offset,
+                           const void *buf, size_t bytes, int flags,
+                           Error **errp)
+{
+    BDRVBlkdebugState *s = bs->opaque;
+    uint64_t n = blkdebug_count(s, BLKDEBUG_WRITE);
+
+    if (n == s->kill_write) {
+        blkdebug_kill();
+    }
+    if (n == s->torn_write) {
+        size_t half = ROUND_DOWN(bytes / 2, BDRV_SECTOR_SIZE);
+
+        if (half) {
+            bdrv_pwrite(bs->file, offset, buf, half, flags, NULL);
+        }
+        blkdebug_kill();
+    }
+    if (blkdebug_fails(bs, BLKDEBUG_WRITE, n, errp)) {
+        return -1;
+    }
+    return bdrv_pwrite(bs->file, offset, buf, bytes, flags, errp);
+}
+
+static int blkdebug_flush(BlockDriverState *bs, Error **errp)
+{
+    BDRVBlkdebugState *s = bs->opaque;
+    uint64_t n = blkdebug_count(s, BLKDEBUG_FLUSH);
+
+    if (n == s->kill_flush) {
+        blkdebug_kill();
+    }
+    /* (The request path then flushes the child.) */
+    return blkdebug_fails(bs, BLKDEBUG_FLUSH, n, errp) ? -1 : 0;
+}
+
+static int blkdebug_truncate(BlockDriverState *bs, uint64_t size,
+                             PreallocMode prealloc, Error **errp)
+{
+    BDRVBlkdebugState *s = bs->opaque;
+
+    if (blkdebug_fails(bs, BLKDEBUG_TRUNCATE,
+                       blkdebug_count(s, BLKDEBUG_TRUNCATE), errp)) {
+        return -1;
+    }
+    return bdrv_truncate(bs->file, size, prealloc, errp);
+}
+
+static int64_t blkdebug_getlength(BlockDriverState *bs, Error **errp)
+{
+    return bdrv_getlength_exact(bs->file, errp);
+}
+
+/* The child's bytes at the same offsets: the core asks it (RECURSE). */
+static int blkdebug_block_status(BlockDriverState *bs, uint64_t offset,
+                                 uint64_t bytes, uint64_t *pnum,
+                                 uint64_t *map, BlockDriverState **file,
+                                 Error **errp)
+{
+    *pnum = bytes;
+    *map = offset;
+    *file = bs->file;
+    return BDRV_BLOCK_DATA | BDRV_BLOCK_OFFSET_VALID | BDRV_BLOCK_RECURSE;
+}
+
+static bool blkdebug_block_status_is_data(BlockDriverState *bs,
+                                          uint64_t offset, uint64_t bytes,
+                                          uint64_t *pnum)
+{
+    return bdrv_block_status_is_data(bs->file, offset, bytes, pnum);
+}
+
+static bool blkdebug_has_zero_init(BlockDriverState *bs)
+{
+    return bdrv_has_zero_init(bs->file);
+}
+
+const BlockDriver bdrv_blkdebug = {
+    .format_name = "blkdebug",
+    .instance_size = sizeof(BDRVBlkdebugState),
+    .is_filter = true,
+    .bdrv_open = blkdebug_open,
+    .bdrv_pread = blkdebug_pread,
+    .bdrv_pwrite = blkdebug_pwrite,
+    .bdrv_flush = blkdebug_flush,
+    .bdrv_truncate = blkdebug_truncate,
+    .bdrv_getlength = blkdebug_getlength,
+    .bdrv_block_status = blkdebug_block_status,
+    .bdrv_block_status_is_data = blkdebug_block_status_is_data,
+    .bdrv_has_zero_init = blkdebug_has_zero_init,
+};
