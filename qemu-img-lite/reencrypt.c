@@ -155,20 +155,12 @@ static int ctx_hdr_read(void *opaque, uint64_t off, void *buf, size_t len,
     return bdrv_pread(c->hdr, off, buf, len, errp);
 }
 
-/* The header file grows as the header is written into it (export). */
+/* A protocol node: the header file grows as the header is written. */
 static int ctx_hdr_write(void *opaque, uint64_t off, const void *buf,
                          size_t len, Error **errp)
 {
     ReencCtx *c = opaque;
-    int64_t cur = bdrv_getlength(c->hdr, errp);
 
-    if (cur < 0) {
-        return -1;
-    }
-    if (off + len > (uint64_t)cur &&
-        bdrv_truncate(c->hdr, off + len, PREALLOC_MODE_OFF, errp) < 0) {
-        return -1;
-    }
     return bdrv_pwrite(c->hdr, off, buf, len, 0, errp);
 }
 
