@@ -753,8 +753,8 @@ static int check_grow_file(Qcow2Check *c, uint64_t offset, uint64_t cluster)
                      g_strerror(EFBIG));
         return -EFBIG;
     }
-    if (file->drv->bdrv_truncate(file, offset + c->cluster_size,
-                                 PREALLOC_MODE_OFF, &err) == 0) {
+    if (bdrv_truncate(file, offset + c->cluster_size, PREALLOC_MODE_OFF,
+                      &err) == 0) {
         c->file_len = offset + c->cluster_size;
         return 0;
     }
