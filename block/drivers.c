@@ -17,6 +17,11 @@ const BlockDriver *const bdrv_drivers[] = {
     &bdrv_luks,
     &bdrv_qcow2,
     &bdrv_blkdebug,
+#ifdef CONFIG_NBD
+    &bdrv_nbd,
+    &bdrv_nbd_tcp,
+    &bdrv_nbd_unix,
+#endif
     &bdrv_vmdk,
     &bdrv_vhdx,
     &bdrv_vdi,

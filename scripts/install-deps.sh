@@ -15,6 +15,9 @@ packages=(
     zlib1g-dev libzstd-dev
     # interop tests: the real qemu-img and cryptsetup
     qemu-utils cryptsetup-bin
+    # the NBD protocol driver (libnbd), and NBD servers and clients for
+    # its interop tests (nbdkit, qemu-nbd from qemu-utils, nbdinfo)
+    libnbd-dev nbdkit libnbd-bin
     # tests/cli/test_cache.py: which syncs a convert makes
     strace
     # the demo's sample file system and the shared test images
