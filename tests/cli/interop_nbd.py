@@ -99,6 +99,17 @@ class NBDTest(TestCase):
         proc.send_signal(signal.SIGTERM)
         proc.wait(10)
 
+    def read_then_write(self, opts, src, src2):
+        """Over the export opts names: its data is src's; then src2 is
+        written into it (convert -n) and the server stopped."""
+        out = self.path("out.raw")
+        qil("convert", "--object", SECRET, "--image-opts", opts, "-O", "raw",
+            out)
+        self.assertEqual(file_bytes(out), file_bytes(src))
+        qil("convert", "-n", "--object", SECRET, "-f", "raw", src2,
+            "--target-image-opts", opts)
+        self.stop()
+
 
 class Raw(NBDTest):
     def test_roundtrip_and_block_status(self):
@@ -197,13 +208,7 @@ class Encrypted(NBDTest):
                 f"file.server.type=unix,file.server.path={sock}")
         self.assertEqual(self.info_json(self.unix_uri(sock))["format"],
                          "luks")
-        out = self.path("out.raw")
-        qil("convert", "--object", SECRET, "--image-opts", opts, "-O", "raw",
-            out)
-        self.assertEqual(file_bytes(out), file_bytes(src))
-        qil("convert", "-n", "--object", SECRET, "-f", "raw", src2,
-            "--target-image-opts", opts)
-        self.stop()
+        self.read_then_write(opts, src, src2)
         local = self.path("local.raw")
         qil("convert", "--object", SECRET, "--image-opts",
             f"driver=luks,key-secret=sec0,file.filename={img}", "-O", "raw",
@@ -229,13 +234,7 @@ class Encrypted(NBDTest):
         sock = self.nbdkit("file", img)
         opts = ("driver=qcow2,encrypt.key-secret=sec0,file.driver=nbd,"
                 f"file.server.type=unix,file.server.path={sock}")
-        out = self.path("out.raw")
-        qil("convert", "--object", SECRET, "--image-opts", opts, "-O", "raw",
-            out)
-        self.assertEqual(file_bytes(out), file_bytes(src))
-        qil("convert", "-n", "--object", SECRET, "-f", "raw", src2,
-            "--target-image-opts", opts)
-        self.stop()
+        self.read_then_write(opts, src, src2)
         check = qemu_img("check", "--object", SECRET, "--image-opts",
                          f"driver=qcow2,encrypt.key-secret=sec0,"
                          f"file.filename={img}", check=False)
