@@ -413,13 +413,14 @@ static int nbd_block_status_node(BlockDriverState *bs, uint64_t offset,
             nbd_error(bs, "get the block status of", errp);
             return -1;
         }
+        /*
+         * As QEMU reads the flags: a hole holds no data (and reads as
+         * zeroes only if it says so), zero is known zero.
+         */
         if (e.seen && e.length) {
             *pnum = MIN(bytes, e.length);
-            if (e.flags & LIBNBD_STATE_ZERO) {
-                ret = BDRV_BLOCK_ZERO;
-            } else if (e.flags & LIBNBD_STATE_HOLE) {
-                ret = 0;
-            }
+            ret = (e.flags & LIBNBD_STATE_HOLE ? 0 : BDRV_BLOCK_DATA) |
+                  (e.flags & LIBNBD_STATE_ZERO ? BDRV_BLOCK_ZERO : 0);
         }
     }
     return ret | BDRV_BLOCK_OFFSET_VALID;
