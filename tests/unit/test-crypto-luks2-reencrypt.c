@@ -152,19 +152,33 @@ static bool has_header(MemFile *f)
         !memcmp(f->bytes->data + 16384, "SKUL\xba\xbe", 6);
 }
 
-static void test_encrypt(void)
+/*
+ * A raw file of random data (*data, DATA bytes) with an encryption set
+ * up on it (the metadata written, no data moved yet), resume to stop at
+ * stop_at.
+ */
+static MemFile *encrypt_init(uint8_t *data, QCryptoReencryptStop stop_at,
+                             QCryptoReencryptIO *io)
 {
-    g_autofree uint8_t *data = g_malloc(DATA);
-    MemFile *f;
-    QCryptoReencryptIO io;
     QCryptoBlockCreateOptions o;
+    MemFile *f;
 
     qcrypto_random_bytes(data, DATA, &error_abort);
     f = raw_file(data);
-    io = mf_io(f);
+    *io = mf_io(f);
+    io->stop_at = stop_at;
     create_options(&o);
-    g_assert_cmpint(qcrypto_reencrypt_encrypt_init(&o, &io, &error_abort),
+    g_assert_cmpint(qcrypto_reencrypt_encrypt_init(&o, io, &error_abort),
                     ==, 0);
+    return f;
+}
+
+static void test_encrypt(void)
+{
+    g_autofree uint8_t *data = g_malloc(DATA);
+    QCryptoReencryptIO io;
+    MemFile *f = encrypt_init(data, QCRYPTO_REENCRYPT_STOP_NONE, &io);
+
     g_assert_cmpuint(f->bytes->len, ==, DATA + 2 * SHIFT);
     g_assert_cmpint(qcrypto_reencrypt_resume(&secret, 128 * 1024, &io,
                                              &error_abort), ==, 0);
@@ -179,17 +193,10 @@ static void test_encrypt(void)
 static void test_stop_before_finish(void)
 {
     g_autofree uint8_t *data = g_malloc(DATA);
-    MemFile *f;
     QCryptoReencryptIO io;
-    QCryptoBlockCreateOptions o;
+    MemFile *f = encrypt_init(data, QCRYPTO_REENCRYPT_STOP_BEFORE_FINISH,
+                              &io);
 
-    qcrypto_random_bytes(data, DATA, &error_abort);
-    f = raw_file(data);
-    io = mf_io(f);
-    io.stop_at = QCRYPTO_REENCRYPT_STOP_BEFORE_FINISH;
-    create_options(&o);
-    g_assert_cmpint(qcrypto_reencrypt_encrypt_init(&o, &io, &error_abort),
-                    ==, 0);
     g_assert_cmpint(qcrypto_reencrypt_resume(&secret, 128 * 1024, &io,
                                              &error_abort), ==, 1);
     g_assert_cmpuint(f->bytes->len, ==, DATA + 2 * SHIFT);
