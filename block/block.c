@@ -490,7 +490,8 @@ static BlockDriverState *bdrv_open_inherit(const char *filename,
         }
         /* "-f file x": the protocol node itself, at the top. */
         if (fmt_drv && fmt_drv->is_protocol) {
-            if (fmt_drv != proto) {
+            /* By name: one driver may answer several prefixes (nbd). */
+            if (!g_str_equal(fmt_drv->format_name, proto->format_name)) {
                 error_setg(errp, "Cannot use protocol driver '%s' for '%s'",
                            format, filename);
                 return NULL;

@@ -263,28 +263,47 @@ static int nbd_check_inside(BlockDriverState *bs, uint64_t offset,
     return 0;
 }
 
-static int nbd_pwrite_node(BlockDriverState *bs, uint64_t offset,
-                           const void *buf, size_t bytes, int flags,
-                           Error **errp)
-{
-    BDRVNBDState *s = bs->opaque;
-    const uint8_t *p = buf;
+typedef enum {
+    NBD_OP_WRITE,
+    NBD_OP_ZERO,
+    NBD_OP_TRIM,
+} NBDOp;
 
-    if (nbd_check_inside(bs, offset, bytes, errp) < 0) {
-        return -1;
-    }
+/* A write, zero write or trim, in requests the server takes. */
+static int nbd_chunked(BlockDriverState *bs, NBDOp op, uint64_t offset,
+                       const uint8_t *buf, size_t bytes, Error **errp)
+{
+    static const char *const what[] = {
+        [NBD_OP_WRITE] = "write", [NBD_OP_ZERO] = "write zeroes to",
+        [NBD_OP_TRIM] = "discard",
+    };
+    BDRVNBDState *s = bs->opaque;
+
     while (bytes) {
         size_t n = MIN(bytes, s->max_request);
+        int ret = op == NBD_OP_WRITE ? nbd_pwrite(s->nbd, buf, n, offset, 0)
+                : op == NBD_OP_ZERO ? nbd_zero(s->nbd, n, offset, 0)
+                : nbd_trim(s->nbd, n, offset, 0);
 
-        if (nbd_pwrite(s->nbd, p, n, offset, 0) < 0) {
-            nbd_error(bs, "write", errp);
+        if (ret < 0) {
+            nbd_error(bs, what[op], errp);
             return -1;
         }
-        p += n;
+        buf = buf ? buf + n : NULL;
         offset += n;
         bytes -= n;
     }
     return 0;
+}
+
+static int nbd_pwrite_node(BlockDriverState *bs, uint64_t offset,
+                           const void *buf, size_t bytes, int flags,
+                           Error **errp)
+{
+    if (nbd_check_inside(bs, offset, bytes, errp) < 0) {
+        return -1;
+    }
+    return nbd_chunked(bs, NBD_OP_WRITE, offset, buf, bytes, errp);
 }
 
 static int nbd_pwrite_zeroes_node(BlockDriverState *bs, uint64_t offset,
@@ -298,17 +317,7 @@ static int nbd_pwrite_zeroes_node(BlockDriverState *bs, uint64_t offset,
     if (nbd_check_inside(bs, offset, bytes, errp) < 0) {
         return -1;
     }
-    while (bytes) {
-        size_t n = MIN(bytes, s->max_request);
-
-        if (nbd_zero(s->nbd, n, offset, 0) < 0) {
-            nbd_error(bs, "write zeroes to", errp);
-            return -1;
-        }
-        offset += n;
-        bytes -= n;
-    }
-    return 0;
+    return nbd_chunked(bs, NBD_OP_ZERO, offset, NULL, bytes, errp);
 }
 
 static int nbd_pdiscard_node(BlockDriverState *bs, uint64_t offset,
@@ -320,18 +329,8 @@ static int nbd_pdiscard_node(BlockDriverState *bs, uint64_t offset,
     if (!s->can_trim || offset >= s->size) {
         return 0;
     }
-    bytes = MIN(bytes, s->size - offset);
-    while (bytes) {
-        size_t n = MIN(bytes, s->max_request);
-
-        if (nbd_trim(s->nbd, n, offset, 0) < 0) {
-            nbd_error(bs, "discard", errp);
-            return -1;
-        }
-        offset += n;
-        bytes -= n;
-    }
-    return 0;
+    return nbd_chunked(bs, NBD_OP_TRIM, offset, NULL,
+                       MIN(bytes, s->size - offset), errp);
 }
 
 static int nbd_flush_node(BlockDriverState *bs, Error **errp)
