@@ -344,8 +344,11 @@ class ConcurrentAmend(LockTestCase):
                      f"state=active,new-secret=new,iter-time={ITER_TIME}"],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                     text=True))
-            for who, p in zip(("x", "y"), procs):
-                out, err = p.communicate()
+            # Both ended before any check: on a busy machine the second
+            # may start only after the first is done, and succeed too;
+            # a check made while it runs would meet its lock.
+            results = [p.communicate() for p in procs]
+            for who, p, (out, err) in zip(("x", "y"), procs, results):
                 with self.subTest(version=version, round=rnd, who=who):
                     if p.returncode:
                         self.assertIn("lock", err)
