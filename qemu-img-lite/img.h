@@ -19,7 +19,14 @@ extern volatile sig_atomic_t img_interrupted;
  */
 void img_install_signal_handlers(void);
 
-/* "qemu-img-lite: <file>: <message>" (file may be NULL) on stderr. */
+/*
+ * The program's name in messages: the base name of argv[0] (report.c);
+ * "qemu-img-lite" until set.
+ */
+void img_set_progname(const char *argv0);
+const char *img_get_progname(void);
+
+/* "PROGRAM: <file>: <message>" (file may be NULL) on stderr. */
 void img_error(const char *file, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 /* The same with err's message; frees err. */
 void img_error_free(const char *file, Error *err);
@@ -40,8 +47,15 @@ int img_parse_args(int *argc, char ***argv, const char *params,
                    const GOptionEntry *entries, ImgCommonOpts *common);
 void img_common_opts_clear(ImgCommonOpts *common);
 
-/* Register the --object secret,... arguments; prints errors. */
+/*
+ * Register the --object secret,... and tls-creds-x509|psk,... arguments
+ * (object.c); prints errors.
+ */
 int img_add_objects(char **objects);
+/* The ids of the secrets registered so far, in order (NULL: none). */
+const GPtrArray *img_object_secret_ids(void);
+/* Wipe and forget every object. */
+void img_objects_clear(void);
 
 /* A bound on one typed line: far beyond any passphrase typed at a prompt. */
 #define IMG_PROMPT_MAX 4096

@@ -11,29 +11,6 @@
 #include <string.h>
 
 #include "img.h"
-#include "crypto/secret.h"
-#include "crypto/secure-mem.h"
-
-void img_error(const char *file, const char *fmt, ...)
-{
-    va_list ap;
-
-    fflush(stdout);
-    fputs("qemu-img-lite: ", stderr);
-    if (file) {
-        fprintf(stderr, "%s: ", file);
-    }
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
-
-void img_error_free(const char *file, Error *err)
-{
-    img_error(file, "%s", error_get_pretty(err));
-    error_free(err);
-}
 
 /*
  * entries, each string option taken as bytes. qemu-img passes its
@@ -73,7 +50,9 @@ int img_parse_args(int *argc, char ***argv, const char *params,
           "secret,id=ID,file=PATH (any bytes; file=/dev/stdin reads a pipe) "
           "or secret,id=ID,prompt=on (asks on the terminal, no echo); "
           "keyid=ID,iv=BASE64 for one encrypted with secret ID (libvirt); "
-          "data= shows the passphrase in the process list", "OBJECTDEF" },
+          "data= shows the passphrase in the process list; "
+          "tls-creds-x509,id=ID,dir=DIR or tls-creds-psk,id=ID,dir=DIR "
+          "for nbds:// (docs/nbd.md)", "OBJECTDEF" },
         { "quiet", 'q', 0, G_OPTION_ARG_NONE, &common->quiet,
           "quiet mode: no progress, no messages but errors", NULL },
         { NULL }
@@ -114,128 +93,6 @@ void img_common_opts_clear(ImgCommonOpts *common)
         explicit_bzero(*o, strlen(*o));
     }
     g_clear_pointer(&common->objects, g_strfreev);
-}
-
-/* A string that may hold a secret: wiped when freed. */
-typedef char *ImgSecretStr;
-
-static void img_secret_str_free(char *s)
-{
-    if (s) {
-        explicit_bzero(s, strlen(s));
-        g_free(s);
-    }
-}
-G_DEFINE_AUTO_CLEANUP_FREE_FUNC(ImgSecretStr, img_secret_str_free, NULL)
-
-
-/*
- * --object secret,id=ID,data=STR|file=PATH|prompt=on[,format=raw|base64]
- *                                               [,keyid=ID,iv=BASE64]
- *
- * No message here repeats a value or an unknown name of a definition that
- * has data=: with an undoubled comma in the passphrase ("data=ab,cd"), part
- * of it becomes a name ("cd"), and an error must not show it.
- */
-static int img_add_object(const char *def)
-{
-    g_autoptr(GHashTable) opts = NULL;
-    g_autofree char *type = NULL, *id = NULL, *file = NULL;
-    g_auto(ImgSecretStr) data = NULL;
-    g_autofree char *format = NULL, *unknown = NULL;
-    g_autofree char *keyid = NULL, *iv = NULL;
-    QCryptoSecretOptions sopts = { 0 };
-    QCryptoSecretFormat fmt = QCRYPTO_SECRET_FORMAT_RAW;
-    uint8_t *typed = NULL;
-    size_t typed_len = 0;
-    bool prompt;
-    Error *err = NULL;
-    int ret;
-
-    opts = qemu_opts_parse(def, "qom-type", &err);
-    if (!opts) {
-        /* The parser's message quotes the offending text: not shown. */
-        error_free(err);
-        img_error(NULL, "Invalid --object definition (not shown: it may "
-                  "hold a secret): every property is NAME=VALUE, and a "
-                  "comma inside a value is written ',,'");
-        return -1;
-    }
-    type = qemu_opt_take(opts, "qom-type");
-    if (!type || !g_str_equal(type, "secret")) {
-        img_error(NULL, "Invalid object type '%s': only 'secret' objects "
-                  "are supported", type ? type : "");
-        return -1;
-    }
-    id = qemu_opt_take(opts, "id");
-    data = qemu_opt_take(opts, "data");
-    file = qemu_opt_take(opts, "file");
-    format = qemu_opt_take(opts, "format");
-    keyid = qemu_opt_take(opts, "keyid");
-    iv = qemu_opt_take(opts, "iv");
-    if (qemu_opt_take_bool(opts, "prompt", false, &prompt, &err) < 0) {
-        img_error_free(NULL, err);
-        return -1;
-    }
-    if (format) {
-        if (g_str_equal(format, "base64")) {
-            fmt = QCRYPTO_SECRET_FORMAT_BASE64;
-        } else if (!g_str_equal(format, "raw")) {
-            img_error(NULL, "Invalid secret format '%s' (use raw or base64)",
-                      format);
-            return -1;
-        }
-    }
-    unknown = qemu_opts_first_key(opts);
-    if (unknown && data) {
-        img_error(NULL, "Unknown property in a secret with data= (its name "
-                  "is not shown: it may be part of the passphrase, split "
-                  "off at a comma; write a comma inside data= as ',,')");
-        return -1;
-    }
-    if (unknown) {
-        img_error(NULL, "Property 'secret.%s' not found", unknown);
-        return -1;
-    }
-    if (prompt) {
-        if (data || file) {
-            img_error(NULL, "Secret '%s': prompt=on cannot be combined with "
-                      "'data' or 'file'", id ? id : "");
-            return -1;
-        }
-        if (!id || !*id) {
-            img_error(NULL, "Parameter 'id' is missing");
-            return -1;
-        }
-        typed = img_prompt_secret(id, &typed_len);
-        if (!typed) {
-            return -1;
-        }
-    }
-    sopts = (QCryptoSecretOptions) {
-        .data = typed ? (const char *)typed : data,
-        .file = file,
-        .format = fmt,
-        .keyid = keyid,
-        .iv = iv,
-    };
-    ret = qcrypto_secret_add_opts(id, &sopts, &err);
-    qcrypto_secure_free(typed, IMG_PROMPT_MAX + 1);
-    if (ret < 0) {
-        img_error_free(NULL, err);
-        return -1;
-    }
-    return 0;
-}
-
-int img_add_objects(char **objects)
-{
-    for (char **o = objects; o && *o; o++) {
-        if (img_add_object(*o) < 0) {
-            return -1;
-        }
-    }
-    return 0;
 }
 
 GHashTable *img_parse_create_opts(char **opt_strs)
@@ -450,9 +307,11 @@ int main(int argc, char **argv)
     const char *cmd;
     int ret;
 
+    img_set_progname(argv[0]);
     if (argc < 2) {
         img_error(NULL, "Not enough arguments");
-        fprintf(stderr, "Try 'qemu-img-lite --help' for more information\n");
+        fprintf(stderr, "Try '%s --help' for more information\n",
+                img_get_progname());
         return 1;
     }
     cmd = argv[1];
@@ -466,18 +325,20 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < G_N_ELEMENTS(img_commands); i++) {
         if (g_str_equal(cmd, img_commands[i].name)) {
-            g_autofree char *prgname = g_strdup_printf("qemu-img-lite %s",
+            g_autofree char *prgname = g_strdup_printf("%s %s",
+                                                       img_get_progname(),
                                                        cmd);
 
             g_set_prgname(prgname);
             img_install_signal_handlers();
             img_test_file_create();
             ret = img_commands[i].run(argc - 1, argv + 1);
-            qcrypto_secret_clear_all();
+            img_objects_clear();
             return ret;
         }
     }
     img_error(NULL, "Command not found: %s", cmd);
-    fprintf(stderr, "Try 'qemu-img-lite --help' for more information\n");
+    fprintf(stderr, "Try '%s --help' for more information\n",
+                img_get_progname());
     return 1;
 }

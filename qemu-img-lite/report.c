@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qemu-img-lite and qemu-nbd-lite: error messages, "PROGRAM: [FILE: ]MSG"
+ * on stderr. PROGRAM is the name the program was called by (QEMU's
+ * error_get_progname()): a qemu-img-lite installed as "qemu-img" speaks
+ * as qemu-img, which scripts that match messages expect.
+ */
+#include <stdio.h>
+
+#include "img.h"
+
+static char *img_progname;
+
+void img_set_progname(const char *argv0)
+{
+    g_free(img_progname);
+    img_progname = g_path_get_basename(argv0);
+}
+
+const char *img_get_progname(void)
+{
+    return img_progname ? img_progname : "qemu-img-lite";
+}
+
+void img_error(const char *file, const char *fmt, ...)
+{
+    va_list ap;
+
+    fflush(stdout);
+    fprintf(stderr, "%s: ", img_get_progname());
+    if (file) {
+        fprintf(stderr, "%s: ", file);
+    }
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+void img_error_free(const char *file, Error *err)
+{
+    img_error(file, "%s", error_get_pretty(err));
+    error_free(err);
+}
