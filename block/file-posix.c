@@ -349,8 +349,25 @@ static int file_pwrite_zeroes(BlockDriverState *bs, uint64_t offset,
                               size_t bytes, int flags, Error **errp)
 {
     BDRVFileState *s = bs->opaque;
+    int ret;
+
+    /*
+     * A punched hole reads as zeroes, in a file and on a block device
+     * (which zeroes the range where it cannot unmap it). It never grows
+     * the file: past the end, the zero range below does.
+     */
+    if ((flags & BDRV_REQ_MAY_UNMAP) &&
+        file_fallocate(s, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                       offset, bytes) == 0) {
+        struct stat st;
+
+        if (fstat(s->fd, &st) == 0 && S_ISREG(st.st_mode) &&
+            (uint64_t)st.st_size >= offset + bytes) {
+            return 0;
+        }
+    }
     /* Grows the file past its end, as a write would. */
-    int ret = file_fallocate(s, FALLOC_FL_ZERO_RANGE, offset, bytes);
+    ret = file_fallocate(s, FALLOC_FL_ZERO_RANGE, offset, bytes);
 
     if (ret == -EOPNOTSUPP || ret == -EINVAL || ret == -ENODEV) {
         return -ENOTSUP;        /* the request path writes zeroes */

@@ -18,6 +18,10 @@ packages=(
     # the NBD protocol driver (libnbd), and NBD servers and clients for
     # its interop tests (nbdkit, qemu-nbd from qemu-utils, nbdinfo)
     libnbd-dev nbdkit libnbd-bin
+    # qemu-nbd-lite: an nbdkit plugin (nbdkit-plugin-dev); its tests mount
+    # exports with nbdfuse (fuse3's fusermount3), make TLS keys (psktool,
+    # gnutls-bin) and decrypt independently (python3-cryptography)
+    nbdkit-plugin-dev fuse3 gnutls-bin python3-cryptography
     # tests/cli/test_cache.py: which syncs a convert makes
     strace
     # the demo's sample file system and the shared test images

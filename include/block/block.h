@@ -89,6 +89,12 @@ typedef struct BlockDriverState BlockDriverState;
  * copying it to a bounce buffer first.
  */
 #define BDRV_REQ_MAY_CLOBBER (1 << 0)
+/*
+ * Zero writes (QEMU's flag of the same name): the range may be
+ * deallocated, as long as it reads as zeroes afterwards (a file punches
+ * a hole instead of zeroing its blocks in place).
+ */
+#define BDRV_REQ_MAY_UNMAP (1 << 1)
 
 typedef enum {
     PREALLOC_MODE_OFF,
