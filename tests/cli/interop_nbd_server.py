@@ -30,6 +30,7 @@ NBDFUSE = shutil.which("nbdfuse")
 FUSERMOUNT = shutil.which("fusermount3") or shutil.which("fusermount")
 QEMU_IO = shutil.which("qemu-io")
 PSKTOOL = shutil.which("psktool")
+CERTTOOL = shutil.which("certtool")
 MiB = 1 << 20
 
 try:
@@ -72,6 +73,7 @@ class ServerTest(TestCase):
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
+            proc.stderr.close()
         super().tearDown()
 
     def need(self, *tools):
@@ -286,6 +288,16 @@ class Serve(ServerTest):
                               for e in theirs],
                              [(0, 3 * MiB, False), (3 * MiB, MiB, True),
                               (4 * MiB, 4 * MiB, False)])
+        # Our own client: the bytes, and the holes (map).
+        ours = self.path("ours.raw")
+        qil("convert", "-f", "raw", uri, "-O", "raw", ours)
+        self.assertEqual(file_bytes(ours), file_bytes(img))
+        mine = json.loads(qil("map", "--output=json", "-f", "raw",
+                              uri).stdout)
+        self.assertEqual([(e["start"], e["length"], e["data"])
+                          for e in mine],
+                         [(0, 3 * MiB, False), (3 * MiB, MiB, True),
+                          (4 * MiB, 4 * MiB, False)])
         # An export name it does not serve is refused (qemu-nbd's rule).
         proc2 = run([NBDINFO, f"nbd://127.0.0.1:{port}/other"], check=False)
         self.assertNotEqual(proc2.returncode, 0)
@@ -481,6 +493,86 @@ class Options(ServerTest):
                    "tls0", img], check=False)
         self.assertEqual(bad.returncode, 1)
         self.assertIn("server endpoint", bad.stderr)
+
+
+    def make_x509(self, name, cn):
+        """A CA and a server certificate for cn (127.0.0.1 too), as
+        certtool makes them, in QEMU's file names; returns (server_dir,
+        client_dir), the client's holding the CA's certificate alone."""
+        d = self.path(name)
+        os.mkdir(d)
+
+        def certtool(*args, template=None):
+            cmd = [CERTTOOL, *args]
+            if template:
+                tpl = os.path.join(d, "tpl.info")
+                with open(tpl, "w") as f:
+                    f.write(template)
+                cmd += ["--template", tpl]
+            return run(cmd).stdout
+
+        for key in ("ca-key.pem", "server-key.pem"):
+            with open(os.path.join(d, key), "w") as f:
+                f.write(certtool("--generate-privkey"))
+        certtool("--generate-self-signed", "--load-privkey",
+                 os.path.join(d, "ca-key.pem"), "--outfile",
+                 os.path.join(d, "ca-cert.pem"),
+                 template=f"cn = {name} CA\nca\ncert_signing_key\n"
+                          "expiration_days = 2\n")
+        certtool("--generate-certificate", "--load-privkey",
+                 os.path.join(d, "server-key.pem"),
+                 "--load-ca-certificate", os.path.join(d, "ca-cert.pem"),
+                 "--load-ca-privkey", os.path.join(d, "ca-key.pem"),
+                 "--outfile", os.path.join(d, "server-cert.pem"),
+                 template=f"cn = {cn}\ndns_name = {cn}\n"
+                          "ip_address = 127.0.0.1\ntls_www_server\n"
+                          "encryption_key\nsigning_key\n"
+                          "expiration_days = 2\n")
+        client = self.path(name + "-client")
+        os.mkdir(client)
+        shutil.copy(os.path.join(d, "ca-cert.pem"), client)
+        return d, client
+
+    def test_tls_x509(self):
+        """--tls-creds with a tls-creds-x509 object: qemu-img (its own TLS
+        client, QEMU's object syntax) and nbdinfo read the LUKS image's
+        plain text; a client trusting another CA is refused."""
+        self.need(("certtool", CERTTOOL), ("qemu-img", QEMU_IMG),
+                  ("nbdinfo", NBDINFO))
+        server_dir, client_dir = self.make_x509("pki", "localhost")
+        _, other_client = self.make_x509("other", "localhost")
+        img, raw = self.make_luks("x.luks", "4M")
+        sock = self.path("x.sock")
+        proc, _ = self.serve(
+            *self.secret_args(), "--object",
+            f"tls-creds-x509,id=tls0,dir={server_dir},endpoint=server,"
+            "verify-peer=off", "--tls-creds", "tls0", "--image-opts",
+            self.luks_opts(img), sock=sock)
+        out = self.path("out.raw")
+        qemu_img("convert", "--object",
+                 f"tls-creds-x509,id=tls0,dir={client_dir},endpoint=client",
+                 "--image-opts", f"driver=nbd,server.type=unix,"
+                 f"server.path={sock},tls-creds=tls0,tls-hostname=localhost",
+                 "-O", "raw", out)
+        self.assertEqual(file_bytes(out), file_bytes(raw))
+        self.assertEqual(run([NBDINFO, "--size",
+                              f"nbds+unix:///?socket={sock}"
+                              f"&tls-certificates={client_dir}"]).stdout,
+                         f"{4 * MiB}\n")
+        # (libnbd 1.14 does not check the server's certificate on a unix
+        # socket, where it has no host name: qemu-img does.)
+        bad = qemu_img("info", "--object", f"tls-creds-x509,id=tls0,"
+                       f"dir={other_client},endpoint=client",
+                       "--image-opts", f"driver=nbd,server.type=unix,"
+                       f"server.path={sock},tls-creds=tls0,"
+                       "tls-hostname=localhost", check=False)
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("issuer", bad.stderr)
+        plain = qemu_img("info", "--image-opts", "driver=nbd,"
+                         f"server.type=unix,server.path={sock}", check=False)
+        self.assertNotEqual(plain.returncode, 0)
+        self.assertIn("TLS", plain.stderr)
+        self.stop(proc)
 
 
 class Faults(ServerTest):
