@@ -21,7 +21,7 @@ void img_install_signal_handlers(void);
 
 /*
  * The program's name in messages: the base name of argv[0] (report.c);
- * "qemu-img-lite" until set.
+ * "qemu-img-lite" until set, and again after img_set_progname(NULL).
  */
 void img_set_progname(const char *argv0);
 const char *img_get_progname(void);

@@ -14,7 +14,7 @@ static char *img_progname;
 void img_set_progname(const char *argv0)
 {
     g_free(img_progname);
-    img_progname = g_path_get_basename(argv0);
+    img_progname = argv0 ? g_path_get_basename(argv0) : NULL;
 }
 
 const char *img_get_progname(void)

@@ -93,6 +93,8 @@ static void qil_unload(void)
     g_clear_pointer(&qil.format, g_free);
     g_clear_pointer(&qil.export_name, g_free);
     g_clear_pointer(&qil.description, g_free);
+    g_rw_lock_clear(&qil.lock);
+    img_set_progname(NULL);
 }
 
 static int qil_parse_bool(const char *key, const char *value, bool *out)

@@ -134,6 +134,9 @@ class ServerTest(TestCase):
         out = self.path("plain-of.raw")
         if os.path.exists(out):
             os.unlink(out)
+        if fmt == "qcow2-plain":
+            qemu_img("convert", "-f", "qcow2", img, "-O", "raw", out)
+            return file_bytes(out)
         opts = self.luks_opts(img, fmt) if fmt != "raw" else None
         if QEMU_IMG and fmt != "luks2":
             args = ["convert", "--object", SECRET]
@@ -259,6 +262,29 @@ class Serve(ServerTest):
         want[0:200 * 1024] = b"\x11" * (200 * 1024)
         want[10 * MiB:10 * MiB + 65536] = b"\x22" * 65536
         self.assertEqual(self.plain_of(img, "qcow2"), bytes(want))
+
+    def test_qcow2_backing_chain(self):
+        """A qcow2 overlay on a raw backing file, served read-write: reads
+        see the backing data where the overlay has none, writes land in
+        the overlay (the backing file is not touched), qemu-img agrees."""
+        self.need(("qemu-img", QEMU_IMG), ("nbdcopy", NBDCOPY),
+                  ("qemu-io", QEMU_IO))
+        base = self.path("base.raw")
+        random_file(base, 8 * MiB, seed=5)
+        before = file_bytes(base)
+        top = self.path("top.qcow2")
+        qemu_img("create", "-f", "qcow2", "-b", base, "-F", "raw", top)
+        proc, uri = self.serve("-f", "qcow2", top)
+        run([QEMU_IO, "-f", "raw", "-c", "write -P 0x5a 2M 128k", uri])
+        got = self.path("got.raw")
+        run([NBDCOPY, uri, got])
+        self.stop(proc)
+        want = bytearray(before)
+        want[2 * MiB:2 * MiB + 131072] = b"\x5a" * 131072
+        self.assertEqual(file_bytes(got), bytes(want))
+        self.assertEqual(file_bytes(base), before)
+        qemu_img("check", top)
+        self.assertEqual(self.plain_of(top, "qcow2-plain"), bytes(want))
 
     def test_raw_tcp_block_status(self):
         """A sparse raw file over TCP: holes reach nbdinfo --map and
