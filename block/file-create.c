@@ -12,8 +12,14 @@
  *     name ".NAME.XXXXXX" in the same directory, renamed on commit with
  *     RENAME_NOREPLACE (or link + unlink where the file system lacks
  *     it), removed on abort. Only SIGKILL or a crash can leave it.
- * Either way the target's name never shows a partial file, and nothing
- * already under that name is ever replaced.
+ * Either way the target's name never shows a partial file.
+ *
+ * A regular file already under the name is replaced, as qemu-img
+ * replaces it, but only when the new one is complete: commit renames the
+ * new file over it (after giving an O_TMPFILE file a hidden name first),
+ * so a failed or killed creation leaves the old file as it was. Until
+ * then the old file is held open with QEMU's creation locks, which
+ * refuses an image another process (QEMU, qemu-img, us) is using.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +29,7 @@
 
 #include "block/block.h"
 #include "file-create.h"
+#include "file-lock.h"
 
 /*
  * Start write-back every this many bytes written: the final sync then
@@ -41,6 +48,9 @@ struct FileCreate {
     bool committed;
     bool no_sync;           /* file_create_set_sync(fc, false) */
     gsize written;          /* bytes reported by file_create_wrote() */
+    /* The file the new one replaces, held open and locked; -1: none. */
+    int old_fd;
+    FileLockClaim *old_claim;
 };
 
 static bool file_create_tmpfile = true;
@@ -76,26 +86,30 @@ static int file_create_open_unnamed(const char *dir)
     return fd;
 }
 
-/* A new file under a free temporary name next to path. */
-static int file_create_open_temp(const char *path, char **temp_path)
+/* ".NAME.XXXXXX" beside path, XXXXXX random. */
+static char *file_create_temp_name(const char *path)
 {
     static const char chars[] =
         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     g_autofree char *dir = g_path_get_dirname(path);
     g_autofree char *base = g_path_get_basename(path);
+    char suffix[7];
 
+    for (size_t i = 0; i < sizeof(suffix) - 1; i++) {
+        suffix[i] = chars[g_random_int_range(0, sizeof(chars) - 1)];
+    }
+    suffix[sizeof(suffix) - 1] = '\0';
+    return g_strdup_printf("%s/.%s.%s", dir, base, suffix);
+}
+
+/* A new file under a free temporary name next to path. */
+static int file_create_open_temp(const char *path, char **temp_path)
+{
     for (int tries = 0; tries < 100; tries++) {
-        char suffix[7];
-        g_autofree char *name = NULL;
-        int fd;
-
-        for (size_t i = 0; i < sizeof(suffix) - 1; i++) {
-            suffix[i] = chars[g_random_int_range(0, sizeof(chars) - 1)];
-        }
-        suffix[sizeof(suffix) - 1] = '\0';
-        name = g_strdup_printf("%s/.%s.%s", dir, base, suffix);
+        g_autofree char *name = file_create_temp_name(path);
         /* open(O_CREAT) applies the umask, as for any new image. */
-        fd = open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        int fd = open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+
         if (fd >= 0 || errno != EEXIST) {
             if (fd >= 0) {
                 *temp_path = g_steal_pointer(&name);
@@ -107,46 +121,137 @@ static int file_create_open_temp(const char *path, char **temp_path)
     return -1;
 }
 
+/*
+ * The file under path that a new one is to replace: path resolved (a
+ * symlink keeps pointing where it did; the file it names is replaced),
+ * the file opened and locked as qemu-img locks a file it creates over
+ * (QEMU's raw_co_create(): it needs "write" and "resize" and shares all
+ * but "resize"), and claimed in this process (a convert never replaces
+ * its own source). Returns the open file, *resolved its name; -1 and
+ * errp on failure, "File exists" where it is not a regular file.
+ */
+static int file_create_open_old(const char *path, char **resolved,
+                                 struct stat *st, FileLockClaim **claim,
+                                 Error **errp)
+{
+    g_autofree char *real = realpath(path, NULL);
+    int fd;
+
+    if (!real) {
+        /* A dangling symlink: where it points is not ours to create. */
+        error_setg_errno(errp, errno == ENOENT ? EEXIST : errno,
+                         "Could not create '%s'", path);
+        return -1;
+    }
+    fd = open(real, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        error_setg_errno(errp, errno, "Could not create '%s'", path);
+        return -1;
+    }
+    if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
+        error_setg_errno(errp, S_ISREG(st->st_mode) ? errno : EEXIST,
+                         "Could not create '%s'", path);
+        close(fd);
+        return -1;
+    }
+    *claim = file_lock_claim(st, path, true, errp);
+    if (!*claim) {
+        close(fd);
+        return -1;
+    }
+    if (file_lock_acquire(fd, path, FILE_PERM_WRITE | FILE_PERM_RESIZE,
+                          FILE_PERM_ALL & ~FILE_PERM_RESIZE, errp) < 0) {
+        file_lock_unclaim(g_steal_pointer(claim));
+        close(fd);
+        return -1;
+    }
+    *resolved = g_steal_pointer(&real);
+    return fd;
+}
+
 FileCreate *file_create_new(const char *path, Error **errp)
 {
-    g_autofree char *dir = g_path_get_dirname(path);
+    g_autofree char *dir = NULL;
     g_autofree char *temp_path = NULL;
+    g_autofree char *target = g_strdup(path);
+    FileLockClaim *old_claim = NULL;
     FileCreate *fc;
     struct stat st;
-    int fd = -1;
+    int fd = -1, old_fd = -1;
 
     /*
-     * What open(O_CREAT | O_EXCL) refused before: a name in use (a
-     * dangling symlink included). The link in commit checks it again.
+     * A name in use: the file there is replaced at commit, if it may be
+     * (file_create_open_old()). The new file goes beside the one it
+     * replaces, so that the rename stays in one file system.
      */
     if (lstat(path, &st) == 0) {
-        error_setg_errno(errp, EEXIST, "Could not create '%s'", path);
-        return NULL;
-    }
-    if (errno != ENOENT) {
+        g_free(target);
+        target = NULL;
+        old_fd = file_create_open_old(path, &target, &st, &old_claim, errp);
+        if (old_fd < 0) {
+            return NULL;
+        }
+    } else if (errno != ENOENT) {
         error_setg_errno(errp, errno, "Could not create '%s'", path);
         return NULL;
     }
+    dir = g_path_get_dirname(target);
     if (file_create_tmpfile_wanted()) {
         fd = file_create_open_unnamed(dir);
         if (fd < 0 && errno != EOPNOTSUPP) {
             error_setg_errno(errp, errno, "Could not create '%s'", path);
-            return NULL;
+            goto fail;
         }
     }
     if (fd < 0) {
-        fd = file_create_open_temp(path, &temp_path);
+        fd = file_create_open_temp(target, &temp_path);
         if (fd < 0) {
             error_setg_errno(errp, errno, "Could not create '%s'", path);
-            return NULL;
+            goto fail;
+        }
+    }
+    if (old_fd >= 0) {
+        /*
+         * qemu-img writes the old inode, which keeps its mode and owner:
+         * so does the new one, where this process may set them.
+         */
+        if (fchmod(fd, st.st_mode & 07777) < 0 && errno != EPERM) {
+            error_setg_errno(errp, errno, "Could not create '%s'", path);
+            close(fd);
+            if (temp_path) {
+                unlink(temp_path);
+            }
+            goto fail;
+        }
+        if (geteuid() == 0 && fchown(fd, st.st_uid, st.st_gid) < 0) {
+            /* Not every file system has owners (vfat): keep ours. */
         }
     }
     fc = g_new0(FileCreate, 1);
     fc->refcount = 1;
     fc->fd = fd;
-    fc->path = g_strdup(path);
+    fc->path = g_steal_pointer(&target);
     fc->temp_path = g_steal_pointer(&temp_path);
+    fc->old_fd = old_fd;
+    fc->old_claim = old_claim;
     return fc;
+
+fail:
+    if (old_fd >= 0) {
+        file_lock_unclaim(old_claim);
+        close(old_fd);
+    }
+    return NULL;
+}
+
+/* Let go of the file the new one replaced (or would have). */
+static void file_create_release_old(FileCreate *fc)
+{
+    if (fc->old_fd >= 0) {
+        file_lock_unclaim(g_steal_pointer(&fc->old_claim));
+        close(fc->old_fd);
+        fc->old_fd = -1;
+    }
 }
 
 FileCreate *file_create_ref(FileCreate *fc)
@@ -164,6 +269,7 @@ void file_create_unref(FileCreate *fc)
     if (!fc->committed && fc->temp_path) {
         unlink(fc->temp_path);
     }
+    file_create_release_old(fc);
     close(fc->fd);
     g_free(fc->path);
     g_free(fc->temp_path);
@@ -211,9 +317,47 @@ void file_create_wrote(FileCreate *fc, uint64_t bytes)
     }
 }
 
+/*
+ * Give the new file the name of the one it replaces: rename(2) swaps the
+ * two atomically. An unnamed file gets a hidden name for the rename (a
+ * kill in between leaves that name behind, never a partial target).
+ */
+static int file_create_replace(FileCreate *fc)
+{
+    g_autofree char *proc = NULL;
+    int err;
+
+    if (fc->temp_path) {
+        return rename(fc->temp_path, fc->path);
+    }
+    proc = g_strdup_printf("/proc/self/fd/%d", fc->fd);
+    for (int tries = 0; tries < 100; tries++) {
+        g_autofree char *name = file_create_temp_name(fc->path);
+
+        if (linkat(AT_FDCWD, proc, AT_FDCWD, name, AT_SYMLINK_FOLLOW) < 0) {
+            if (errno == EEXIST) {
+                continue;
+            }
+            return -1;
+        }
+        if (rename(name, fc->path) == 0) {
+            return 0;
+        }
+        err = errno;
+        unlink(name);
+        errno = err;
+        return -1;
+    }
+    errno = EEXIST;
+    return -1;
+}
+
 /* Give the unnamed or temporarily named file its name, never replacing. */
 static int file_create_link(FileCreate *fc)
 {
+    if (fc->old_fd >= 0) {
+        return file_create_replace(fc);
+    }
     g_autofree char *proc = NULL;
     int err;
 
@@ -275,6 +419,7 @@ int file_create_commit(FileCreate *fc, Error **errp)
         return -1;
     }
     fc->committed = true;
+    file_create_release_old(fc);
     if (!fc->no_sync) {
         file_create_sync_dir(fc->path);
     }

@@ -165,7 +165,7 @@ static int file_open_common(BlockDriverState *bs, GHashTable *opts,
     }
     s->direct = flags & BDRV_O_NOCACHE;
     if (create_new) {
-        /* Never overwrites what is there (see bdrv_create()). */
+        /* Replaces what is there only when complete (bdrv_create()). */
         create = file_create_new(filename, errp);
         if (!create) {
             return -1;

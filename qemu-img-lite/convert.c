@@ -771,20 +771,18 @@ int img_convert(int argc, char **argv)
         /* The new file's path: "file:x" is x (bdrv_parse_filename()). */
         const char *path = bdrv_parse_filename(dst_name, &err);
         bool on_device;
-        struct stat st;
 
         if (!path) {
             img_error_free(dst_name, err);
             goto out;
         }
         dst_path = path;
-        /* A block device is written in place, as by qemu-img. */
+        /*
+         * A block device is written in place, as by qemu-img; an existing
+         * file is replaced when the new image is complete (never before:
+         * block/file-create.h).
+         */
         on_device = bdrv_block_device_size(dst_path) >= 0;
-        if (!on_device && stat(dst_path, &st) == 0) {
-            img_error(dst_name, "The target exists: it is only written with "
-                      "-n (or remove it first)");
-            goto out;
-        }
         g_hash_table_insert(opts, g_strdup("size"),
                             g_strdup_printf("%" G_GINT64_FORMAT, len));
         dst = bdrv_create_open(out_fmt ? out_fmt : "raw", dst_path, opts,

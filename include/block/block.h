@@ -313,8 +313,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(BlockImageInfo, bdrv_image_info_free)
 /*
  * Create an image of the given format at filename. opts holds "size" and
  * the format's creation options (-o); the ones understood are removed,
- * and any left over is an error. The file must not exist yet: it is
- * created exclusively, so that nothing the user had is ever overwritten.
+ * and any left over is an error. A regular file already at filename is
+ * replaced, as qemu-img replaces it, but only by the complete image
+ * (block/file-create.h): until then it is untouched, and refused if
+ * another process has it open (its image locks).
  *
  * The new file is made by the protocol filename names (a plain name is
  * a file) and has no name until the image is complete

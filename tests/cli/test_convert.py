@@ -53,15 +53,21 @@ class ConvertRaw(TestCase):
         self.assertTrue(out.startswith(b"    (0.00/100%)\r"), out)
         self.assertTrue(out.endswith(b"    (100.00/100%)\r\n"), out)
 
-    def test_existing_target_needs_n(self):
+    def test_existing_target_replaced_or_written_with_n(self):
+        """Without -n an existing target is replaced by the new image (as
+        qemu-img), once complete: a failed convert leaves it as it was;
+        with -n it is written in place."""
         src = self.path("src.raw")
         random_file(src, 1 << 20)
         dst = self.path("dst.raw")
         random_file(dst, 2 << 20, seed=2)
         before = file_bytes(dst)
-        self.assertFails(["convert", "-O", "raw", src, dst], "only written "
-                         "with -n")
+        self.assertFails(["convert", "-O", "luks", src, dst], "key-secret")
         self.assertEqual(file_bytes(dst), before)
+        qil("convert", "-O", "raw", src, dst)
+        self.assertEqual(file_bytes(dst), file_bytes(src))
+        with open(dst, "wb") as f:
+            f.write(before)
         qil("convert", "-n", "-O", "raw", src, dst)
         after = file_bytes(dst)
         self.assertEqual(after[:1 << 20], file_bytes(src))

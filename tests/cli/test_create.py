@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """qemu-img-lite create: raw and LUKS images, sizes, options, refusals."""
 import os
+import subprocess
+import time
 
-from qiltest import (ITER_TIME, SECRET, TestCase, main, qemu_img, qil)
+from qiltest import (ITER_TIME, SECRET, TOOL, TestCase, main, qemu_img, qil)
 
 
 class CreateRaw(TestCase):
@@ -35,13 +37,57 @@ class CreateRaw(TestCase):
             else:
                 self.assertGreaterEqual(allocated, 1 << 20)
 
-    def test_existing_file_is_never_overwritten(self):
+    def test_existing_file_is_replaced_when_complete(self):
+        """As qemu-img, create over an existing file replaces it; unlike
+        qemu-img, only once the new image is complete: a create that fails
+        leaves the old file as it was. The file keeps its mode."""
         path = self.path("keep")
         with open(path, "wb") as f:
             f.write(b"precious")
-        self.assertFails(["create", "-f", "raw", path, "1M"], "File exists")
+        os.chmod(path, 0o600)
+        self.assertFails(["create", "-f", "raw", "-o",
+                          "preallocation=bogus", path, "1M"],
+                         "preallocation")
         with open(path, "rb") as f:
             self.assertEqual(f.read(), b"precious")
+        qil("create", "-q", "-f", "raw", path, "1M")
+        self.assertEqual(os.path.getsize(path), 1 << 20)
+        self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
+        self.assertEqual(os.listdir(self.dir), ["keep"])
+        # Through a symlink: the file it names is replaced, the link stays.
+        link = self.path("link")
+        os.symlink("keep", link)
+        qil("create", "-q", "-f", "qcow2", link, "1M")
+        self.assertTrue(os.path.islink(link))
+        self.assertEqual(self.info_json(path)["format"], "qcow2")
+        # Not a regular file: refused.
+        os.mkdir(self.path("d"))
+        self.assertFails(["create", "-f", "raw", self.path("d"), "1M"])
+
+    def test_existing_image_in_use_is_refused(self):
+        """An image another process holds open (its locks) is not replaced,
+        as qemu-img refuses: 'Failed to get "write" lock'."""
+        path = self.path("busy.raw")
+        qil("create", "-q", "-f", "raw", path, "1M")
+        hold = self.path("hold")
+        env = dict(os.environ, QIL_TEST_HOLD_OPEN=hold)
+        holder = subprocess.Popen([TOOL, "info", path], env=env,
+                                  stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(500):
+                if os.path.exists(hold):
+                    break
+                time.sleep(0.01)
+            # info holds a reader's locks: a writer that shares nothing
+            # but resize is refused.
+            self.assertFails(["create", "-f", "raw", path, "2M"],
+                             'Failed to get "write" lock')
+            self.assertEqual(os.path.getsize(path), 1 << 20)
+        finally:
+            if os.path.exists(hold):
+                os.unlink(hold)
+            holder.wait(30)
 
     def test_bad_arguments(self):
         self.assertFails(["create", "-f", "raw", self.path("x"), "12Q"],

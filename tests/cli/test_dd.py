@@ -110,16 +110,19 @@ class DdTest(TestCase):
                           f"of={self.path('o')}"], "No such file")
         self.assertFalse(os.path.exists(self.path("o")))
 
-    def test_existing_output_kept(self):
-        # Unlike qemu-img (which truncates it), an existing file is kept.
+    def test_existing_output_replaced(self):
+        # As qemu-img (which truncates it), an existing output is replaced;
+        # unlike it, only by the complete new file.
         src = self.path("src.raw")
         random_file(src, 4096)
         out = self.path("out.raw")
         with open(out, "wb") as f:
             f.write(b"keep me")
-        self.assertFails(["dd", f"if={src}", f"of={out}"], "File exists")
+        self.assertFails(["dd", f"if={self.path('missing')}", f"of={out}"],
+                         "No such file")
         self.assertEqual(file_bytes(out), b"keep me")
-
+        qil("dd", f"if={src}", f"of={out}")
+        self.assertEqual(file_bytes(out), file_bytes(src))
 
 if __name__ == "__main__":
     main()

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""A killed convert or create leaves nothing (issue 15, item 3).
+"""A killed convert or create leaves nothing (issue 15, item 3), and over
+an existing target, the old file or the whole new one (issue 26).
 
 A new target has no name until it is complete and synced: whatever signal
 ends the tool, and whenever, the target directory afterwards holds either
@@ -198,6 +199,41 @@ class Kill(TestCase):
                 self.check_raw(target)
             else:
                 self.assertTrue(name.startswith(".dst."), name)
+
+    def test_convert_over_existing(self):
+        """An existing target is replaced only by the complete image: after
+        a kill at any moment it holds the old bytes or the new, whole (a
+        SIGKILL may also leave a hidden temporary name, never a partial
+        target)."""
+        target = os.path.join(self.out, "dst")
+        old = self.path("old.raw")
+        random_file(old, SRC_SIZE // 2, seed=8)
+        old_hash = sha256(old)
+        outcomes = {"old": 0, "new": 0}
+        for sig in SIGNALS:
+            for i in range(ROUNDS):
+                with open(old, "rb") as f, open(target, "wb") as t:
+                    t.write(f.read())
+                progress = i % 2 == 1
+                args = ["convert", self.src, target]
+                if progress:
+                    args.insert(1, "-p")
+                proc = self.start(args)
+                rc, err = self.kill_at_random(proc, sig, progress)
+                what = self.msg(f"{signal.Signals(sig).name}: exit {rc}, "
+                                f"stderr {err!r}")
+                got = sha256(target)
+                self.assertIn(got, (old_hash, self.src_hash), what)
+                if rc == 0:
+                    self.assertEqual(got, self.src_hash, what)
+                outcomes["new" if got == self.src_hash else "old"] += 1
+                for name in os.listdir(self.out):
+                    if name != "dst":
+                        self.assertEqual(sig, signal.SIGKILL, what)
+                        self.assertTrue(name.startswith(".dst."), what)
+                        os.unlink(os.path.join(self.out, name))
+        self.assertGreater(outcomes["old"], 0, self.msg(str(outcomes)))
+        print(f"outcomes: {outcomes}", file=sys.stderr)
 
     def test_progress_to_a_closed_pipe(self):
         """convert -p ... | head -c1: the copy goes on to the end."""

@@ -337,15 +337,15 @@ class EmptyPassphrase(TestCase):
                     self.assertFalse(os.path.exists(img))
 
     def test_create_refused_leaves_existing_file(self):
-        """The new file is made (unnamed) before the format reads its
-        options, so an existing file is what is said first; either way it
-        is left as it was, and a new name gets nothing."""
+        """A create refused for its passphrase leaves an existing file as
+        it was (it would only be replaced by a complete image), and a new
+        name gets nothing."""
         img, new = self.path("a.luks"), self.path("b.luks")
         random_file(img, 4096)
         before = file_bytes(img)
         args = ["create", "-f", "luks", "--object", "secret,id=k,data=",
                 "-o", f"key-secret=k,iter-time={ITER_TIME}"]
-        self.assertFails([*args, img, "1M"], "File exists")
+        self.assertFails([*args, img, "1M"], self.MESSAGE)
         self.assertEqual(file_bytes(img), before)
         self.assertFails([*args, new, "1M"], self.MESSAGE)
         self.assertFalse(os.path.exists(new))

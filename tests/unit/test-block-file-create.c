@@ -187,11 +187,36 @@ static void test_name_taken(Fixture *f, gconstpointer data)
     if (!f->dir) {
         return;
     }
-    /* Taken before: refused at once, as open(O_CREAT | O_EXCL). */
+    /*
+     * Taken before by a regular file: replaced, but only at commit; an
+     * abandoned creation leaves it as it was.
+     */
     g_assert_true(g_file_set_contents(f->path, "theirs", -1, NULL));
-    g_assert_null(file_create_new(f->path, &err));
-    test_error_expect(&err, "File exists");
+    fc = file_create_new(f->path, &error_abort);
+    write_all(file_create_fd(fc), "ours");
+    g_assert_true(g_file_get_contents(f->path, &contents, NULL, NULL));
+    g_assert_cmpstr(contents, ==, "theirs");
+    g_clear_pointer(&contents, g_free);
+    g_clear_pointer(&fc, file_create_unref);
+    g_assert_true(g_file_get_contents(f->path, &contents, NULL, NULL));
+    g_assert_cmpstr(contents, ==, "theirs");
+    g_clear_pointer(&contents, g_free);
+    fc = file_create_new(f->path, &error_abort);
+    write_all(file_create_fd(fc), "ours");
+    g_assert_cmpint(file_create_commit(fc, &error_abort), ==, 0);
+    g_clear_pointer(&fc, file_create_unref);
+    g_assert_true(g_file_get_contents(f->path, &contents, NULL, NULL));
+    g_assert_cmpstr(contents, ==, "ours");
+    g_clear_pointer(&contents, g_free);
+    list = dir_list(f);
+    g_assert_cmpstr(list, ==, "new.img");
+    g_clear_pointer(&list, g_free);
     g_assert_cmpint(unlink(f->path), ==, 0);
+    /* A directory, a dangling symlink: refused. */
+    g_assert_cmpint(mkdir(f->path, 0755), ==, 0);
+    g_assert_null(file_create_new(f->path, &err));
+    test_error_expect(&err, "Could not create");
+    g_assert_cmpint(rmdir(f->path), ==, 0);
     g_assert_cmpint(symlink("nowhere", f->path), ==, 0);
     g_assert_null(file_create_new(f->path, &err));
     test_error_expect(&err, "File exists");
