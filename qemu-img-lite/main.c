@@ -192,7 +192,8 @@ static const ImgCommand img_commands[] = {
 static void img_help(void)
 {
     printf("qemu-img-lite version " QIL_VERSION
-           ": raw and LUKS disk images, with qemu-img's command lines\n"
+           ": raw, LUKS1, LUKS2 and qcow2 disk images, with qemu-img's "
+           "command lines\n"
            "usage: qemu-img-lite [--help | --version] COMMAND [ARGS]\n\n"
            "Commands:\n");
     for (size_t i = 0; i < G_N_ELEMENTS(img_commands); i++) {
@@ -201,8 +202,10 @@ static void img_help(void)
     printf("\n'qemu-img-lite COMMAND --help' describes a command's options.\n"
            "Images are locked as qemu-img locks them; -U (--force-share) "
            "reads one\nwithout locking it.\n"
-           "Formats: raw, luks. Sizes take the suffixes k, M, G, T, P, E "
-           "(powers of 1024).\n");
+           "Formats: raw, luks (LUKS1 and LUKS2), qcow2 (with LUKS or AES "
+           "inside).\nImages may be files, block devices or NBD exports "
+           "(nbd://, nbd+unix://).\n"
+           "Sizes take the suffixes k, M, G, T, P, E (powers of 1024).\n");
 }
 
 int main(int argc, char **argv)
