@@ -25,7 +25,7 @@ static bool keyslot_is(uint32_t mask, int i)
 
 int qcrypto_block_keyslot_select_free(const QCryptoBlockKeyslots *slots,
                                       const QCryptoBlockAmendOptions *options,
-                                      Error **errp)
+                                      bool force, Error **errp)
 {
     g_assert(slots->nslots > 0 && slots->nslots <= 32);
 
@@ -37,7 +37,7 @@ int qcrypto_block_keyslot_select_free(const QCryptoBlockKeyslots *slots,
         if (keyslot_check_index(slots, options->keyslot, errp) < 0) {
             return -1;
         }
-        if (keyslot_is(slots->active, options->keyslot)) {
+        if (keyslot_is(slots->active, options->keyslot) && !force) {
             error_setg(errp, "Refusing to overwrite active keyslot %d - "
                        "please erase it first", options->keyslot);
             return -1;
@@ -53,18 +53,24 @@ int qcrypto_block_keyslot_select_free(const QCryptoBlockKeyslots *slots,
     return -1;
 }
 
-/* keyslot=N: that slot, which old-secret (if given) must open. */
+/*
+ * keyslot=N: that slot, which old-secret (if given) must open. With force
+ * an inactive one is nothing to do (qemu-img says nothing either).
+ */
 static int keyslot_select_by_index(QCryptoBlock *block,
                                    const QCryptoBlockKeyslots *slots,
                                    QCryptoBlockReadFunc readfunc,
                                    void *opaque,
                                    const QCryptoBlockAmendOptions *options,
-                                   uint32_t *erase, Error **errp)
+                                   bool force, uint32_t *erase, Error **errp)
 {
     int i = options->keyslot;
 
     if (keyslot_check_index(slots, i, errp) < 0) {
         return -1;
+    }
+    if (!keyslot_is(slots->active, i) && force) {
+        return 0;
     }
     if (!keyslot_is(slots->active, i)) {
         error_setg(errp, "Given keyslot %d is already erased (inactive)", i);
@@ -145,7 +151,7 @@ int qcrypto_block_keyslot_select_erase(QCryptoBlock *block,
     }
     if (options->has_keyslot) {
         if (keyslot_select_by_index(block, slots, readfunc, opaque, options,
-                                    erase, errp) < 0) {
+                                    force, erase, errp) < 0) {
             return -1;
         }
     } else if (options->has_old_secret) {

@@ -523,11 +523,14 @@ static void qcrypto_block_luks_keyslots(const QCryptoBlockLUKS *luks,
     slots->openers = slots->active;
 }
 
-/* amend state=active: put a new passphrase into a free slot. */
+/*
+ * amend state=active: put a new passphrase into a free slot (or, with
+ * force and keyslot=N, over the active slot N, as qemu-img does).
+ */
 static int qcrypto_block_luks_amend_add_key(
     QCryptoBlock *block, QCryptoBlockLUKS *luks, QCryptoBlockReadFunc readfunc,
     QCryptoBlockWriteFunc writefunc, void *opaque,
-    const QCryptoBlockAmendOptions *options, Error **errp)
+    const QCryptoBlockAmendOptions *options, bool force, Error **errp)
 {
     uint64_t iter_time = options->has_iter_time ? options->iter_time :
         LUKS_DEFAULT_ITER_TIME_MS;
@@ -538,7 +541,7 @@ static int qcrypto_block_luks_amend_add_key(
     int slot;
 
     qcrypto_block_luks_keyslots(luks, &slots);
-    slot = qcrypto_block_keyslot_select_free(&slots, options, errp);
+    slot = qcrypto_block_keyslot_select_free(&slots, options, force, errp);
     if (slot < 0) {
         return -1;
     }
@@ -644,7 +647,7 @@ static int qcrypto_block_luks_amend(QCryptoBlock *block,
     switch (options->state) {
     case QCRYPTO_BLOCK_AMEND_STATE_ACTIVE:
         return qcrypto_block_luks_amend_add_key(
-            block, luks, readfunc, writefunc, opaque, options, errp);
+            block, luks, readfunc, writefunc, opaque, options, force, errp);
     case QCRYPTO_BLOCK_AMEND_STATE_INACTIVE:
         return qcrypto_block_luks_amend_erase_keys(
             block, luks, readfunc, writefunc, opaque, options, force, errp);

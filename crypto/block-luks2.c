@@ -597,7 +597,11 @@ static int qcrypto_luks2_amend_add(QCryptoBlock *block,
         return -1;
     }
     qcrypto_luks2_keyslots(luks, &slots);
-    id = qcrypto_block_keyslot_select_free(&slots, options, errp);
+    /*
+     * No --force over an active LUKS2 slot: its JSON, digest and area
+     * would have to go first (qemu-img has no LUKS2 to follow).
+     */
+    id = qcrypto_block_keyslot_select_free(&slots, options, false, errp);
     if (id < 0) {
         return -1;
     }

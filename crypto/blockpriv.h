@@ -181,11 +181,12 @@ typedef struct QCryptoBlockKeyslots {
 
 /*
  * amend state=active: the slot a new key goes to (keyslot=N if it is free,
- * else the first free slot), or -1 with errp set.
+ * or with force even if it is active, as qemu-img amend --force; else the
+ * first free slot), or -1 with errp set.
  */
 int qcrypto_block_keyslot_select_free(const QCryptoBlockKeyslots *slots,
                                       const QCryptoBlockAmendOptions *options,
-                                      Error **errp);
+                                      bool force, Error **errp);
 
 /*
  * amend state=inactive: sets *erase to the slots to erase: keyslot=N (which

@@ -116,7 +116,8 @@ int img_amend(int argc, char **argv)
         goto out;
     }
     if (bdrv_amend(bs, opts, force, &err) < 0) {
-        img_error_free(filename, err);
+        /* qemu-img's amend errors name no image (error_report_err()). */
+        img_error_free(NULL, err);
         goto out;
     }
     ret = 0;

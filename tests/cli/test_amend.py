@@ -60,6 +60,28 @@ class Amend(TestCase):
             "state=inactive,keyslot=0")
         self.assertEqual(self.active(), [False] * 8)
 
+    def test_force_replaces_active_slot(self):
+        """keyslot=N over an active slot: refused, in qemu-img's words and
+        without an image name before them; with --force the slot gets the
+        new passphrase (the old one no longer opens it), as qemu-img does.
+        Erasing an inactive slot with --force is nothing to do."""
+        args = ["amend", "--object", SECRET, "--object", NEW, "--image-opts",
+                luks_opts(self.luks), "-o",
+                f"state=active,new-secret=sec1,keyslot=0,iter-time={ITER_TIME}"]
+        proc = self.assertFails(args, "Refusing to overwrite active keyslot "
+                                "0 - please erase it first")
+        self.assertEqual(proc.stderr, "qemu-img-lite: Refusing to overwrite "
+                         "active keyslot 0 - please erase it first\n")
+        self.assertTrue(self.opens_with(SECRET))
+        qil(*args, "--force")
+        self.assertEqual(self.active(), [True] + [False] * 7)
+        self.assertFalse(self.opens_with(SECRET))
+        self.assertTrue(self.opens_with("secret,id=sec0,data=new passphrase"))
+        qil("amend", "--force", "--image-opts",
+            f"driver=luks,file.filename={self.luks}", "-o",
+            "state=inactive,keyslot=3")
+        self.assertEqual(self.active(), [True] + [False] * 7)
+
     def test_wrong_passphrase(self):
         self.assertFails(["amend", "--object", "secret,id=sec0,data=bad",
                           "--object", NEW, "--image-opts",
