@@ -87,8 +87,20 @@ int qemu_opts_parse_into(GHashTable *opts, const char *str,
                 first = false;
                 continue;
             }
-            error_setg(errp, "Expected '=' after parameter '%s'", elem->str);
-            return -1;
+            /*
+             * QEMU's short-form boolean: "lazy_refcounts" is
+             * "lazy_refcounts=on" (libvirt sends -o compat=1.1,
+             * lazy_refcounts). QEMU's "nofoo" for "foo=off" is not taken:
+             * "nocow" is an option's real name.
+             */
+            if (!*elem->str || strchr(elem->str, ',')) {
+                error_setg(errp, "Expected '=' after parameter '%s'",
+                           elem->str);
+                return -1;
+            }
+            g_hash_table_insert(opts, g_strdup(elem->str), g_strdup("on"));
+            first = false;
+            continue;
         }
         if (eq == elem->str) {
             error_setg(errp, "Invalid parameter '%s': empty name", elem->str);
