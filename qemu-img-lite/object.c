@@ -6,6 +6,8 @@
  */
 #include <string.h>
 
+#include <json-glib/json-glib.h>
+
 #include "img.h"
 #include "crypto/secret.h"
 #include "crypto/secure-mem.h"
@@ -167,13 +169,66 @@ static int img_add_tls_creds(GHashTable *opts, QCryptoTLSCredsType type)
     return 0;
 }
 
+/*
+ * {"qom-type":"secret","id":"sec0","data":"..."} as options: members
+ * that are strings, numbers or booleans (on/off); NULL otherwise.
+ */
+static GHashTable *img_object_from_json(const char *def)
+{
+    g_autoptr(JsonParser) parser = json_parser_new();
+    g_autoptr(GHashTable) opts = qemu_opts_new();
+    g_autoptr(GList) members = NULL;
+    JsonObject *obj;
+    JsonNode *root;
+
+    if (!json_parser_load_from_data(parser, def, -1, NULL)) {
+        return NULL;
+    }
+    root = json_parser_get_root(parser);
+    if (!root || !JSON_NODE_HOLDS_OBJECT(root)) {
+        return NULL;
+    }
+    obj = json_node_get_object(root);
+    members = json_object_get_members(obj);
+    for (GList *m = members; m; m = m->next) {
+        JsonNode *n = json_object_get_member(obj, m->data);
+        GType t = JSON_NODE_HOLDS_VALUE(n) ? json_node_get_value_type(n)
+                                           : G_TYPE_INVALID;
+        char *value;
+
+        if (t == G_TYPE_STRING) {
+            value = g_strdup(json_node_get_string(n));
+        } else if (t == G_TYPE_INT64) {
+            value = g_strdup_printf("%" G_GINT64_FORMAT, json_node_get_int(n));
+        } else if (t == G_TYPE_BOOLEAN) {
+            value = g_strdup(json_node_get_boolean(n) ? "on" : "off");
+        } else {
+            return NULL;
+        }
+        g_hash_table_insert(opts, g_strdup(m->data), value);
+    }
+    return g_steal_pointer(&opts);
+}
+
 static int img_add_object(const char *def)
 {
     g_autoptr(GHashTable) opts = NULL;
     g_autofree char *type = NULL;
     Error *err = NULL;
 
-    opts = qemu_opts_parse(def, "qom-type", &err);
+    /* QEMU also takes an object as JSON: {"qom-type":"secret","id":...} */
+    if (def[0] == '{') {
+        opts = img_object_from_json(def);
+        if (!opts) {
+            /* The parser's message may quote the text: not shown. */
+            img_error(NULL, "Invalid --object JSON (not shown: it may hold a "
+                      "secret): one object of strings, numbers and "
+                      "booleans");
+            return -1;
+        }
+    } else {
+        opts = qemu_opts_parse(def, "qom-type", &err);
+    }
     if (!opts) {
         /* The parser's message quotes the offending text: not shown. */
         error_free(err);

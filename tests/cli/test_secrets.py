@@ -63,6 +63,17 @@ class Secrets(TestCase):
         self.assertFalse(self.convert_with(
             f"secret,id=k,file={keyfile}", "secret,id=k,data=correct"))
 
+    def test_json_object(self):
+        """--object as QEMU's JSON ({"qom-type": ...}), as libvirt passes
+        it, defines the same secret as the key=value form."""
+        self.need_luks()
+        self.assertTrue(self.convert_with(
+            '{"qom-type":"secret","id":"k","data":"a,b"}',
+            "secret,id=k,data=a,,b"))
+        self.assertFalse(self.convert_with(
+            '{"qom-type":"secret","id":"k","data":"a,b"}',
+            '{"qom-type":"secret","id":"k","data":"a"}'))
+
     def test_binary_key_file(self):
         self.need_luks()
         keyfile = self.path("binkey")
@@ -238,7 +249,11 @@ class NoSecretInMessages(TestCase):
                 f"secret,id=s0,data={a}!{b},format=base64",
                 f"secret,data={a}",
                 f"secret,id=s0,data={a},=x",
-                f"memory-backend-ram,id=m,data={a}"]:
+                f"memory-backend-ram,id=m,data={a}",
+                '{"qom-type":"secret","id":"s0","data":"' + a,
+                '{"qom-type":"secret","id":"s0","data":"' + a + '",'
+                '"x":{"y":"' + b + '"}}',
+                '{"qom-type":"secret","data":"' + a + '"}']:
             proc = self.assertFails(["info", "--object", obj, img])
             self.assertHidden(proc)
 
