@@ -296,6 +296,65 @@ static int bdrv_check_backing_chain(BlockDriverState *inherits_from,
     return 0;
 }
 
+/* opts[key], if given, is one of the NULL-terminated values. */
+static int bdrv_take_enum_opt(GHashTable *opts, const char *key,
+                              const char *const *values, Error **errp)
+{
+    g_autofree char *v = qemu_opt_take(opts, key);
+
+    if (!v) {
+        return 0;
+    }
+    for (const char *const *a = values; *a; a++) {
+        if (g_str_equal(v, *a)) {
+            return 0;
+        }
+    }
+    error_setg(errp, "Parameter '%s' does not accept value '%s'", key, v);
+    return -1;
+}
+
+/*
+ * QEMU's generic node options (its bdrv_runtime_opts), which libvirt's
+ * -blockdev JSON carries on every node. What has a meaning here changes
+ * *flags: read-only=on opens the node (and its children) read-only,
+ * cache.direct=on is O_DIRECT, cache.no-flush=on never syncs. node-name,
+ * auto-read-only, discard and detect-zeroes are checked and taken: a
+ * tool with one image and no guest has nothing to do with them.
+ */
+static int bdrv_take_runtime_opts(GHashTable *opts, int *flags, Error **errp)
+{
+    static const char *const discard[] = {
+        "ignore", "off", "unmap", "on", NULL
+    };
+    static const char *const detect_zeroes[] = { "off", "on", "unmap", NULL };
+    g_autofree char *node_name = qemu_opt_take(opts, "node-name");
+    bool read_only, auto_ro, direct, no_flush;
+
+    if (node_name && !*node_name) {
+        error_setg(errp, "Invalid node-name: ''");
+        return -1;
+    }
+    if (qemu_opt_take_bool(opts, "read-only", false, &read_only, errp) < 0 ||
+        qemu_opt_take_bool(opts, "auto-read-only", false, &auto_ro,
+                           errp) < 0 ||
+        qemu_opt_take_bool(opts, "cache.direct", !!(*flags & BDRV_O_NOCACHE),
+                           &direct, errp) < 0 ||
+        qemu_opt_take_bool(opts, "cache.no-flush",
+                           !!(*flags & BDRV_O_NO_FLUSH), &no_flush,
+                           errp) < 0 ||
+        bdrv_take_enum_opt(opts, "discard", discard, errp) < 0 ||
+        bdrv_take_enum_opt(opts, "detect-zeroes", detect_zeroes, errp) < 0) {
+        return -1;
+    }
+    if (read_only) {
+        *flags &= ~BDRV_O_RDWR;
+    }
+    *flags = direct ? *flags | BDRV_O_NOCACHE : *flags & ~BDRV_O_NOCACHE;
+    *flags = no_flush ? *flags | BDRV_O_NO_FLUSH : *flags & ~BDRV_O_NO_FLUSH;
+    return 0;
+}
+
 /*
  * Open a node from opts (taken: whatever is left is reported unknown);
  * inherits_from: the image it is the backing file of, or NULL.
@@ -314,6 +373,9 @@ static BlockDriverState *bdrv_open_opts(GHashTable *opts, int flags,
     /* QEMU's generic option, inherited by the children (qemu-img -U). */
     if (qemu_opt_take_bool(opts, "force-share", false, &force_share,
                            errp) < 0) {
+        return NULL;
+    }
+    if (bdrv_take_runtime_opts(opts, &flags, errp) < 0) {
         return NULL;
     }
     if (force_share && (flags & BDRV_O_RDWR)) {

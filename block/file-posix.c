@@ -68,7 +68,21 @@ static int file_take_locking_opt(GHashTable *opts, bool *use_lock,
                                  Error **errp)
 {
     g_autofree char *locking = qemu_opt_take(opts, "locking");
+    g_autofree char *aio = qemu_opt_take(opts, "aio");
+    uint64_t batch;
 
+    /*
+     * QEMU's I/O engine choice (libvirt's file.aio): here every request
+     * is a system call in the calling thread, whatever is asked.
+     */
+    if (aio && !g_str_equal(aio, "threads") && !g_str_equal(aio, "native") &&
+        !g_str_equal(aio, "io_uring")) {
+        error_setg(errp, "Parameter 'aio' does not accept value '%s'", aio);
+        return -1;
+    }
+    if (qemu_opt_take_uint(opts, "aio-max-batch", 0, &batch, errp) < 0) {
+        return -1;
+    }
     if (!locking || g_str_equal(locking, "auto") ||
         g_str_equal(locking, "on")) {
         *use_lock = true;

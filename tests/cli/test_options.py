@@ -113,6 +113,40 @@ class TestHexSizes(ParityCase):
         self.assertIn("required size: 2097152", proc.stdout)
 
 
+class TestGenericNodeOptions(ParityCase):
+    """QEMU's generic node options, as libvirt's -blockdev JSON carries
+    them on every node, are taken (issue 26); read-only=on, cache.direct
+    and cache.no-flush mean what they mean in QEMU."""
+
+    def test_libvirt_json(self):
+        self.need_luks()
+        img, raw = self.make_luks("a.luks", "1M")
+        name = ('json:{"driver":"luks","node-name":"libvirt-1-format",'
+                '"read-only":false,"discard":"unmap","detect-zeroes":"off",'
+                '"cache":{"direct":false,"no-flush":false},'
+                '"key-secret":"sec0","file":{"driver":"file","filename":"'
+                + img + '","node-name":"libvirt-1-storage","aio":"native",'
+                '"locking":"auto","auto-read-only":true}}')
+        out = self.path("out.raw")
+        qil("convert", "--object", SECRET, name, "-O", "raw", out)
+        self.assertEqual(file_bytes(out), file_bytes(raw))
+        # read-only=on: a write through it is refused, the image unchanged.
+        before = file_bytes(img)
+        self.assertFails(["convert", "-n", "--object", SECRET, "-f", "raw",
+                          raw, "--target-image-opts",
+                          f"driver=luks,key-secret=sec0,read-only=on,"
+                          f"file.filename={img}"], "read-only")
+        self.assertEqual(file_bytes(img), before)
+        self.assertFails(["info", "--image-opts",
+                          f"driver=raw,detect-zeroes=sometimes,"
+                          f"file.filename={img}"],
+                         "Parameter 'detect-zeroes' does not accept value "
+                         "'sometimes'")
+        self.assertFails(["info", "--image-opts",
+                          f"driver=raw,file.aio=fast,file.filename={img}"],
+                         "Parameter 'aio' does not accept value 'fast'")
+
+
 class TestConvertOptions(ParityCase):
     def setUp(self):
         super().setUp()
