@@ -17,7 +17,7 @@ NOAES_BUILD ?= build-noaes
 WERROR_BUILD ?= build-werror
 
 .PHONY: all deps demo check check-sanitize check-noaes werror fuzz bench \
-	clean
+	install clean
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -72,6 +72,15 @@ fuzz:
 	test -f $(FUZZ_BUILD)/build.ninja || \
 	    CC=clang meson setup -Dfuzzing=true $(FUZZ_BUILD)
 	tests/fuzz/run-fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# make install [PREFIX=/usr/local] [DESTDIR=...]: the programs, the NBD
+# server's plugin, the manual pages and the bash completion (meson install).
+PREFIX ?= /usr/local
+install: deps
+	test -f $(BUILD)/build.ninja || meson setup $(MESON_OPTS) $(BUILD)
+	meson configure -Dprefix=$(PREFIX) $(BUILD)
+	ninja -C $(BUILD)
+	meson install -C $(BUILD) $(if $(DESTDIR),--destdir $(DESTDIR))
 
 bench: all
 	$(BUILD)/tests/benchmark-crypto-cipher $(BENCH_ARGS)

@@ -533,7 +533,7 @@ int img_convert(int argc, char **argv)
         { "format", 'f', 0, G_OPTION_ARG_STRING, &fmt,
           "source format (default: probe)", "FMT" },
         { "target-format", 'O', 0, G_OPTION_ARG_STRING, &out_fmt,
-          "target format: raw (default) or luks", "FMT" },
+          "target format: raw (default), luks or qcow2", "FMT" },
         { "options", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &opt_strs,
           "target creation options (as for create; with -n only "
           "key-secret)", "OPTIONS" },
@@ -600,11 +600,11 @@ int img_convert(int argc, char **argv)
     int r, ret = 1;
 
     if (img_parse_args(&argc, &argv, "SRC DST",
-                       "Convert the image SRC into DST (raw <-> luks, or "
-                       "luks -> luks to re-encrypt).",
-                       "DST must not exist (it is created, and appears "
-                       "only once the copy is complete), unless -n is "
-                       "given.\n\nExamples:\n"
+                       "Convert the image SRC into DST, between raw, luks "
+                       "and qcow2 (luks -> luks re-encrypts).",
+                       "DST is created, and appears only once the copy is "
+                       "complete (an existing file is replaced then); with "
+                       "-n it is written in place.\n\nExamples:\n"
                        "  qemu-img-lite convert --object secret,id=s0,"
                        "data=pass -O luks -o key-secret=s0 disk.raw "
                        "disk.luks\n"

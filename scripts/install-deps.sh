@@ -22,6 +22,8 @@ packages=(
     # exports with nbdfuse (fuse3's fusermount3), make TLS keys (psktool,
     # gnutls-bin) and decrypt independently (python3-cryptography)
     nbdkit-plugin-dev fuse3 gnutls-bin python3-cryptography
+    # manual pages from docs/*.md (meson install)
+    pandoc
     # tests/cli/test_cache.py: which syncs a convert makes
     strace
     # the demo's sample file system and the shared test images
