@@ -810,6 +810,23 @@ int bdrv_create_fit(BlockDriverState *file, uint64_t size,
     return bdrv_truncate(file, size, prealloc, errp);
 }
 
+int bdrv_create_fit_raw(BlockDriverState *file, uint64_t size,
+                        PreallocMode prealloc, Error **errp)
+{
+    /* As QEMU's allocate_first_block(): its O_DIRECT alignment probe. */
+    static const uint8_t zeroes[BDRV_DIRECT_ALIGN];
+    size_t first = MIN(size, sizeof(zeroes));
+
+    if (bdrv_create_fit(file, size, prealloc, errp) < 0) {
+        return -1;
+    }
+    if (prealloc == PREALLOC_MODE_FULL || !first ||
+        !bdrv_has_zero_init(file)) {
+        return 0;
+    }
+    return bdrv_pwrite(file, 0, zeroes, first, 0, errp);
+}
+
 /*
  * The new image of drv on file (bdrv_create_file()), open with flags: as
  * the driver made it, or opened on file as usual. NULL (file dropped, and

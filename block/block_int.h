@@ -365,6 +365,13 @@ bool bdrv_interrupted(BlockDriverState *bs);
  */
 int bdrv_create_fit(BlockDriverState *file, uint64_t size,
                     PreallocMode prealloc, Error **errp);
+/*
+ * The same for an image that is the file itself (raw, "-f file"): then,
+ * as qemu-img, the first 4 KiB of a new file are written (zeroes), which
+ * QEMU's O_DIRECT alignment probing needs: "map" shows them as data.
+ */
+int bdrv_create_fit_raw(BlockDriverState *file, uint64_t size,
+                        PreallocMode prealloc, Error **errp);
 
 /*
  * A node of drv on file, opened by its creator (bdrv_create) rather than by

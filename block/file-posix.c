@@ -622,7 +622,19 @@ static int file_block_status(BlockDriverState *bs, uint64_t offset,
     BDRVFileState *s = bs->opaque;
     uint64_t end;
     bool data = file_seek_extent(s->fd, offset, bytes, &end);
+    struct stat st;
 
+    /*
+     * O_DIRECT, data up to an end of file inside a sector: the rest of
+     * that sector (which the image's virtual size, rounded up, includes)
+     * goes with it, as QEMU reports it when it works in aligned blocks,
+     * rather than as a run of its own (qemu-iotests 253).
+     */
+    if (s->direct && data && end % BDRV_SECTOR_SIZE &&
+        fstat(s->fd, &st) == 0 &&
+        (uint64_t)st.st_size == end) {
+        end = ROUND_UP(end, BDRV_SECTOR_SIZE);
+    }
     *pnum = MIN(bytes, end - offset);
     *map = offset;
     *file = bs;
@@ -777,7 +789,7 @@ static int file_create(BlockDriverState *file, GHashTable *opts, int flags,
     if (bdrv_create_take_size_prealloc(opts, &size, &prealloc, errp) < 0) {
         return -1;
     }
-    return bdrv_create_fit(file, size, prealloc, errp);
+    return bdrv_create_fit_raw(file, size, prealloc, errp);
 }
 
 /*

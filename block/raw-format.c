@@ -216,8 +216,8 @@ static int raw_create(BlockDriverState *file, GHashTable *opts, int flags,
         return -1;
     }
     /* qemu-img makes raw images a whole number of sectors long. */
-    return bdrv_create_fit(file, ROUND_UP(size, BDRV_SECTOR_SIZE), prealloc,
-                           errp);
+    return bdrv_create_fit_raw(file, ROUND_UP(size, BDRV_SECTOR_SIZE),
+                               prealloc, errp);
 }
 
 static int raw_measure(GHashTable *opts, BlockDriverState *in_bs,

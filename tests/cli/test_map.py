@@ -90,6 +90,28 @@ class MapTest(TestCase):
                 args += ["-l", l]
             self.assert_same_map(*args, path)
 
+    def test_new_raw_first_block(self):
+        """A raw image each tool just created maps the same: qemu-img (its
+        allocate_first_block()) writes the first 4 KiB, so do we; with
+        cache.direct=on an unaligned end of file goes with the data before
+        it (qemu-iotests 253)."""
+        for size, name in ((1 << 20, "a.raw"), (1000, "b.raw"),
+                           (0, "c.raw")):
+            ours, theirs = self.path("q-" + name), self.path(name)
+            qil("create", "-q", "-f", "raw", ours, str(size))
+            qemu_img("create", "-q", "-f", "raw", theirs, str(size))
+            mine = run([TOOL, "map", "--output=json", ours]).stdout
+            self.assertEqual(mine, run([shutil.which("qemu-img"), "map",
+                                        "--output=json", theirs]).stdout)
+        path = self.path("odd.raw")
+        with open(path, "wb") as f:
+            f.truncate((1 << 20) - 1)
+            f.seek((1 << 20) - 65536)
+            f.write(os.urandom(65535))
+        self.assert_same_map("--image-opts", "driver=raw,file.driver=file,"
+                             f"file.filename={path},cache.direct=on",
+                             outputs=("json",))
+
     def test_raw_full_and_empty(self):
         full = self.path("full.raw")
         random_file(full, 300000)
