@@ -730,8 +730,24 @@ int bdrv_create_take_prealloc(GHashTable *opts, PreallocMode *prealloc,
 
 int bdrv_create_check_leftovers(GHashTable *opts, Error **errp)
 {
-    g_autofree char *unknown = qemu_opts_first_key(opts);
+    g_autofree char *unknown = NULL;
+    uint64_t hint;
+    bool nocow;
 
+    /*
+     * QEMU's file protocol takes these with any format: XFS's extent size
+     * hint and btrfs's no-copy-on-write flag. They are checked as qemu-img
+     * checks them and have no effect here (ext4, tmpfs: no such thing).
+     */
+    if (qemu_opt_take_size(opts, "extent_size_hint", 0, &hint, errp) < 0 ||
+        qemu_opt_take_bool(opts, "nocow", false, &nocow, errp) < 0) {
+        return -1;
+    }
+    if (hint > UINT32_MAX) {
+        error_setg(errp, "Extent size hint is too large");
+        return -1;
+    }
+    unknown = qemu_opts_first_key(opts);
     if (unknown) {
         error_setg(errp, "Invalid parameter '%s'", unknown);
         return -1;

@@ -869,6 +869,10 @@ static char *file_dirname(BlockDriverState *bs, Error **errp)
 
 /* "-o help" with a file name: what the protocol adds (qemu-img's words). */
 static const BlockOptionDesc file_create_opts[] = {
+    { "extent_size_hint", "size",
+      "Extent size hint for the image file, 0 to disable" },
+    { "nocow", "bool (on/off)",
+      "Turn off copy-on-write (valid only on btrfs)" },
     { "preallocation", "str",
       "Preallocation mode (allowed values: off, falloc, full)" },
     { NULL }

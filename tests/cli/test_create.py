@@ -89,6 +89,18 @@ class CreateRaw(TestCase):
                 os.unlink(hold)
             holder.wait(30)
 
+    def test_file_protocol_options(self):
+        """QEMU's file protocol creation options are taken with any format
+        (libvirt and qemu-iotests pass them): extent_size_hint, nocow."""
+        for fmt in ("raw", "qcow2"):
+            path = self.path(f"h.{fmt}")
+            qil("create", "-q", "-f", fmt, "-o",
+                "extent_size_hint=0,nocow=off", path, "1M")
+            self.assertEqual(self.info_json(path)["format"], fmt)
+        self.assertFails(["create", "-f", "raw", "-o",
+                          "extent_size_hint=8G", self.path("big"), "1M"],
+                         "Extent size hint is too large")
+
     def test_bad_arguments(self):
         self.assertFails(["create", "-f", "raw", self.path("x"), "12Q"],
                          "Invalid image size")
