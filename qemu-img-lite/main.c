@@ -95,6 +95,20 @@ void img_common_opts_clear(ImgCommonOpts *common)
     g_clear_pointer(&common->objects, g_strfreev);
 }
 
+/*
+ * qemu-img's is_valid_option_list(): not empty, and not ending with a
+ * comma that separates nothing (an even run of them is literal commas).
+ */
+static bool img_valid_option_list(const char *s)
+{
+    size_t len = strlen(s), commas = 0;
+
+    while (commas < len && s[len - 1 - commas] == ',') {
+        commas++;
+    }
+    return len && commas % 2 == 0;
+}
+
 GHashTable *img_parse_create_opts(char **opt_strs)
 {
     g_autoptr(GHashTable) opts = qemu_opts_new();
@@ -102,6 +116,10 @@ GHashTable *img_parse_create_opts(char **opt_strs)
     for (char **o = opt_strs; o && *o; o++) {
         Error *err = NULL;
 
+        if (!img_valid_option_list(*o)) {
+            img_error(NULL, "Invalid option list: %s", *o);
+            return NULL;
+        }
         if (g_str_equal(*o, "help") || g_str_equal(*o, "?")) {
             g_hash_table_insert(opts, g_strdup("help"), g_strdup("on"));
             continue;

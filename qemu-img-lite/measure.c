@@ -10,7 +10,7 @@
 int img_measure(int argc, char **argv)
 {
     g_autofree char *fmt = NULL, *out_fmt = NULL, *output = NULL;
-    g_autofree char *size_str = NULL;
+    g_autofree char *size_str = NULL, *snapshot = NULL;
     g_auto(GStrv) opt_strs = NULL;
     g_autoptr(GHashTable) opts = NULL;
     g_autoptr(BlockDriverState) bs = NULL;
@@ -30,6 +30,9 @@ int img_measure(int argc, char **argv)
           NULL },
         { "output", 0, 0, G_OPTION_ARG_STRING, &output,
           "output format: human (default) or json", "FMT" },
+        { "snapshot", 'l', 0, G_OPTION_ARG_STRING, &snapshot,
+          "an internal snapshot of FILENAME (qemu-img's option; none is "
+          "supported yet)", "SNAPSHOT" },
         { "force-share", 'U', 0, G_OPTION_ARG_NONE, &force_share,
           "take no lock on FILENAME, and read it even while another "
           "process writes it", NULL },
@@ -47,6 +50,25 @@ int img_measure(int argc, char **argv)
                        "Example:\n  qemu-img-lite measure -O luks --size 1G",
                        entries, &common) < 0) {
         goto out;
+    }
+    /* qemu-img checks -l's form while it parses the options. */
+    if (snapshot && g_str_has_prefix(snapshot, "snapshot.")) {
+        g_autoptr(GHashTable) sn = qemu_opts_parse(snapshot, NULL, NULL);
+        g_autofree char *id = NULL, *name = NULL, *unknown = NULL;
+
+        if (sn) {
+            id = qemu_opt_take(sn, "snapshot.id");
+            name = qemu_opt_take(sn, "snapshot.name");
+            unknown = qemu_opts_first_key(sn);
+        }
+        if (!sn || unknown) {
+            if (unknown) {
+                img_error(NULL, "Invalid parameter '%s'", unknown);
+            }
+            img_error(NULL, "Failed in parsing snapshot param '%s'",
+                      snapshot);
+            goto out;
+        }
     }
     if (img_parse_output_format(output, &json) < 0) {
         goto out;
@@ -72,6 +94,11 @@ int img_measure(int argc, char **argv)
         img_error(NULL, "At most one filename argument is allowed.");
         goto out;
     }
+    if (argc < 2 && (image_opts || fmt || snapshot)) {
+        img_error(NULL, "--image-opts, -f, and -l require a filename "
+                  "argument.");
+        goto out;
+    }
     if (size_str && argc == 2) {
         img_error(NULL, "--size N cannot be used together with a filename.");
         goto out;
@@ -84,6 +111,9 @@ int img_measure(int argc, char **argv)
         if (img_parse_size(size_str, &size) < 0) {
             goto out;
         }
+    } else if (snapshot) {
+        img_error(argv[1], "Internal snapshots are not supported yet (-l)");
+        goto out;
     } else {
         int64_t len;
 

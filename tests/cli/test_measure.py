@@ -2,7 +2,9 @@
 """qemu-img-lite measure: qemu-img's numbers and output forms."""
 import json
 
-from qiltest import ITER_TIME, SECRET, TestCase, main, qemu_img, qil
+from qiltest import (ITER_TIME, QEMU_IMG, SECRET, TestCase, main, qemu_img,
+                     qil)
+
 
 
 class Measure(TestCase):
@@ -28,6 +30,35 @@ class Measure(TestCase):
         qil("create", "-q", path, "3M")
         self.assertFails(["measure", "-O", "raw", "--size", "1M", path],
                          "--size N cannot be used together with a filename.")
+
+    def test_argument_errors_as_qemu_img(self):
+        """qemu-img's messages, in its order (qemu-iotests 178)."""
+        img = self.path("a.raw")
+        qil("create", "-q", "-f", "raw", img, "1M")
+        cases = [
+            ([], "Either --size N or one filename must be specified."),
+            (["--size", "2G", img],
+             "--size N cannot be used together with a filename."),
+            ([img, "a"], "At most one filename argument is allowed."),
+            (["--image-opts"], "--image-opts, -f, and -l require a filename "
+             "argument."),
+            (["-f", "qcow2"], "--image-opts, -f, and -l require a filename "
+             "argument."),
+            (["-l", "snap1"], "--image-opts, -f, and -l require a filename "
+             "argument."),
+            (["-o", ","], "Invalid option list: ,"),
+            (["-l", "snapshot.foo=bar"], "Invalid parameter 'snapshot.foo'\n"
+             "qemu-img-lite: Failed in parsing snapshot param "
+             "'snapshot.foo=bar'"),
+        ]
+        for args, msg in cases:
+            with self.subTest(args=args):
+                proc = self.assertFails(["measure", *args])
+                self.assertEqual(proc.stderr, f"qemu-img-lite: {msg}\n")
+                if QEMU_IMG:
+                    theirs = qemu_img("measure", *args, check=False)
+                    self.assertEqual(theirs.stderr, proc.stderr.replace(
+                        "qemu-img-lite: ", "qemu-img: "))
 
     def test_luks_as_qemu_img(self):
         self.need_luks()
