@@ -228,8 +228,8 @@ struct BlockDriver {
      * as bdrv_parse_filename gives them) names, and fill in bs as
      * bdrv_open does: empty, and under its name only once
      * bdrv_create_finish names it; closed before that, it leaves nothing
-     * (a file: unnamed until complete, see block/file-create.h). Never
-     * replaces what is there ("File exists"). Where the protocol's
+     * (a file: unnamed until complete, see block/file-create.h; a file
+     * that was there is replaced only then). Where the protocol's
      * storage exists already (a block device), it is opened as it is.
      */
     int (*bdrv_create_file)(BlockDriverState *bs, GHashTable *opts,
@@ -286,6 +286,7 @@ extern const BlockDriver bdrv_raw;
 extern const BlockDriver bdrv_luks;
 extern const BlockDriver bdrv_qcow2;
 extern const BlockDriver bdrv_blkdebug;
+extern const BlockDriver bdrv_null_co, bdrv_null_aio;
 /* block/nbd.c, where libnbd is: one driver, three prefixes (QEMU's). */
 extern const BlockDriver bdrv_nbd, bdrv_nbd_tcp, bdrv_nbd_unix;
 /* Recognised only to be refused (block/foreign.c). */

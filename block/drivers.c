@@ -17,6 +17,8 @@ const BlockDriver *const bdrv_drivers[] = {
     &bdrv_luks,
     &bdrv_qcow2,
     &bdrv_blkdebug,
+    &bdrv_null_co,
+    &bdrv_null_aio,
 #ifdef CONFIG_NBD
     &bdrv_nbd,
     &bdrv_nbd_tcp,

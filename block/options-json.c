@@ -109,14 +109,53 @@ static int json_flatten(GHashTable *opts, const char *prefix, JsonNode *node,
     return 0;
 }
 
+/*
+ * QEMU's JSON parser also takes strings in single quotes
+ * ({ 'driver': 'null-co' }, which qemu-iotests write): rewritten here into
+ * standard JSON for json-glib, \' becoming ' and " becoming \".
+ */
+static char *json_unquote_single(const char *json)
+{
+    GString *out = g_string_sized_new(strlen(json) + 16);
+    char quote = 0;
+
+    for (const char *p = json; *p; p++) {
+        if (!quote) {
+            if (*p == '\'' || *p == '"') {
+                quote = *p;
+                g_string_append_c(out, '"');
+            } else {
+                g_string_append_c(out, *p);
+            }
+        } else if (*p == '\\' && p[1]) {
+            if (quote == '\'' && p[1] == '\'') {
+                g_string_append_c(out, '\'');
+            } else {
+                g_string_append_c(out, '\\');
+                g_string_append_c(out, p[1]);
+            }
+            p++;
+        } else if (*p == quote) {
+            quote = 0;
+            g_string_append_c(out, '"');
+        } else if (*p == '"') {
+            g_string_append(out, "\\\"");
+        } else {
+            g_string_append_c(out, *p);
+        }
+    }
+    return g_string_free(out, FALSE);
+}
+
 GHashTable *qemu_opts_from_json(const char *json, Error **errp)
 {
     g_autoptr(JsonParser) parser = json_parser_new();
     g_autoptr(GHashTable) opts = qemu_opts_new();
     g_autoptr(GError) gerr = NULL;
+    g_autofree char *std = json_unquote_single(json);
     JsonNode *root;
 
-    if (!json_parser_load_from_data(parser, json, -1, &gerr)) {
+    if (!json_parser_load_from_data(parser, std, -1, &gerr)) {
         error_setg(errp, "Could not parse the JSON options: %s",
                    gerr->message);
         return NULL;

@@ -112,6 +112,24 @@ class MapTest(TestCase):
                              f"file.filename={path},cache.direct=on",
                              outputs=("json",))
 
+    def test_null_co_json_single_quotes(self):
+        """QEMU's null-co driver, named in json: with single quotes as
+        qemu-iotests write it (150): convert it and map the result, both
+        tools, sparse and not (-S 0)."""
+        src = "json:{ 'driver': 'null-co', 'size': 1048576, " \
+              "'read-zeroes': true }"
+        for extra in ([], ["-S", "0"]):
+            ours, theirs = self.path("ours.raw"), self.path("theirs.raw")
+            for p in (ours, theirs):
+                if os.path.exists(p):
+                    os.unlink(p)
+            qil("convert", *extra, "-O", "raw", src, ours)
+            qemu_img("convert", *extra, "-O", "raw", src, theirs)
+            self.assertEqual(run([TOOL, "map", "--output=json", ours]).stdout,
+                             run([shutil.which("qemu-img"), "map",
+                                  "--output=json", theirs]).stdout)
+        self.assert_same_map(src, outputs=("json",))
+
     def test_raw_full_and_empty(self):
         full = self.path("full.raw")
         random_file(full, 300000)

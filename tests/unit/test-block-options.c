@@ -166,6 +166,26 @@ static void test_to_string(void)
     g_assert_cmpstr(g_hash_table_lookup(back, "b"), ==, "x,y");
 }
 
+/* QEMU's JSON takes single-quoted strings too (qemu-iotests do). */
+static void test_json_single_quotes(void)
+{
+    g_autoptr(GHashTable) o = qemu_opts_from_json(
+        "{ 'driver': 'null-co', 'size': 1048576, 'read-zeroes': true, "
+        "'file': { \"x\": \"a'b\", 'q': 'say \"hi\"', "
+        "'e': 'don\\'t' } }", &error_abort);
+    Error *err = NULL;
+
+    g_assert_cmpstr(g_hash_table_lookup(o, "driver"), ==, "null-co");
+    g_assert_cmpstr(g_hash_table_lookup(o, "size"), ==, "1048576");
+    g_assert_cmpstr(g_hash_table_lookup(o, "read-zeroes"), ==, "on");
+    g_assert_cmpstr(g_hash_table_lookup(o, "file.x"), ==, "a'b");
+    g_assert_cmpstr(g_hash_table_lookup(o, "file.q"), ==, "say \"hi\"");
+    g_assert_cmpstr(g_hash_table_lookup(o, "file.e"), ==, "don't");
+    g_assert_null(qemu_opts_from_json("{ 'a': 'unterminated }", &err));
+    g_assert_nonnull(err);
+    error_free(err);
+}
+
 static void test_strtosz(void)
 {
     static const struct {
@@ -222,6 +242,8 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/block/options/parse-dotted", test_parse_dotted);
+    g_test_add_func("/block/options/json-single-quotes",
+                    test_json_single_quotes);
     g_test_add_func("/block/options/comma-escape", test_parse_comma_escape);
     g_test_add_func("/block/options/implied-key", test_parse_implied_key);
     g_test_add_func("/block/options/last-wins", test_parse_last_wins);
