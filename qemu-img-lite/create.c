@@ -192,6 +192,35 @@ static void img_create_check_padding(const char *filename, const char *fmt,
 }
 
 /*
+ * No size given, a backing file: the new image is as large as it is, and
+ * the size is in the "Formatting" line, as qemu-img shows it (its
+ * bdrv_img_create() asks the backing file first). Where the backing file
+ * does not open, the format's creation says why.
+ */
+static void img_create_size_from_backing(const char *path, GHashTable *opts)
+{
+    const char *backing = g_hash_table_lookup(opts, "backing_file");
+    const char *backing_fmt = g_hash_table_lookup(opts, "backing_fmt");
+    g_autofree char *dir = g_path_get_dirname(path);
+    g_autofree char *full = NULL;
+    g_autoptr(BlockDriverState) bs = NULL;
+    int64_t len;
+
+    if (!backing_fmt || !*backing) {
+        return;
+    }
+    full = g_path_is_absolute(backing) ? g_strdup(backing)
+                                       : g_build_filename(dir, backing, NULL);
+    bs = bdrv_open(full, backing_fmt, NULL, BDRV_O_NO_IO | BDRV_O_NO_BACKING,
+                   NULL);
+    len = bs ? bdrv_getlength(bs, NULL) : -1;
+    if (len >= 0) {
+        g_hash_table_insert(opts, g_strdup("size"),
+                            g_strdup_printf("%" G_GINT64_FORMAT, len));
+    }
+}
+
+/*
  * No size given: an image on a block device fills it (qemu-img wants a
  * size): its size is what the device holds after the format's header.
  * Anywhere else the size is missing. Prints errors.
@@ -309,8 +338,10 @@ int img_create(int argc, char **argv)
         g_hash_table_insert(opts, g_strdup("size"),
                             g_strdup_printf("%" G_GUINT64_FORMAT, size));
     } else if (!g_hash_table_contains(opts, "size") &&
+               g_hash_table_contains(opts, "backing_file")) {
+        img_create_size_from_backing(path, opts);
+    } else if (!g_hash_table_contains(opts, "size") &&
                !g_hash_table_contains(opts, "detached-header") &&
-               !g_hash_table_contains(opts, "backing_file") &&
                img_create_size_from_device(path, fmt, opts) < 0) {
         goto out;
     }

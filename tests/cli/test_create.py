@@ -4,7 +4,8 @@ import os
 import subprocess
 import time
 
-from qiltest import (ITER_TIME, SECRET, TOOL, TestCase, main, qemu_img, qil)
+from qiltest import (ITER_TIME, QEMU_IMG, SECRET, TOOL, TestCase, main,
+                     qemu_img, qil)
 
 
 class CreateRaw(TestCase):
@@ -100,6 +101,19 @@ class CreateRaw(TestCase):
         self.assertFails(["create", "-f", "raw", "-o",
                           "extent_size_hint=8G", self.path("big"), "1M"],
                          "Extent size hint is too large")
+
+    def test_overlay_size_from_backing_file(self):
+        """No size with -b: the backing file's size, shown in the
+        Formatting line as qemu-img shows it."""
+        base = self.path("base.raw")
+        qil("create", "-q", "-f", "raw", base, "3M")
+        ours = qil("create", "-f", "qcow2", "-b", "base.raw", "-F", "raw",
+                   self.path("ours.qcow2")).stdout
+        self.assertIn(" size=3145728 backing_file=base.raw", ours)
+        if QEMU_IMG:
+            theirs = qemu_img("create", "-f", "qcow2", "-b", "base.raw",
+                              "-F", "raw", self.path("theirs.qcow2")).stdout
+            self.assertEqual(ours.replace("ours", "theirs"), theirs)
 
     def test_bad_arguments(self):
         self.assertFails(["create", "-f", "raw", self.path("x"), "12Q"],
