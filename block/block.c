@@ -979,6 +979,25 @@ int bdrv_amend(BlockDriverState *bs, GHashTable *opts, bool force,
     return bs->drv->bdrv_amend(bs, opts, force, errp);
 }
 
+int bdrv_change_backing_file(BlockDriverState *bs, const char *backing_file,
+                             const char *backing_fmt, Error **errp)
+{
+    if (!bs->drv->bdrv_change_backing_file) {
+        error_setg(errp, "Operation not supported");
+        return -1;
+    }
+    if (bdrv_is_read_only(bs)) {
+        error_setg(errp, "Image is read-only");
+        return -1;
+    }
+    if (backing_file && !backing_fmt) {
+        error_setg(errp, "backing format must be specified");
+        return -1;
+    }
+    return bs->drv->bdrv_change_backing_file(bs, backing_file, backing_fmt,
+                                             errp);
+}
+
 static int option_desc_compare(gconstpointer a, gconstpointer b)
 {
     const BlockOptionDesc *x = *(const BlockOptionDesc *const *)a;

@@ -254,6 +254,10 @@ struct BlockDriver {
                          Error **errp);
     int (*bdrv_amend)(BlockDriverState *bs, GHashTable *opts, bool force,
                       Error **errp);
+    /* Optional: see bdrv_change_backing_file(). */
+    int (*bdrv_change_backing_file)(BlockDriverState *bs,
+                                    const char *backing_file,
+                                    const char *backing_fmt, Error **errp);
     /* Optional: "check" (see bdrv_check()); res is zeroed by the caller. */
     int (*bdrv_check)(BlockDriverState *bs, BdrvCheckResult *res,
                       BdrvCheckMode fix);

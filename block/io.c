@@ -293,7 +293,8 @@ int bdrv_pwrite_zeroes(BlockDriverState *bs, uint64_t offset, size_t bytes,
     while (bytes) {
         size_t n = MIN(bytes, BDRV_ZERO_CHUNK);
 
-        if (bdrv_pwrite(bs, offset, zeroes, n, 0, errp) < 0) {
+        if (bdrv_pwrite(bs, offset, zeroes, n,
+                        flags & BDRV_REQ_EXPLICIT_ZERO, errp) < 0) {
             return -1;
         }
         offset += n;

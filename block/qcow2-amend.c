@@ -344,6 +344,45 @@ out:
     return ret;
 }
 
+/*
+ * rebase: a new backing file name and format in the header (one write
+ * of the first cluster: the old header or the new). The extensions the
+ * header writer does not carry over (an external data file, bitmaps)
+ * would be lost: refused.
+ */
+int qcow2_change_backing_file(BlockDriverState *bs, const char *backing_file,
+                              const char *backing_fmt, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    char *old_file = s->backing_file, *old_fmt = s->ext.backing_format;
+
+    if (s->ext.data_file || s->ext.nb_bitmaps) {
+        error_setg(errp, "Changing the backing file of an image with %s is "
+                   "not supported by qemu-img-lite",
+                   s->ext.data_file ? "an external data file" : "bitmaps");
+        return -1;
+    }
+    if (backing_file && strlen(backing_file) > QCOW2_MAX_BACKING_NAME) {
+        error_setg(errp, "No space left in the file header");
+        return -1;
+    }
+    if (qcow2_flush_metadata(bs, errp) < 0) {
+        return -1;
+    }
+    s->backing_file = g_strdup(backing_file);
+    s->ext.backing_format = g_strdup(backing_file ? backing_fmt : NULL);
+    if (qcow2_rewrite_header(bs, errp) < 0) {
+        g_free(s->backing_file);
+        g_free(s->ext.backing_format);
+        s->backing_file = old_file;
+        s->ext.backing_format = old_fmt;
+        return -1;
+    }
+    g_free(old_file);
+    g_free(old_fmt);
+    return 0;
+}
+
 int qcow2_amend(BlockDriverState *bs, GHashTable *opts, bool force,
                 Error **errp)
 {

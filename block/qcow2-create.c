@@ -277,7 +277,7 @@ static int qcow2_take_encrypt(GHashTable *opts, Qcow2CreateOpts *o,
 
 /* The backing file: its format must be given, and it must open. */
 static int qcow2_check_backing(BlockDriverState *file, Qcow2CreateOpts *o,
-                               bool has_size, Error **errp)
+                               bool has_size, bool unchecked, Error **errp)
 {
     g_autofree char *dir = NULL;
     g_autofree char *path = NULL;
@@ -320,6 +320,10 @@ static int qcow2_check_backing(BlockDriverState *file, Qcow2CreateOpts *o,
                    "on raw and qcow2 images", o->backing_fmt);
         return -1;
     }
+    /* create -u: a backing file that may not exist yet. */
+    if (unchecked && has_size) {
+        return 0;
+    }
     bs = bdrv_open(path, o->backing_fmt, NULL, BDRV_O_NO_IO, errp);
     if (!bs) {
         error_prepend(errp, "Could not open backing image: ");
@@ -341,8 +345,13 @@ static int qcow2_take_create_opts(BlockDriverState *file, GHashTable *opts,
     g_autofree char *ctype = NULL;
     uint64_t cluster_size, refcount_bits;
     bool has_size = g_hash_table_contains(opts, "size");
+    bool unchecked = false;
 
     memset(o, 0, sizeof(*o));
+    if (qemu_opt_take_bool(opts, "x-backing-unchecked", false, &unchecked,
+                           errp) < 0) {
+        return -1;
+    }
     if (qemu_opt_take_size(opts, "size", 0, &o->size, errp) < 0 ||
         qcow2_take_compat(opts, &o->version, errp) < 0 ||
         qemu_opt_take_size(opts, "cluster_size",
@@ -428,7 +437,7 @@ static int qcow2_take_create_opts(BlockDriverState *file, GHashTable *opts,
         return -1;
     }
     if (qcow2_take_encrypt(opts, o, errp) < 0 ||
-        qcow2_check_backing(file, o, has_size, errp) < 0) {
+        qcow2_check_backing(file, o, has_size, unchecked, errp) < 0) {
         return -1;
     }
     if (!has_size && !o->backing_file) {

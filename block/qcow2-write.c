@@ -373,8 +373,10 @@ static int qcow2_write_cluster(BlockDriverState *bs, uint64_t offset,
  * the backing file. Returns 1 if handled, 0 if it must be written as data.
  */
 static int qcow2_write_zero_cluster(BlockDriverState *bs, uint64_t offset,
-                                    Error **errp)
+                                    int flags, Error **errp)
 {
+    /* Unallocated reads zeroes only while no backing file is attached. */
+    bool no_backing = !bs->backing && !(flags & BDRV_REQ_EXPLICIT_ZERO);
     BDRVQcow2State *s = bs->opaque;
     uint64_t entry, bitmap, zentry, zbitmap;
 
@@ -386,13 +388,13 @@ static int qcow2_write_zero_cluster(BlockDriverState *bs, uint64_t offset,
     }
     if (s->g.extended_l2) {
         if ((bitmap & QCOW2_BITMAP_ALL_ZERO) == QCOW2_BITMAP_ALL_ZERO ||
-            (!bs->backing && !(bitmap & QCOW2_BITMAP_ALL_ZERO))) {
+            (no_backing && !(bitmap & QCOW2_BITMAP_ALL_ZERO))) {
             return 1;
         }
         zentry = 0;
         zbitmap = QCOW2_BITMAP_ALL_ZERO;
     } else {
-        if ((entry & QCOW2_OFLAG_ZERO) || !bs->backing) {
+        if ((entry & QCOW2_OFLAG_ZERO) || no_backing) {
             return 1;
         }
         if (s->header.version < 3) {
@@ -441,7 +443,7 @@ static int64_t qcow2_write_new_clusters(BlockDriverState *bs,
             if (k) {
                 break;
             }
-            ret = qcow2_write_zero_cluster(bs, offset, errp);
+            ret = qcow2_write_zero_cluster(bs, offset, flags, errp);
             if (ret == 1) {
                 ret = cs;
             }

@@ -281,14 +281,15 @@ void qcow2_extensions_clear(Qcow2Extensions *ext)
     memset(ext, 0, sizeof(*ext));
 }
 
-/* A string extension: no NUL inside, at most max bytes. */
+/*
+ * A string extension: no NUL inside, at most max bytes. Given twice, the
+ * last one counts, as in QEMU (qemu-iotests 114 adds a second backing
+ * format and expects it to win).
+ */
 static int qcow2_ext_string(const uint8_t *data, uint32_t len, size_t max,
                             const char *what, char **out, Error **errp)
 {
-    if (*out) {
-        error_setg(errp, "qcow2 header: the %s extension appears twice", what);
-        return -1;
-    }
+    g_clear_pointer(out, g_free);
     if (len > max || memchr(data, 0, len)) {
         error_setg(errp, "qcow2 header: invalid %s extension (%" PRIu32
                    " bytes)", what, len);
@@ -1191,6 +1192,7 @@ const BlockDriver bdrv_qcow2 = {
     .bdrv_pwrite_compressed = qcow2_pwrite_compressed,
     .bdrv_truncate = qcow2_truncate,
     .bdrv_amend = qcow2_amend,
+    .bdrv_change_backing_file = qcow2_change_backing_file,
     .create_opts = qcow2_create_opts,
     .amend_opts = qcow2_amend_opts,
 };

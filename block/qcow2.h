@@ -462,6 +462,8 @@ struct BDRVQcow2State {
 
 int qcow2_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
                    Error **errp);
+int qcow2_change_backing_file(BlockDriverState *bs, const char *backing_file,
+                              const char *backing_fmt, Error **errp);
 int qcow2_amend(BlockDriverState *bs, GHashTable *opts, bool force,
                 Error **errp);
 

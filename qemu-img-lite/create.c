@@ -262,6 +262,7 @@ int img_create(int argc, char **argv)
     g_autofree char *backing = NULL, *backing_fmt = NULL;
     g_auto(GStrv) opt_strs = NULL;
     g_autoptr(GHashTable) opts = NULL, shown = NULL;
+    gboolean unsafe = FALSE;
     ImgCommonOpts common = { 0 };
     const GOptionEntry entries[] = {
         { "format", 'f', 0, G_OPTION_ARG_STRING, &fmt,
@@ -273,6 +274,9 @@ int img_create(int argc, char **argv)
         { "options", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &opt_strs,
           "creation options, comma separated ('-o help' lists them)",
           "OPTIONS" },
+        { "unsafe", 'u', 0, G_OPTION_ARG_NONE, &unsafe,
+          "do not open the backing file (-b): it may not exist yet; SIZE "
+          "is then needed", NULL },
         { NULL }
     };
     const char *filename, *path;
@@ -284,8 +288,9 @@ int img_create(int argc, char **argv)
     if (img_parse_args(&argc, &argv, "FILENAME [SIZE]",
                        "Create a new disk image FILENAME of SIZE bytes "
                        "(suffixes k, M, G, T: 1G, 1.5G, 512M, 4k).",
-                       "Unlike qemu-img, an existing file is never "
-                       "overwritten.\n\nExample:\n  qemu-img-lite create -f "
+                       "An existing file is replaced, but only by the "
+                       "complete new image.\n\nExample:\n  qemu-img-lite "
+                       "create -f "
                        "luks --object secret,id=s0,data=pass -o "
                        "key-secret=s0 disk.luks 1G",
                        entries, &common) < 0) {
@@ -338,7 +343,7 @@ int img_create(int argc, char **argv)
         g_hash_table_insert(opts, g_strdup("size"),
                             g_strdup_printf("%" G_GUINT64_FORMAT, size));
     } else if (!g_hash_table_contains(opts, "size") &&
-               g_hash_table_contains(opts, "backing_file")) {
+               g_hash_table_contains(opts, "backing_file") && !unsafe) {
         img_create_size_from_backing(path, opts);
     } else if (!g_hash_table_contains(opts, "size") &&
                !g_hash_table_contains(opts, "detached-header") &&
@@ -348,6 +353,11 @@ int img_create(int argc, char **argv)
     img_normalize_size_opt(opts);
     /* Printed once the image is made: not before a refusal. */
     shown = qemu_opts_copy(opts);
+    /* -u: the format is told not to open the backing file (not shown). */
+    if (unsafe && g_hash_table_contains(opts, "backing_file")) {
+        g_hash_table_insert(opts, g_strdup("x-backing-unchecked"),
+                            g_strdup("on"));
+    }
     /* Only a requested sector size pads more than 512-byte rounding. */
     padding_possible = g_hash_table_contains(opts, "sector-size") &&
         !g_hash_table_contains(opts, "detached-header");

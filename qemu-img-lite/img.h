@@ -140,6 +140,7 @@ int img_compare(int argc, char **argv);
 int img_measure(int argc, char **argv);
 int img_resize(int argc, char **argv);
 int img_reencrypt(int argc, char **argv);
+int img_rebase(int argc, char **argv);
 int img_check(int argc, char **argv);
 
 #endif

@@ -95,6 +95,13 @@ typedef struct BlockDriverState BlockDriverState;
  * a hole instead of zeroing its blocks in place).
  */
 #define BDRV_REQ_MAY_UNMAP (1 << 1)
+/*
+ * Writes and zero writes: zeroes written must stay zeroes even if a
+ * backing file is attached later (rebase): a format that would leave an
+ * unallocated range as it is (it reads zeroes without a backing file)
+ * marks it zero instead, as QEMU's qcow2 always does.
+ */
+#define BDRV_REQ_EXPLICIT_ZERO (1 << 2)
 
 typedef enum {
     PREALLOC_MODE_OFF,
@@ -430,6 +437,16 @@ typedef struct BdrvCheckResult {
  * could not complete (qemu-img's "Check failed: <strerror>").
  */
 int bdrv_check(BlockDriverState *bs, BdrvCheckResult *res, BdrvCheckMode fix);
+
+/*
+ * Record a new backing file name (and format) in the image's header, or
+ * none (backing_file NULL): "qemu-img rebase". Only the header changes:
+ * the caller has made the contents independent of the old backing file
+ * first (or, rebase -u, knows the new one holds the same). A name needs
+ * a format ("backing format must be specified", as QEMU 7.2).
+ */
+int bdrv_change_backing_file(BlockDriverState *bs, const char *backing_file,
+                             const char *backing_fmt, Error **errp);
 
 /* Change format options in place ("qemu-img amend -o ..."). */
 int bdrv_amend(BlockDriverState *bs, GHashTable *opts, bool force,
