@@ -60,6 +60,13 @@ struct BlockDriverState {
      * byte range); block/io.c splits and patches the rest. Set at open.
      */
     uint32_t request_alignment;
+    /*
+     * The first failed flush of this node, or NULL (block/io.c): the
+     * kernel may have dropped the pages it was to write and cleared the
+     * error, so a later flush "succeeding" proves nothing. Every later
+     * flush fails with it.
+     */
+    char *flush_error;
 };
 
 /* A request's end, for asynchronous drivers: ret < 0 with err on failure. */

@@ -194,7 +194,12 @@ int bdrv_pwrite_zeroes(BlockDriverState *bs, uint64_t offset, size_t bytes,
  */
 int bdrv_pdiscard(BlockDriverState *bs, uint64_t offset, size_t bytes,
                   Error **errp);
-/* Make what was written durable: the node, then its children. */
+/*
+ * Make what was written durable: the node, then its children. A node
+ * whose flush failed once fails every later flush too, with the first
+ * error (which names the file): the data may be lost, and a flush that
+ * "succeeds" later would hide it.
+ */
 int bdrv_flush(BlockDriverState *bs, Error **errp);
 /*
  * Write compressed (qcow2 clusters, "convert -c"): whole clusters are

@@ -2,7 +2,8 @@
 /*
  * The blkdebug filter (block/blkdebug.c): the N-th request of a kind
  * fails with the errno asked for, and only it (or fail-count of them, or
- * every one from N on); the rest pass through to the file unchanged; a
+ * every one from N on); the rest pass through to the file unchanged (but
+ * a node whose flush failed fails every later flush: block/io.c); a
  * kill or a torn write ends the process there (run in a child process,
  * whose exit and what it left on disk are checked).
  */
@@ -96,7 +97,11 @@ static void test_fail_read_sticky(void)
     test_tmpfile_clear(&t);
 }
 
-/* A failed flush is never success, and the next one goes through. */
+/*
+ * A failed flush is never success, and it is sticky: the device's second
+ * flush would go through (fail-count=1), but the node's does not, since
+ * what the first one was to write may be lost. The error names the file.
+ */
 static void test_fail_flush(void)
 {
     TestTmpFile t;
@@ -109,7 +114,13 @@ static void test_fail_flush(void)
     g_assert_cmpint(bdrv_pwrite(bs, 0, "data", 4, 0, &error_abort), ==, 0);
     g_assert_cmpint(bdrv_flush(bs, &err), ==, -1);
     test_error_expect(&err, "blkdebug: flush 1 injected");
-    g_assert_cmpint(bdrv_flush(bs, &error_abort), ==, 0);
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpint(bdrv_pwrite(bs, 0, "more", 4, 0, &error_abort), ==,
+                        0);
+        g_assert_cmpint(bdrv_flush(bs, &err), ==, -1);
+        g_assert_nonnull(strstr(error_get_pretty(err), t.path));
+        test_error_expect(&err, "an earlier flush failed");
+    }
     g_clear_pointer(&bs, bdrv_close);
     test_tmpfile_clear(&t);
 }
