@@ -21,7 +21,8 @@
  *   torn-write=N       the first half of the N-th write (rounded down to
  *                      512 bytes) reaches the child, then the kill;
  *   kill-flush=N       killed before the N-th flush.
- * Zero writes count as writes (they are written as data here).
+ * Zero writes count as writes (they are written as data here); a node
+ * opened not to sync (BDRV_O_NO_FLUSH, -t unsafe) has no flushes.
  */
 #include <errno.h>
 #include <signal.h>
@@ -178,8 +179,13 @@ static int blkdebug_pwrite(BlockDriverState *bs, uint64_t offset,
 static int blkdebug_flush(BlockDriverState *bs, Error **errp)
 {
     BDRVBlkdebugState *s = bs->opaque;
-    uint64_t n = blkdebug_count(s, BLKDEBUG_FLUSH);
+    uint64_t n;
 
+    /* A node that never syncs (-t unsafe): no flush reaches the device. */
+    if (bs->open_flags & BDRV_O_NO_FLUSH) {
+        return 0;
+    }
+    n = blkdebug_count(s, BLKDEBUG_FLUSH);
     if (n == s->kill_flush) {
         blkdebug_kill();
     }

@@ -115,7 +115,8 @@ int img_amend(int argc, char **argv)
     if (!bs) {
         goto out;
     }
-    if (bdrv_amend(bs, opts, force, &err) < 0) {
+    /* Done only once it is on the disk: a failed sync is a failure. */
+    if (bdrv_amend(bs, opts, force, &err) < 0 || bdrv_flush(bs, &err) < 0) {
         img_error_free(filename, err);
         goto out;
     }

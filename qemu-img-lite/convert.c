@@ -448,8 +448,11 @@ out:
 
 /*
  * -t and -T, QEMU's cache modes: which ones bypass the page cache
- * (O_DIRECT) and which ask for a flush at the end. The default is
- * qemu-img convert's: unsafe for the target, writeback for the source.
+ * (O_DIRECT) and which ask for a flush at the end. The defaults are
+ * writeback for both: the target, new or existing (-n), file or block
+ * device, is synced before convert says it is done. (qemu-img's default
+ * for the target is unsafe, and it exits 0 when the write-back fails.)
+ * Only -t unsafe, given on purpose, skips the sync.
  */
 static int convert_parse_cache(const char *cache, const char *dflt,
                                const char *what, bool *direct, bool *flush)
@@ -559,8 +562,8 @@ int img_convert(int argc, char **argv)
         { "cache", 't', 0, G_OPTION_ARG_STRING, &cache,
           "target cache mode: writeback or writethrough (sync at the "
           "end), none or directsync (O_DIRECT, and sync at the end), "
-          "unsafe (no sync). Default: a new target is synced before it is "
-          "named, an existing one (-n) is not", "CACHE" },
+          "unsafe (no sync). Default: writeback (a new target is synced "
+          "before it is named)", "CACHE" },
         { "source-cache", 'T', 0, G_OPTION_ARG_STRING, &src_cache,
           "source cache mode: writeback (default), none or directsync "
           "(O_DIRECT); unsafe and writethrough read as writeback",
@@ -645,7 +648,7 @@ int img_convert(int argc, char **argv)
         img_error(NULL, "--target-image-opts and -O are mutually exclusive");
         goto out;
     }
-    if (convert_parse_cache(cache, "unsafe", "", &direct, &flush) < 0 ||
+    if (convert_parse_cache(cache, "writeback", "", &direct, &flush) < 0 ||
         convert_parse_cache(src_cache, "writeback", "source ", &src_direct,
                             &src_flush) < 0) {
         goto out;
@@ -654,11 +657,10 @@ int img_convert(int argc, char **argv)
         dst_flags |= BDRV_O_NO_FLUSH;
     }
     /*
-     * A new target is synced before it is named, even in the default
-     * mode (qemu-img's unsafe): only -t unsafe asked for by name skips
-     * that, as fast as a plain copy but not crash-safe.
+     * -t unsafe also names a new target unsynced: as fast as a plain copy
+     * but not crash-safe.
      */
-    if (cache && g_str_equal(cache, "unsafe")) {
+    if (!flush) {
         dst_flags |= BDRV_O_CREATE_NO_SYNC;
     }
     if (direct) {
@@ -844,8 +846,9 @@ int img_convert(int argc, char **argv)
         goto out;
     }
     /*
-     * Always: a format's cached metadata reaches the file here, where a
-     * failure can still be told (with -t unsafe the file is not synced).
+     * Always: a format's cached metadata reaches the file here, and the
+     * file the disk (not with -t unsafe), where a failure can still be
+     * told: a failed sync, now or earlier (block/io.c), fails the convert.
      */
     if (bdrv_flush(dst, &err) < 0) {
         img_error_free(dst_name, err);
