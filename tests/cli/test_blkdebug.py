@@ -139,6 +139,30 @@ class FailedSync(TestCase):
                      self.luks_opts(path), "-o", "state=inactive,keyslot=1"],
                     "blkdebug: flush 1 injected")
 
+    def active_slots(self, path):
+        data = self.info_json(path)["format-specific"]["data"]
+        return [i for i, slot in enumerate(data["slots"]) if slot["active"]]
+
+    def test_amend_key_material_not_synced(self):
+        """The flush after a new slot's key material fails (only that one):
+        the header is never written, so the slot is not enabled over key
+        material that may not be on disk (cryptsetup: "IO error while
+        encrypting keyslot"), and the old passphrase still opens."""
+        for version in (1, 2):
+            with self.subTest(version=version):
+                path = self.luks(version)
+                self.assertFails(
+                    ["amend", "--object", SECRET, "--object", NEW,
+                     "--image-opts",
+                     self.luks_opts(path, "file.fail-flush=1"), "-o",
+                     f"state=active,new-secret=sec1,iter-time={ITER_TIME}"],
+                    "ey slot 1: Could not flush")
+                self.assertEqual(self.active_slots(path), [0])
+                qil("convert", "--object", SECRET, "--image-opts",
+                    f"driver=luks,key-secret=sec0,file.filename={path}",
+                    "-O", "raw", self.path("out.raw"))
+                os.unlink(self.path("out.raw"))
+
     def test_resize(self):
         raw = self.path("disk.raw")
         random_file(raw, 1 << 20)
