@@ -437,6 +437,23 @@ static int file_write_zeroes(BlockDriverState *bs, int fd, bool direct,
     return 0;
 }
 
+/*
+ * A resize that failed half way (full preallocation out of space after
+ * some of its writes, or fallocate(2) after some blocks) is undone: the
+ * file goes back to its old size and the blocks past it are freed, as
+ * qemu-img does. What keeps the size as it was matters most: a LUKS
+ * image's virtual size is its file's. The rollback's own failure is not
+ * told: the resize's error is.
+ */
+static void file_resize_rollback(int fd, off_t old_size)
+{
+    int ret;
+
+    do {
+        ret = ftruncate(fd, old_size);
+    } while (ret < 0 && errno == EINTR);
+}
+
 /* Resize fd to size; grown space is allocated as prealloc says. */
 static int file_resize_fd(BlockDriverState *bs, int fd, bool direct,
                           uint64_t size, PreallocMode prealloc,
@@ -456,10 +473,12 @@ static int file_resize_fd(BlockDriverState *bs, int fd, bool direct,
             ret = posix_fallocate(fd, st.st_size, size - st.st_size);
             if (ret) {
                 error_setg_errno(errp, ret, "Could not preallocate data");
+                file_resize_rollback(fd, st.st_size);
                 return -1;
             }
         } else if (file_write_zeroes(bs, fd, direct, st.st_size, size,
                                      create, errp) < 0) {
+            file_resize_rollback(fd, st.st_size);
             return -1;
         }
     }
