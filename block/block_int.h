@@ -171,6 +171,11 @@ struct BlockDriver {
     int (*bdrv_truncate)(BlockDriverState *bs, uint64_t size,
                          PreallocMode prealloc, Error **errp);
     int (*bdrv_flush)(BlockDriverState *bs, Error **errp);
+    /*
+     * Optional, protocols: the device's logical block size (see
+     * bdrv_get_logical_block_size()); the default is 512.
+     */
+    uint32_t (*bdrv_logical_block_size)(BlockDriverState *bs);
 
     /* Optional; the default: data everywhere. */
     bool (*bdrv_block_status_is_data)(BlockDriverState *bs, uint64_t offset,

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -618,6 +620,20 @@ static int file_block_status(BlockDriverState *bs, uint64_t offset,
            BDRV_BLOCK_OFFSET_VALID;
 }
 
+/* A block device's logical block size; a file reads in 512-byte sectors. */
+static uint32_t file_logical_block_size(BlockDriverState *bs)
+{
+    BDRVFileState *s = bs->opaque;
+    struct stat st;
+    int size;
+
+    if (fstat(s->fd, &st) == 0 && S_ISBLK(st.st_mode) &&
+        ioctl(s->fd, BLKSSZGET, &size) == 0 && size > 0) {
+        return size;
+    }
+    return BDRV_SECTOR_SIZE;
+}
+
 static bool file_has_zero_init(BlockDriverState *bs)
 {
     BDRVFileState *s = bs->opaque;
@@ -867,6 +883,7 @@ const BlockDriver bdrv_file = {
     .bdrv_getlength = file_getlength,
     .bdrv_truncate = file_truncate,
     .bdrv_flush = file_flush,
+    .bdrv_logical_block_size = file_logical_block_size,
     .bdrv_block_status_is_data = file_block_status_is_data,
     .bdrv_block_status = file_block_status,
     .bdrv_has_zero_init = file_has_zero_init,

@@ -382,6 +382,20 @@ int bdrv_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
     return bs->drv->bdrv_truncate(bs, size, prealloc, errp);
 }
 
+uint32_t bdrv_get_logical_block_size(BlockDriverState *bs)
+{
+    uint32_t size = MAX(bs->request_alignment, BDRV_SECTOR_SIZE);
+
+    if (bs->drv->bdrv_logical_block_size) {
+        size = MAX(size, bs->drv->bdrv_logical_block_size(bs));
+    }
+    /* A format's (or a filter's) bytes are read from its file. */
+    if (bs->file) {
+        size = MAX(size, bdrv_get_logical_block_size(bs->file));
+    }
+    return size;
+}
+
 /* ---- Block status */
 
 bool bdrv_block_status_is_data(BlockDriverState *bs, uint64_t offset,

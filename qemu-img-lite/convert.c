@@ -51,8 +51,12 @@ typedef struct ConvertState {
     /* The target reads as zeroes: skip zero runs of sparse_size bytes. */
     bool skip_zeroes;
     size_t sparse_size;
-    /* --salvage: a sector that cannot be read is copied as zeroes. */
+    /*
+     * --salvage: a block that cannot be read is copied as zeroes; blocks
+     * of salvage_unit bytes, the source's logical block size.
+     */
     bool salvage;
+    uint32_t salvage_unit;
     /* -C: try copy offloading; cleared (atomically) once it fails. */
     gint copy_range;
     /* -r: bytes per second, 0 for no limit. */
@@ -178,14 +182,19 @@ static int convert_write_1(ConvertState *s, uint64_t offset, uint8_t *buf,
 
 /*
  * --salvage: the read of [offset, offset + len) failed; read it again one
- * 512-byte sector at a time, as qemu-img does, and let each sector that
- * still fails read as zeroes, with a warning.
+ * logical block at a time (512 bytes for a file, as qemu-img, a block
+ * device's own block size, a LUKS sector), and let each block that still
+ * fails read as zeroes, with a warning: only the blocks that cannot be
+ * read are lost, never the rest of the chunk.
  */
 static void convert_read_salvage(ConvertState *s, uint64_t offset,
                                  uint8_t *buf, size_t len)
 {
-    for (size_t pos = 0; pos < len; pos += BDRV_SECTOR_SIZE) {
-        size_t n = MIN(BDRV_SECTOR_SIZE, len - pos);
+    uint32_t unit = s->salvage_unit;
+
+    for (size_t pos = 0; pos < len;) {
+        /* Whole blocks: the first one may start before offset. */
+        size_t n = MIN(unit - (offset + pos) % unit, len - pos);
         Error *err = NULL;
 
         if (bdrv_pread(s->src, offset + pos, buf + pos, n, &err) < 0) {
@@ -198,6 +207,7 @@ static void convert_read_salvage(ConvertState *s, uint64_t offset,
             g_mutex_unlock(&s->lock);
             error_free(err);
         }
+        pos += n;
     }
 }
 
@@ -835,6 +845,7 @@ int img_convert(int argc, char **argv)
     s.skip_zeroes = sparse_size &&
         ((created && bdrv_has_zero_init(dst)) || target_is_zero);
     s.salvage = salvage;
+    s.salvage_unit = bdrv_get_logical_block_size(src);
     s.copy_range = copy_range;
     s.rate_limit = rate_limit;
     if (img_interrupted) {

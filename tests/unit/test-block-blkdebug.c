@@ -125,6 +125,36 @@ static void test_fail_flush(void)
     test_tmpfile_clear(&t);
 }
 
+/*
+ * A bad area fails every read that touches it, every time, and only
+ * those; a file reads in 512-byte logical blocks (what --salvage narrows
+ * a failed read to).
+ */
+static void test_bad_area(void)
+{
+    TestTmpFile t;
+    g_autoptr(BlockDriverState) bs = NULL;
+    uint8_t buf[1024];
+    Error *err = NULL;
+
+    test_tmpfile_init(&t, "test-blkdebug", "disk.raw");
+    make_file(&t, 'x');
+    bs = open_blkdebug(&t, "file.bad-offset=4096,file.bad-bytes=512", 0);
+    g_assert_cmpuint(bdrv_get_logical_block_size(bs), ==, 512);
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpint(bdrv_pread(bs, 4000, buf, 97, &err), ==, -1);
+        test_error_expect(&err, "bad area at 4096");
+        g_assert_cmpint(bdrv_pread(bs, 4096 + 511, buf, 1, &err), ==, -1);
+        test_error_expect(&err, strerror(EIO));
+    }
+    g_assert_cmpint(bdrv_pread(bs, 4096 - 1024, buf, 1024, &error_abort), ==,
+                    0);
+    g_assert_cmpint(bdrv_pread(bs, 4608, buf, 1024, &error_abort), ==, 0);
+    g_assert_cmpint(buf[0], ==, 'x');
+    g_clear_pointer(&bs, bdrv_close);
+    test_tmpfile_clear(&t);
+}
+
 static void test_bad_options(void)
 {
     TestTmpFile t;
@@ -208,6 +238,7 @@ int main(int argc, char **argv)
     g_test_add_func("/block/blkdebug/fail-read-sticky",
                     test_fail_read_sticky);
     g_test_add_func("/block/blkdebug/fail-flush", test_fail_flush);
+    g_test_add_func("/block/blkdebug/bad-area", test_bad_area);
     g_test_add_func("/block/blkdebug/bad-options", test_bad_options);
     g_test_add_func("/block/blkdebug/kill-and-torn", test_kill_and_torn);
     return g_test_run();
