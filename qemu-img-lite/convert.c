@@ -193,7 +193,7 @@ static void convert_read_salvage(ConvertState *s, uint64_t offset,
     uint32_t unit = s->salvage_unit;
 
     for (size_t pos = 0; pos < len;) {
-        /* Whole blocks: the first one may start before offset. */
+        /* Pieces end on block boundaries (the first may be a part). */
         size_t n = MIN(unit - (offset + pos) % unit, len - pos);
         Error *err = NULL;
 
