@@ -20,8 +20,13 @@
  *   kill-write=N       the process is killed before the N-th write;
  *   torn-write=N       the first half of the N-th write (rounded down to
  *                      512 bytes) reaches the child, then the kill;
- *   kill-flush=N       killed before the N-th flush.
- * Zero writes count as writes (they are written as data here).
+ *   kill-flush=N       killed before the N-th flush;
+ *   bad-offset=O, bad-bytes=L
+ *                      a bad area: every read that touches [O, O + L)
+ *                      fails with errno, every time (a medium error; the
+ *                      rest of the device reads as usual).
+ * Zero writes count as writes (they are written as data here); a node
+ * opened not to sync (BDRV_O_NO_FLUSH, -t unsafe) has no flushes.
  */
 #include <errno.h>
 #include <signal.h>
@@ -50,6 +55,7 @@ typedef struct BDRVBlkdebugState {
     uint64_t fail_count;
     int error;
     uint64_t kill_write, torn_write, kill_flush;
+    uint64_t bad_offset, bad_bytes;     /* bad_bytes 0: no bad area */
     gint counter[BLKDEBUG__MAX];        /* requests so far, atomic */
 } BDRVBlkdebugState;
 
@@ -101,6 +107,9 @@ static int blkdebug_open(BlockDriverState *bs, GHashTable *opts, int flags,
                            errp) < 0 ||
         qemu_opt_take_uint(opts, "kill-flush", 0, &s->kill_flush,
                            errp) < 0 ||
+        qemu_opt_take_uint(opts, "bad-offset", 0, &s->bad_offset,
+                           errp) < 0 ||
+        qemu_opt_take_uint(opts, "bad-bytes", 0, &s->bad_bytes, errp) < 0 ||
         blkdebug_take_errno(opts, &s->error, errp) < 0) {
         return -1;
     }
@@ -139,13 +148,31 @@ static void G_GNUC_NORETURN blkdebug_kill(void)
     _exit(137);     /* not reached: SIGKILL cannot be caught */
 }
 
+/* Whether [offset, offset + bytes) touches the bad area; errp says so. */
+static bool blkdebug_in_bad_area(BlockDriverState *bs, uint64_t offset,
+                                 size_t bytes, Error **errp)
+{
+    BDRVBlkdebugState *s = bs->opaque;
+
+    if (!s->bad_bytes || offset >= s->bad_offset + s->bad_bytes ||
+        offset + bytes <= s->bad_offset) {
+        return false;
+    }
+    error_setg_errno(errp, s->error, "Could not read '%s' at offset %"
+                     G_GUINT64_FORMAT " (blkdebug: bad area at %"
+                     G_GUINT64_FORMAT ")", bdrv_get_filename(bs),
+                     MAX(offset, s->bad_offset), s->bad_offset);
+    return true;
+}
+
 static int blkdebug_pread(BlockDriverState *bs, uint64_t offset, void *buf,
                           size_t bytes, Error **errp)
 {
     BDRVBlkdebugState *s = bs->opaque;
 
     if (blkdebug_fails(bs, BLKDEBUG_READ,
-                       blkdebug_count(s, BLKDEBUG_READ), errp)) {
+                       blkdebug_count(s, BLKDEBUG_READ), errp) ||
+        blkdebug_in_bad_area(bs, offset, bytes, errp)) {
         return -1;
     }
     return bdrv_pread(bs->file, offset, buf, bytes, errp);
@@ -178,8 +205,13 @@ static int blkdebug_pwrite(BlockDriverState *bs, uint64_t offset,
 static int blkdebug_flush(BlockDriverState *bs, Error **errp)
 {
     BDRVBlkdebugState *s = bs->opaque;
-    uint64_t n = blkdebug_count(s, BLKDEBUG_FLUSH);
+    uint64_t n;
 
+    /* A node that never syncs (-t unsafe): no flush reaches the device. */
+    if (bs->open_flags & BDRV_O_NO_FLUSH) {
+        return 0;
+    }
+    n = blkdebug_count(s, BLKDEBUG_FLUSH);
     if (n == s->kill_flush) {
         blkdebug_kill();
     }

@@ -227,6 +227,7 @@ static void bdrv_free(BlockDriverState *bs)
 {
     bdrv_close_children(bs->children);
     g_free(bs->filename);
+    g_free(bs->flush_error);
     g_free(bs->opaque);
     g_free(bs);
 }

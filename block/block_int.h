@@ -60,6 +60,13 @@ struct BlockDriverState {
      * byte range); block/io.c splits and patches the rest. Set at open.
      */
     uint32_t request_alignment;
+    /*
+     * The first failed flush of this node, or NULL (block/io.c): the
+     * kernel may have dropped the pages it was to write and cleared the
+     * error, so a later flush "succeeding" proves nothing. Every later
+     * flush fails with it.
+     */
+    char *flush_error;
 };
 
 /* A request's end, for asynchronous drivers: ret < 0 with err on failure. */
@@ -164,6 +171,11 @@ struct BlockDriver {
     int (*bdrv_truncate)(BlockDriverState *bs, uint64_t size,
                          PreallocMode prealloc, Error **errp);
     int (*bdrv_flush)(BlockDriverState *bs, Error **errp);
+    /*
+     * Optional, protocols: the device's logical block size (see
+     * bdrv_get_logical_block_size()); the default is 512.
+     */
+    uint32_t (*bdrv_logical_block_size)(BlockDriverState *bs);
 
     /* Optional; the default: data everywhere. */
     bool (*bdrv_block_status_is_data)(BlockDriverState *bs, uint64_t offset,

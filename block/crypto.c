@@ -65,6 +65,13 @@ static int block_crypto_header_write(QCryptoBlock *block, uint64_t offset,
     return bdrv_pwrite(hdr, offset, buf, buflen, 0, errp);
 }
 
+/* Where the format orders its header writes (see QCryptoBlockFlushFunc). */
+static int block_crypto_header_flush(QCryptoBlock *block, void *opaque,
+                                     Error **errp)
+{
+    return bdrv_flush(opaque, errp);
+}
+
 /* ---- a decryption in place under way (docs/reencrypt.md) ---- */
 
 static int block_crypto_decrypt_header_read(void *opaque, uint64_t offset,
@@ -814,6 +821,7 @@ static int block_crypto_amend(BlockDriverState *bs, GHashTable *opts,
     }
     ret = qcrypto_block_amend_options(s->block, block_crypto_header_read,
                                       block_crypto_header_write,
+                                      block_crypto_header_flush,
                                       s->detached ? s->header : bs->file,
                                       &aopts, force, errp);
 out:

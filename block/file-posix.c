@@ -7,6 +7,8 @@
 #include <string.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -468,6 +470,23 @@ static int file_write_zeroes(BlockDriverState *bs, int fd, bool direct,
     return 0;
 }
 
+/*
+ * A resize that failed half way (full preallocation out of space after
+ * some of its writes, or fallocate(2) after some blocks) is undone: the
+ * file goes back to its old size and the blocks past it are freed, as
+ * qemu-img does. What keeps the size as it was matters most: a LUKS
+ * image's virtual size is its file's. The rollback's own failure is not
+ * told: the resize's error is.
+ */
+static void file_resize_rollback(int fd, off_t old_size)
+{
+    int ret;
+
+    do {
+        ret = ftruncate(fd, old_size);
+    } while (ret < 0 && errno == EINTR);
+}
+
 /* Resize fd to size; grown space is allocated as prealloc says. */
 static int file_resize_fd(BlockDriverState *bs, int fd, bool direct,
                           uint64_t size, PreallocMode prealloc,
@@ -487,10 +506,12 @@ static int file_resize_fd(BlockDriverState *bs, int fd, bool direct,
             ret = posix_fallocate(fd, st.st_size, size - st.st_size);
             if (ret) {
                 error_setg_errno(errp, ret, "Could not preallocate data");
+                file_resize_rollback(fd, st.st_size);
                 return -1;
             }
         } else if (file_write_zeroes(bs, fd, direct, st.st_size, size,
                                      create, errp) < 0) {
+            file_resize_rollback(fd, st.st_size);
             return -1;
         }
     }
@@ -640,6 +661,20 @@ static int file_block_status(BlockDriverState *bs, uint64_t offset,
     *file = bs;
     return (data ? BDRV_BLOCK_DATA : BDRV_BLOCK_ZERO) |
            BDRV_BLOCK_OFFSET_VALID;
+}
+
+/* A block device's logical block size; a file reads in 512-byte sectors. */
+static uint32_t file_logical_block_size(BlockDriverState *bs)
+{
+    BDRVFileState *s = bs->opaque;
+    struct stat st;
+    int size;
+
+    if (fstat(s->fd, &st) == 0 && S_ISBLK(st.st_mode) &&
+        ioctl(s->fd, BLKSSZGET, &size) == 0 && size > 0) {
+        return size;
+    }
+    return BDRV_SECTOR_SIZE;
 }
 
 static bool file_has_zero_init(BlockDriverState *bs)
@@ -895,6 +930,7 @@ const BlockDriver bdrv_file = {
     .bdrv_getlength = file_getlength,
     .bdrv_truncate = file_truncate,
     .bdrv_flush = file_flush,
+    .bdrv_logical_block_size = file_logical_block_size,
     .bdrv_block_status_is_data = file_block_status_is_data,
     .bdrv_block_status = file_block_status,
     .bdrv_has_zero_init = file_has_zero_init,

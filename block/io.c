@@ -15,6 +15,7 @@
  *   aligned requests; the rest are split into a bounded bounce buffer,
  *   and a partial block is read, patched and written back;
  * - zero writes and discards fall back to what every driver can do;
+ * - a failed flush stays failed (bdrv_flush_node());
  * - a driver that is asynchronous (it offers bdrv_aio_pread/pwrite: a
  *   network protocol with many requests in flight) is waited for, so
  *   that callers, the threaded convert loop among them, stay synchronous.
@@ -316,12 +317,46 @@ int bdrv_pdiscard(BlockDriverState *bs, uint64_t offset, size_t bytes,
     return bs->drv->bdrv_pdiscard(bs, offset, bytes, errp);
 }
 
+/*
+ * A failed flush is sticky (QEMU and PostgreSQL learnt it the hard way):
+ * when fsync(2) fails, Linux may drop the dirty pages it could not write
+ * and clear the error, so a later fsync succeeds over lost data. The node
+ * remembers its first failure and every later flush fails with it; the
+ * command then fails instead of reporting success.
+ */
+static GMutex bdrv_flush_error_lock;
+
+static int bdrv_flush_node(BlockDriverState *bs, Error **errp)
+{
+    g_autofree char *first = NULL;
+    Error *err = NULL;
+
+    g_mutex_lock(&bdrv_flush_error_lock);
+    first = g_strdup(bs->flush_error);
+    g_mutex_unlock(&bdrv_flush_error_lock);
+    if (first) {
+        error_setg(errp, "%s (an earlier flush failed: what it was to "
+                   "write may be lost)", first);
+        return -1;
+    }
+    if (!bs->drv->bdrv_flush || bs->drv->bdrv_flush(bs, &err) == 0) {
+        return 0;
+    }
+    g_mutex_lock(&bdrv_flush_error_lock);
+    if (!bs->flush_error) {
+        bs->flush_error = g_strdup(error_get_pretty(err));
+    }
+    g_mutex_unlock(&bdrv_flush_error_lock);
+    error_propagate(errp, err);
+    return -1;
+}
+
 int bdrv_flush(BlockDriverState *bs, Error **errp)
 {
     if (bdrv_is_read_only(bs)) {
         return 0;
     }
-    if (bs->drv->bdrv_flush && bs->drv->bdrv_flush(bs, errp) < 0) {
+    if (bdrv_flush_node(bs, errp) < 0) {
         return -1;
     }
     /* Then what the node wrote through: its children, in order. */
@@ -346,6 +381,20 @@ int bdrv_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
         return -1;
     }
     return bs->drv->bdrv_truncate(bs, size, prealloc, errp);
+}
+
+uint32_t bdrv_get_logical_block_size(BlockDriverState *bs)
+{
+    uint32_t size = MAX(bs->request_alignment, BDRV_SECTOR_SIZE);
+
+    if (bs->drv->bdrv_logical_block_size) {
+        size = MAX(size, bs->drv->bdrv_logical_block_size(bs));
+    }
+    /* A format's (or a filter's) bytes are read from its file. */
+    if (bs->file) {
+        size = MAX(size, bdrv_get_logical_block_size(bs->file));
+    }
+    return size;
 }
 
 /* ---- Block status */

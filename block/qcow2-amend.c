@@ -337,7 +337,8 @@ static int qcow2_amend_luks(BlockDriverState *bs, GHashTable *eopts,
     }
     ret = qcrypto_block_amend_options(qcow2_crypto_get_block(s->crypto),
                                       qcow2_crypto_hdr_read,
-                                      qcow2_crypto_hdr_write, s->crypto,
+                                      qcow2_crypto_hdr_write,
+                                      qcow2_crypto_hdr_flush, s->crypto,
                                       &aopts, force, errp);
 out:
     block_crypto_clear_luks_amend_opts(&aopts);

@@ -200,6 +200,14 @@ int qcow2_crypto_hdr_write(QCryptoBlock *block, uint64_t offset,
                        buflen, 0, errp);
 }
 
+/* The LUKS header's writes are ordered with flushes of the image file. */
+int qcow2_crypto_hdr_flush(QCryptoBlock *block, void *opaque, Error **errp)
+{
+    Qcow2Crypto *c = opaque;
+
+    return bdrv_flush(c->file, errp);
+}
+
 Qcow2Crypto *qcow2_crypto_new_luks(BlockDriverState *file,
                                    QCryptoBlock *block, uint64_t hdr_offset,
                                    uint64_t hdr_length)

@@ -392,6 +392,7 @@ int qcow2_crypto_hdr_read(QCryptoBlock *block, uint64_t offset,
 int qcow2_crypto_hdr_write(QCryptoBlock *block, uint64_t offset,
                            const uint8_t *buf, size_t buflen, void *opaque,
                            Error **errp);
+int qcow2_crypto_hdr_flush(QCryptoBlock *block, void *opaque, Error **errp);
 /* LUKS header info for "info", or NULL (AES, or no header). */
 QCryptoBlockInfo *qcow2_crypto_get_info(Qcow2Crypto *c, Error **errp);
 

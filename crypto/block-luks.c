@@ -175,15 +175,25 @@ static int qcrypto_block_luks_header_read(QCryptoBlock *block,
     return 0;
 }
 
+/*
+ * The header has one copy: with flushfunc, what was written before it (a
+ * new slot's key material) is flushed first, and the header after it
+ * (cryptsetup's order), so that a slot is never enabled over material
+ * that is not on disk, and a disabled slot's material is wiped only once
+ * the header no longer names it. NULL: a new image, not yet named.
+ */
 static int qcrypto_block_luks_header_write(QCryptoBlock *block,
                                            QCryptoBlockLUKS *luks,
                                            QCryptoBlockWriteFunc writefunc,
+                                           QCryptoBlockFlushFunc flushfunc,
                                            void *opaque, Error **errp)
 {
     uint8_t buf[QCRYPTO_LUKS_HEADER_LEN];
 
     qcrypto_luks_header_encode(&luks->header, buf);
-    if (writefunc(block, 0, buf, sizeof(buf), opaque, errp) < 0) {
+    if (qcrypto_block_flush(block, flushfunc, opaque, errp) < 0 ||
+        writefunc(block, 0, buf, sizeof(buf), opaque, errp) < 0 ||
+        qcrypto_block_flush(block, flushfunc, opaque, errp) < 0) {
         error_prepend(errp, "Cannot write the LUKS header: ");
         return -1;
     }
@@ -480,7 +490,7 @@ static int qcrypto_block_luks_create(QCryptoBlock *block,
         qcrypto_block_luks_keyslot_store(block, luks, 0, &options->secret,
                                          mk->data, iter_time, writefunc,
                                          opaque, errp) < 0 ||
-        qcrypto_block_luks_header_write(block, luks, writefunc, opaque,
+        qcrypto_block_luks_header_write(block, luks, writefunc, NULL, opaque,
                                         errp) < 0) {
         return -1;
     }
@@ -529,8 +539,9 @@ static void qcrypto_block_luks_keyslots(const QCryptoBlockLUKS *luks,
  */
 static int qcrypto_block_luks_amend_add_key(
     QCryptoBlock *block, QCryptoBlockLUKS *luks, QCryptoBlockReadFunc readfunc,
-    QCryptoBlockWriteFunc writefunc, void *opaque,
-    const QCryptoBlockAmendOptions *options, bool force, Error **errp)
+    QCryptoBlockWriteFunc writefunc, QCryptoBlockFlushFunc flushfunc,
+    void *opaque, const QCryptoBlockAmendOptions *options, bool force,
+    Error **errp)
 {
     uint64_t iter_time = options->has_iter_time ? options->iter_time :
         LUKS_DEFAULT_ITER_TIME_MS;
@@ -563,11 +574,20 @@ static int qcrypto_block_luks_amend_add_key(
         return -1;
     }
 
+    /* The key material on disk, then the header that enables it. */
     if (qcrypto_block_luks_keyslot_store(
             block, luks, slot, &options->new_secret, mk->data, iter_time,
-            writefunc, opaque, errp) < 0 ||
-        qcrypto_block_luks_header_write(block, luks, writefunc, opaque,
-                                        errp) < 0) {
+            writefunc, opaque, errp) < 0) {
+        luks->header = saved;
+        return -1;
+    }
+    if (qcrypto_block_flush(block, flushfunc, opaque, errp) < 0) {
+        error_prepend(errp, "Cannot write key slot %d: ", slot);
+        luks->header = saved;
+        return -1;
+    }
+    if (qcrypto_block_luks_header_write(block, luks, writefunc, flushfunc,
+                                        opaque, errp) < 0) {
         luks->header = saved;
         return -1;
     }
@@ -581,8 +601,9 @@ static int qcrypto_block_luks_amend_add_key(
  */
 static int qcrypto_block_luks_amend_erase_keys(
     QCryptoBlock *block, QCryptoBlockLUKS *luks, QCryptoBlockReadFunc readfunc,
-    QCryptoBlockWriteFunc writefunc, void *opaque,
-    const QCryptoBlockAmendOptions *options, bool force, Error **errp)
+    QCryptoBlockWriteFunc writefunc, QCryptoBlockFlushFunc flushfunc,
+    void *opaque, const QCryptoBlockAmendOptions *options, bool force,
+    Error **errp)
 {
     QCryptoLUKSHeader saved = luks->header;
     QCryptoBlockKeyslots slots;
@@ -606,8 +627,8 @@ static int qcrypto_block_luks_amend_erase_keys(
             memset(slot->salt, 0, sizeof(slot->salt));
         }
     }
-    if (qcrypto_block_luks_header_write(block, luks, writefunc, opaque,
-                                        errp) < 0) {
+    if (qcrypto_block_luks_header_write(block, luks, writefunc, flushfunc,
+                                        opaque, errp) < 0) {
         luks->header = saved;
         return -1;
     }
@@ -626,12 +647,13 @@ static int qcrypto_block_luks_amend_erase_keys(
             return -1;
         }
     }
-    return 0;
+    return qcrypto_block_flush(block, flushfunc, opaque, errp);
 }
 
 static int qcrypto_block_luks_amend(QCryptoBlock *block,
                                     QCryptoBlockReadFunc readfunc,
                                     QCryptoBlockWriteFunc writefunc,
+                                    QCryptoBlockFlushFunc flushfunc,
                                     void *opaque,
                                     const QCryptoBlockAmendOptions *options,
                                     bool force, Error **errp)
@@ -647,10 +669,12 @@ static int qcrypto_block_luks_amend(QCryptoBlock *block,
     switch (options->state) {
     case QCRYPTO_BLOCK_AMEND_STATE_ACTIVE:
         return qcrypto_block_luks_amend_add_key(
-            block, luks, readfunc, writefunc, opaque, options, force, errp);
+            block, luks, readfunc, writefunc, flushfunc, opaque, options,
+            force, errp);
     case QCRYPTO_BLOCK_AMEND_STATE_INACTIVE:
         return qcrypto_block_luks_amend_erase_keys(
-            block, luks, readfunc, writefunc, opaque, options, force, errp);
+            block, luks, readfunc, writefunc, flushfunc, opaque, options,
+            force, errp);
     }
     error_setg(errp, "Invalid key slot state %d", (int)options->state);
     return -1;

@@ -266,7 +266,7 @@ int qcrypto_luks2_from_luks1(const uint8_t *phdr, uint64_t file_size,
                              errp) < 0 ||
         qcrypto_random_bytes(hdr->salt_secondary, QCRYPTO_LUKS2_SALT_LEN,
                              errp) < 0 ||
-        qcrypto_luks2_header_write(hdr, json, block, mem_area_write, &m,
+        qcrypto_luks2_header_write(hdr, json, block, mem_area_write, NULL, &m,
                                    errp) < 0) {
         goto fail;
     }

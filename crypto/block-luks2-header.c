@@ -12,6 +12,7 @@
  */
 #include <string.h>
 
+#include "blockpriv.h"
 #include "crypto/hash.h"
 #include "luks2priv.h"
 #include "qemu/bswap.h"
@@ -390,6 +391,7 @@ out:
 int qcrypto_luks2_header_write(QCryptoLUKS2Header *hdr, const char *json,
                                QCryptoBlock *block,
                                QCryptoBlockWriteFunc writefunc,
+                               QCryptoBlockFlushFunc flushfunc,
                                void *opaque, Error **errp)
 {
     uint64_t hdr_size = hdr->bin.hdr_size;
@@ -413,6 +415,11 @@ int qcrypto_luks2_header_write(QCryptoLUKS2Header *hdr, const char *json,
 
     area = g_malloc0(hdr_size);
     memcpy(area + QCRYPTO_LUKS2_BIN_HDR_LEN, json, json_len);
+    /* What the new header names (key material) is on disk before it. */
+    if (qcrypto_block_flush(block, flushfunc, opaque, errp) < 0) {
+        error_prepend(errp, "cannot write the LUKS2 header: ");
+        return -1;
+    }
 
     for (int copy = LUKS2_PRIMARY; copy < LUKS2_NCOPIES; copy++) {
         QCryptoLUKS2BinHeader bin = hdr->bin;
@@ -426,8 +433,10 @@ int qcrypto_luks2_header_write(QCryptoLUKS2Header *hdr, const char *json,
                                    errp) < 0) {
             return -1;
         }
+        /* Never both copies pending: one is always whole on disk. */
         if (writefunc(block, bin.hdr_offset, area, hdr_size, opaque,
-                      errp) < 0) {
+                      errp) < 0 ||
+            qcrypto_block_flush(block, flushfunc, opaque, errp) < 0) {
             error_prepend(errp, "cannot write the LUKS2 %s header: ",
                           luks2_copy_name[copy]);
             return -1;

@@ -267,7 +267,8 @@ static int rekey_write_root(Rekey *k, JsonNode *root, Error **errp)
     }
     json = reenc_json_text(root);
     return qcrypto_luks2_header_write(r->hdr, json, r->block,
-                                      reenc_block_write, (void *)r->io, errp);
+                                      reenc_block_write, NULL, (void *)r->io,
+                                      errp);
 }
 
 /* The hash of every csum_block bytes of buf into sums. */

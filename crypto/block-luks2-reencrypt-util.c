@@ -495,15 +495,21 @@ int reenc_hdr_sync(const QCryptoReencryptIO *io, Error **errp)
                         : io->sync(io->opaque, errp);
 }
 
+int reenc_block_flush(QCryptoBlock *block, void *opaque, Error **errp)
+{
+    return reenc_hdr_sync(opaque, errp);
+}
+
 int reenc_write_root(Reenc *r, JsonNode *root, Error **errp)
 {
     g_autofree char *json = reenc_json_text(root);
 
     if (qcrypto_luks2_header_write(r->hdr, json, r->block, reenc_block_write,
-                                   (void *)r->io, errp) < 0) {
+                                   reenc_block_flush, (void *)r->io,
+                                   errp) < 0) {
         return -1;
     }
-    return reenc_hdr_sync(r->io, errp);
+    return 0;
 }
 
 /* Copy len bytes from src to dst in the file, in 1 MiB pieces. */

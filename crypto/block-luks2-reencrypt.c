@@ -445,13 +445,13 @@ int qcrypto_reencrypt_encrypt_init(const QCryptoBlockCreateOptions *options,
      * a header by its secondary copy); then both copies.
      */
     if (qcrypto_luks2_header_write(r.hdr, json, r.block, mem_secondary_write,
-                                   &m, errp) < 0 ||
+                                   NULL, &m, errp) < 0 ||
         io->write(io->opaque, r.hdr->bin.hdr_size,
                   m.buf + r.hdr->bin.hdr_size,
                   m.len - r.hdr->bin.hdr_size, errp) < 0 ||
         io->sync(io->opaque, errp) < 0 ||
         qcrypto_luks2_header_write(r.hdr, json, r.block, reenc_block_write,
-                                   (void *)io, errp) < 0 ||
+                                   reenc_block_flush, (void *)io, errp) < 0 ||
         io->sync(io->opaque, errp) < 0) {
         goto out;
     }

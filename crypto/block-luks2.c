@@ -468,8 +468,9 @@ static int qcrypto_luks2_create(QCryptoBlock *block,
         error_setg(errp, QCRYPTO_LUKS2_UNWRITABLE_MSG);
         return -1;
     }
-    if (qcrypto_luks2_header_write(luks->hdr, json, block, writefunc, opaque,
-                                   errp) < 0) {
+    /* A new image: nobody reads it before its creator is done. */
+    if (qcrypto_luks2_header_write(luks->hdr, json, block, writefunc, NULL,
+                                   opaque, errp) < 0) {
         return -1;
     }
     block->payload_offset = l.payload_offset;
@@ -504,9 +505,14 @@ static int qcrypto_luks2_amend_volume_key(
     return 0;
 }
 
-/* Write md as the new header and make it the block's metadata. */
+/*
+ * Write md as the new header and make it the block's metadata: what was
+ * written before it is flushed first, then each copy in turn (see
+ * qcrypto_luks2_header_write()).
+ */
 static int qcrypto_luks2_commit(QCryptoBlock *block, QCryptoLUKS2Metadata **md,
-                                QCryptoBlockWriteFunc writefunc, void *opaque,
+                                QCryptoBlockWriteFunc writefunc,
+                                QCryptoBlockFlushFunc flushfunc, void *opaque,
                                 Error **errp)
 {
     QCryptoBlockLUKS2 *luks = block->opaque;
@@ -516,8 +522,8 @@ static int qcrypto_luks2_commit(QCryptoBlock *block, QCryptoLUKS2Metadata **md,
         error_setg(errp, QCRYPTO_LUKS2_UNWRITABLE_MSG);
         return -1;
     }
-    if (qcrypto_luks2_header_write(luks->hdr, json, block, writefunc, opaque,
-                                   errp) < 0) {
+    if (qcrypto_luks2_header_write(luks->hdr, json, block, writefunc,
+                                   flushfunc, opaque, errp) < 0) {
         return -1;
     }
     qcrypto_luks2_metadata_free(luks->md);
@@ -579,6 +585,7 @@ static void qcrypto_luks2_keyslots(const QCryptoBlockLUKS2 *luks,
 static int qcrypto_luks2_amend_add(QCryptoBlock *block,
                                    QCryptoBlockReadFunc readfunc,
                                    QCryptoBlockWriteFunc writefunc,
+                                   QCryptoBlockFlushFunc flushfunc,
                                    void *opaque,
                                    const QCryptoBlockAmendOptions *options,
                                    Error **errp)
@@ -622,16 +629,22 @@ static int qcrypto_luks2_amend_add(QCryptoBlock *block,
                              options->kdf_memory, options->kdf_parallel);
     if (qcrypto_luks2_add_keyslot(md, id, &params, &options->new_secret,
                                   key->data, key->len, block, writefunc,
-                                  opaque, errp) < 0 ||
-        qcrypto_luks2_commit(block, &md, writefunc, opaque, errp) < 0) {
+                                  opaque, errp) < 0) {
         return -1;
     }
-    return 0;
+    /* The key material on disk, then the header that names it. */
+    if (qcrypto_block_flush(block, flushfunc, opaque, errp) < 0) {
+        error_prepend(errp, "cannot write LUKS2 key slot %d: ", id);
+        return -1;
+    }
+    return qcrypto_luks2_commit(block, &md, writefunc, flushfunc, opaque,
+                                errp);
 }
 
 static int qcrypto_luks2_amend_erase(QCryptoBlock *block,
                                      QCryptoBlockReadFunc readfunc,
                                      QCryptoBlockWriteFunc writefunc,
+                                     QCryptoBlockFlushFunc flushfunc,
                                      void *opaque,
                                      const QCryptoBlockAmendOptions *options,
                                      bool force, Error **errp)
@@ -665,7 +678,8 @@ static int qcrypto_luks2_amend_erase(QCryptoBlock *block,
      * no header names, never a header naming a wiped slot.
      */
     if (qcrypto_luks2_metadata_reload(md, errp) < 0 ||
-        qcrypto_luks2_commit(block, &md, writefunc, opaque, errp) < 0) {
+        qcrypto_luks2_commit(block, &md, writefunc, flushfunc, opaque,
+                             errp) < 0) {
         return -1;
     }
     for (int i = 0; i < nwipe; i++) {
@@ -674,21 +688,22 @@ static int qcrypto_luks2_amend_erase(QCryptoBlock *block,
             return -1;
         }
     }
-    return 0;
+    return qcrypto_block_flush(block, flushfunc, opaque, errp);
 }
 
 static int qcrypto_luks2_amend(QCryptoBlock *block,
                                QCryptoBlockReadFunc readfunc,
-                               QCryptoBlockWriteFunc writefunc, void *opaque,
+                               QCryptoBlockWriteFunc writefunc,
+                               QCryptoBlockFlushFunc flushfunc, void *opaque,
                                const QCryptoBlockAmendOptions *options,
                                bool force, Error **errp)
 {
     if (options->state == QCRYPTO_BLOCK_AMEND_STATE_ACTIVE) {
-        return qcrypto_luks2_amend_add(block, readfunc, writefunc, opaque,
-                                       options, errp);
+        return qcrypto_luks2_amend_add(block, readfunc, writefunc, flushfunc,
+                                       opaque, options, errp);
     }
-    return qcrypto_luks2_amend_erase(block, readfunc, writefunc, opaque,
-                                     options, force, errp);
+    return qcrypto_luks2_amend_erase(block, readfunc, writefunc, flushfunc,
+                                     opaque, options, force, errp);
 }
 
 /* ---- info ---- */

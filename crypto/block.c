@@ -237,12 +237,13 @@ int qcrypto_block_calculate_payload_offset(
 int qcrypto_block_amend_options(QCryptoBlock *block,
                                 QCryptoBlockReadFunc readfunc,
                                 QCryptoBlockWriteFunc writefunc,
+                                QCryptoBlockFlushFunc flushfunc,
                                 void *opaque,
                                 const QCryptoBlockAmendOptions *options,
                                 bool force, Error **errp)
 {
-    return block->driver->amend(block, readfunc, writefunc, opaque, options,
-                                force, errp);
+    return block->driver->amend(block, readfunc, writefunc, flushfunc, opaque,
+                                options, force, errp);
 }
 
 QCryptoBlockInfo *qcrypto_block_get_info(QCryptoBlock *block, Error **errp)
@@ -429,6 +430,12 @@ void qcrypto_block_free(QCryptoBlock *block)
     g_mutex_clear(&block->lock);
     g_cond_clear(&block->cond);
     g_free(block);
+}
+
+int qcrypto_block_flush(QCryptoBlock *block, QCryptoBlockFlushFunc flushfunc,
+                        void *opaque, Error **errp)
+{
+    return flushfunc ? flushfunc(block, opaque, errp) : 0;
 }
 
 int qcrypto_block_wipe_area(QCryptoBlock *block,

@@ -104,7 +104,8 @@ struct QCryptoBlockDriver {
                   QCryptoBlockWriteFunc writefunc,
                   void *opaque, Error **errp);
     int (*amend)(QCryptoBlock *block, QCryptoBlockReadFunc readfunc,
-                 QCryptoBlockWriteFunc writefunc, void *opaque,
+                 QCryptoBlockWriteFunc writefunc,
+                 QCryptoBlockFlushFunc flushfunc, void *opaque,
                  const QCryptoBlockAmendOptions *options, bool force,
                  Error **errp);
     /* Fill the format's fields of info (generic ones are already set). */
@@ -150,6 +151,10 @@ int qcrypto_block_init_cipher(QCryptoBlock *block,
                               const QCryptoSectorCipherSpec *spec,
                               const uint8_t *key, size_t nkey,
                               Error **errp);
+
+/* flushfunc, unless it is NULL (see QCryptoBlockFlushFunc). */
+int qcrypto_block_flush(QCryptoBlock *block, QCryptoBlockFlushFunc flushfunc,
+                        void *opaque, Error **errp);
 
 /*
  * Overwrite len bytes at offset with random data through writefunc: how

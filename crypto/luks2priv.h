@@ -147,10 +147,17 @@ QCryptoLUKS2Header *qcrypto_luks2_header_read(QCryptoBlock *block,
  * Write both copies with json as their JSON area and hdr->bin.seqid + 1
  * (updated in hdr on success): the primary first, then the secondary.
  * json must fit the JSON area (hdr_size - 4096, NUL included).
+ *
+ * With flushfunc, in cryptsetup's order: what was written before (a new
+ * key slot's material) is flushed first, then each copy is written and
+ * flushed before the next, so that a torn write or a crash damages one
+ * copy at most and the other still opens (the old header or the new).
+ * NULL: a header nobody reads yet, or in memory.
  */
 int qcrypto_luks2_header_write(QCryptoLUKS2Header *hdr, const char *json,
                                QCryptoBlock *block,
                                QCryptoBlockWriteFunc writefunc,
+                               QCryptoBlockFlushFunc flushfunc,
                                void *opaque, Error **errp);
 
 /* Whether size is one of the LUKS2 header sizes (16 KiB .. 4 MiB). */

@@ -110,6 +110,8 @@ int reenc_digest_check(Reenc *r, const uint8_t *old, size_t nold,
 
 /* Sync the header's file (the data file unless the header is detached). */
 int reenc_hdr_sync(const QCryptoReencryptIO *io, Error **errp);
+/* reenc_hdr_sync() as a QCryptoBlockFlushFunc (opaque: the io). */
+int reenc_block_flush(QCryptoBlock *block, void *opaque, Error **errp);
 /* Resume a new volume key (mode "reencrypt"): block-luks2-reencrypt-rekey.c */
 int reenc_rekey_resume(Reenc *r, JsonObject *ks,
                        const QCryptoBlockSecret *secret, uint64_t hotzone,

@@ -115,8 +115,12 @@ int img_amend(int argc, char **argv)
     if (!bs) {
         goto out;
     }
-    if (bdrv_amend(bs, opts, force, &err) < 0) {
-        /* qemu-img's amend errors name no image (error_report_err()). */
+    /*
+     * Done only once it is on the disk: a failed sync is a failure.
+     * qemu-img's amend errors name no image (error_report_err()); a
+     * flush error names its file itself.
+     */
+    if (bdrv_amend(bs, opts, force, &err) < 0 || bdrv_flush(bs, &err) < 0) {
         img_error_free(NULL, err);
         goto out;
     }

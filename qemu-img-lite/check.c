@@ -160,12 +160,18 @@ static int check_run(BlockDriverState *bs, BdrvCheckMode fix, bool human,
                      BdrvCheckResult *res)
 {
     int64_t leaks_fixed, corruptions_fixed;
+    Error *err = NULL;
     int ret;
 
     res->report = check_print_finding;
     ret = bdrv_check(bs, res, fix);
     if (ret < 0 || !(res->corruptions_fixed || res->leaks_fixed)) {
         return ret;
+    }
+    /* A repair is only done once it is on the disk. */
+    if (bdrv_flush(bs, &err) < 0) {
+        img_error_free(NULL, err);
+        return -EIO;
     }
     leaks_fixed = res->leaks_fixed;
     corruptions_fixed = res->corruptions_fixed;

@@ -51,8 +51,12 @@ typedef struct ConvertState {
     /* The target reads as zeroes: skip zero runs of sparse_size bytes. */
     bool skip_zeroes;
     size_t sparse_size;
-    /* --salvage: a sector that cannot be read is copied as zeroes. */
+    /*
+     * --salvage: a block that cannot be read is copied as zeroes; blocks
+     * of salvage_unit bytes, the source's logical block size.
+     */
     bool salvage;
+    uint32_t salvage_unit;
     /* -C: try copy offloading; cleared (atomically) once it fails. */
     gint copy_range;
     /* -r: bytes per second, 0 for no limit. */
@@ -178,14 +182,19 @@ static int convert_write_1(ConvertState *s, uint64_t offset, uint8_t *buf,
 
 /*
  * --salvage: the read of [offset, offset + len) failed; read it again one
- * 512-byte sector at a time, as qemu-img does, and let each sector that
- * still fails read as zeroes, with a warning.
+ * logical block at a time (512 bytes for a file, as qemu-img, a block
+ * device's own block size, a LUKS sector), and let each block that still
+ * fails read as zeroes, with a warning: only the blocks that cannot be
+ * read are lost, never the rest of the chunk.
  */
 static void convert_read_salvage(ConvertState *s, uint64_t offset,
                                  uint8_t *buf, size_t len)
 {
-    for (size_t pos = 0; pos < len; pos += BDRV_SECTOR_SIZE) {
-        size_t n = MIN(BDRV_SECTOR_SIZE, len - pos);
+    uint32_t unit = s->salvage_unit;
+
+    for (size_t pos = 0; pos < len;) {
+        /* Pieces end on block boundaries (the first may be a part). */
+        size_t n = MIN(unit - (offset + pos) % unit, len - pos);
         Error *err = NULL;
 
         if (bdrv_pread(s->src, offset + pos, buf + pos, n, &err) < 0) {
@@ -198,6 +207,7 @@ static void convert_read_salvage(ConvertState *s, uint64_t offset,
             g_mutex_unlock(&s->lock);
             error_free(err);
         }
+        pos += n;
     }
 }
 
@@ -448,8 +458,11 @@ out:
 
 /*
  * -t and -T, QEMU's cache modes: which ones bypass the page cache
- * (O_DIRECT) and which ask for a flush at the end. The default is
- * qemu-img convert's: unsafe for the target, writeback for the source.
+ * (O_DIRECT) and which ask for a flush at the end. The defaults are
+ * writeback for both: the target, new or existing (-n), file or block
+ * device, is synced before convert says it is done. (qemu-img's default
+ * for the target is unsafe, and it exits 0 when the write-back fails.)
+ * Only -t unsafe, given on purpose, skips the sync.
  */
 static int convert_parse_cache(const char *cache, const char *dflt,
                                const char *what, bool *direct, bool *flush)
@@ -559,8 +572,8 @@ int img_convert(int argc, char **argv)
         { "cache", 't', 0, G_OPTION_ARG_STRING, &cache,
           "target cache mode: writeback or writethrough (sync at the "
           "end), none or directsync (O_DIRECT, and sync at the end), "
-          "unsafe (no sync). Default: a new target is synced before it is "
-          "named, an existing one (-n) is not", "CACHE" },
+          "unsafe (no sync). Default: writeback (a new target is synced "
+          "before it is named)", "CACHE" },
         { "source-cache", 'T', 0, G_OPTION_ARG_STRING, &src_cache,
           "source cache mode: writeback (default), none or directsync "
           "(O_DIRECT); unsafe and writethrough read as writeback",
@@ -645,7 +658,7 @@ int img_convert(int argc, char **argv)
         img_error(NULL, "--target-image-opts and -O are mutually exclusive");
         goto out;
     }
-    if (convert_parse_cache(cache, "unsafe", "", &direct, &flush) < 0 ||
+    if (convert_parse_cache(cache, "writeback", "", &direct, &flush) < 0 ||
         convert_parse_cache(src_cache, "writeback", "source ", &src_direct,
                             &src_flush) < 0) {
         goto out;
@@ -654,11 +667,10 @@ int img_convert(int argc, char **argv)
         dst_flags |= BDRV_O_NO_FLUSH;
     }
     /*
-     * A new target is synced before it is named, even in the default
-     * mode (qemu-img's unsafe): only -t unsafe asked for by name skips
-     * that, as fast as a plain copy but not crash-safe.
+     * -t unsafe also names a new target unsynced: as fast as a plain copy
+     * but not crash-safe.
      */
-    if (cache && g_str_equal(cache, "unsafe")) {
+    if (!flush) {
         dst_flags |= BDRV_O_CREATE_NO_SYNC;
     }
     if (direct) {
@@ -831,6 +843,7 @@ int img_convert(int argc, char **argv)
     s.skip_zeroes = sparse_size &&
         ((created && bdrv_has_zero_init(dst)) || target_is_zero);
     s.salvage = salvage;
+    s.salvage_unit = bdrv_get_logical_block_size(src);
     s.copy_range = copy_range;
     s.rate_limit = rate_limit;
     if (img_interrupted) {
@@ -842,8 +855,9 @@ int img_convert(int argc, char **argv)
         goto out;
     }
     /*
-     * Always: a format's cached metadata reaches the file here, where a
-     * failure can still be told (with -t unsafe the file is not synced).
+     * Always: a format's cached metadata reaches the file here, and the
+     * file the disk (not with -t unsafe), where a failure can still be
+     * told: a failed sync, now or earlier (block/io.c), fails the convert.
      */
     if (bdrv_flush(dst, &err) < 0) {
         img_error_free(dst_name, err);

@@ -318,6 +318,10 @@ static int img_reencrypt_decrypt(ReencCtx *ctx, QCryptoReencryptIO *io,
     }
     r = reencrypt_decrypt(ctx, io, secret, hotzone, init_only, resume_only,
                           &err);
+    /* Done only once on the disk (a failed sync before fails it too). */
+    if (r == 0 && bdrv_flush(ctx->file, &err) < 0) {
+        r = -1;
+    }
     bdrv_close(ctx->hdr);
     bdrv_close(ctx->file);
     if (r < 0) {
@@ -617,8 +621,7 @@ int img_reencrypt(int argc, char **argv)
             goto close;
         }
         if (init_only) {
-            ret = 0;
-            goto close;
+            goto done;
         }
     }
     if (encrypt && !resume_only) {
@@ -632,8 +635,7 @@ int img_reencrypt(int argc, char **argv)
             goto close;
         }
         if (init_only) {
-            ret = 0;
-            goto close;
+            goto done;
         }
     }
     if (ctx.progress) {
@@ -653,6 +655,12 @@ int img_reencrypt(int argc, char **argv)
         img_error(filename, "Interrupted at a consistent point; finish with "
                   "'qemu-img-lite reencrypt --resume-only' (or cryptsetup "
                   "reencrypt --resume-only --force-offline-reencrypt)");
+        goto close;
+    }
+done:
+    /* Done only once on the disk (a failed sync before fails it too). */
+    if (bdrv_flush(ctx.file, &err) < 0) {
+        img_error_free(filename, err);
         goto close;
     }
     ret = 0;

@@ -108,6 +108,11 @@ int img_resize(int argc, char **argv)
         img_error_free(NULL, err);
         goto out;
     }
+    /* "Image resized." only once the new size is on the disk. */
+    if (bdrv_flush(bs, &err) < 0) {
+        img_error_free(filename, err);
+        goto out;
+    }
     /*
      * The driver keeps whole encryption sectors (docs/luks.md, "Size
      * rounding"); past the 512-byte rounding every format does, say so.

@@ -166,6 +166,13 @@ const char *bdrv_get_format_name(BlockDriverState *bs);
 /* The file name the image was opened from (the protocol node's). */
 const char *bdrv_get_filename(BlockDriverState *bs);
 bool bdrv_is_read_only(BlockDriverState *bs);
+/*
+ * The smallest piece in which bs's bytes can be read, and so the smallest
+ * one a read error can be narrowed to (convert --salvage): the device's
+ * logical block size (BLKSSZGET) for a block device, 512 for a file, and
+ * for a format the larger of its own block (a LUKS sector) and its file's.
+ */
+uint32_t bdrv_get_logical_block_size(BlockDriverState *bs);
 bool bdrv_is_encrypted(BlockDriverState *bs);
 /*
  * What the user should be told about the image since it was opened (e.g.
@@ -207,7 +214,12 @@ int bdrv_pwrite_zeroes(BlockDriverState *bs, uint64_t offset, size_t bytes,
  */
 int bdrv_pdiscard(BlockDriverState *bs, uint64_t offset, size_t bytes,
                   Error **errp);
-/* Make what was written durable: the node, then its children. */
+/*
+ * Make what was written durable: the node, then its children. A node
+ * whose flush failed once fails every later flush too, with the first
+ * error (which names the file): the data may be lost, and a flush that
+ * "succeeds" later would hide it.
+ */
 int bdrv_flush(BlockDriverState *bs, Error **errp);
 /*
  * Write compressed (qcow2 clusters, "convert -c"): whole clusters are

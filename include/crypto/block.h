@@ -31,6 +31,16 @@ typedef int (*QCryptoBlockReadFunc)(QCryptoBlock *block, uint64_t offset,
 typedef int (*QCryptoBlockWriteFunc)(QCryptoBlock *block, uint64_t offset,
                                      const uint8_t *buf, size_t buflen,
                                      void *opaque, Error **errp);
+/*
+ * Make every write so far durable (fdatasync), or fail; once it failed,
+ * it must keep failing (the block layer's flush does). A metadata update
+ * calls it where the order of its writes matters, as cryptsetup does:
+ * key material before the header that enables it, one LUKS2 header copy
+ * before the other, a disabled slot's header before its material is
+ * wiped. NULL where nothing needs it (a header in memory).
+ */
+typedef int (*QCryptoBlockFlushFunc)(QCryptoBlock *block, void *opaque,
+                                     Error **errp);
 /* On create: make room for a header of headerlen bytes (e.g. truncate). */
 typedef int (*QCryptoBlockInitFunc)(QCryptoBlock *block, uint64_t headerlen,
                                     void *opaque, Error **errp);
@@ -260,9 +270,16 @@ uint64_t qcrypto_block_round_to_sectors(uint64_t size, uint64_t sector_size);
 uint64_t qcrypto_block_create_payload_size(
     const QCryptoBlockCreateOptions *options);
 
+/*
+ * Add or erase key slots. Every write is ordered with flushfunc (see
+ * QCryptoBlockFlushFunc), so that a crash or a torn write at any point
+ * leaves a header that opens with the old passphrases or the new ones;
+ * when it returns 0, all of it is durable.
+ */
 int qcrypto_block_amend_options(QCryptoBlock *block,
                                 QCryptoBlockReadFunc readfunc,
                                 QCryptoBlockWriteFunc writefunc,
+                                QCryptoBlockFlushFunc flushfunc,
                                 void *opaque,
                                 const QCryptoBlockAmendOptions *options,
                                 bool force, Error **errp);

@@ -2,13 +2,17 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The blkdebug filter from the command line (--image-opts), as the fault
 tests use it: an injected ENOSPC or EIO is a clear error and a non-zero
-exit, never a crash; a failed flush is never success; and a sweep of
-kills at the N-th write of a qcow2 convert leaves images that the real
-qemu-img check finds consistent (leaks at most)."""
+exit, never a crash; a failed flush is never success, for every command
+that promises durability (convert, -n included, amend, resize, check -r;
+-t unsafe is the opt-out); and a sweep of kills at the N-th write of a
+qcow2 convert leaves images that the real qemu-img check finds consistent
+(leaks at most)."""
 
 import os
 
-from qiltest import QEMU_IMG, TestCase, main, qemu_img, qil, random_file
+from qiltest import ITER_TIME, QEMU_IMG, SECRET, TestCase, file_bytes, \
+    main, qemu_img, qil, random_file
+from test_check import Qcow2File
 
 
 def target_opts(fmt, path, rules):
@@ -47,6 +51,21 @@ class Blkdebug(TestCase):
              target_opts("raw", dst, "file.fail-flush=1")],
             "blkdebug: flush 1 injected")
 
+    def test_convert_n_synced_by_default(self):
+        """-n with no -t: the target is synced (qemu-img's default is
+        unsafe, and it exits 0 when the write-back fails); -t unsafe, asked
+        for, is the opt-out."""
+        src, dst = self.path("src.raw"), self.path("dst.raw")
+        random_file(src, 1 << 20)
+        qil("create", "-f", "raw", dst, "1M")
+        opts = target_opts("raw", dst, "file.fail-flush=1")
+        self.assertFails(["convert", "-n", "-f", "raw", src,
+                          "--target-image-opts", opts],
+                         "blkdebug: flush 1 injected")
+        qil("convert", "-n", "-t", "unsafe", "-f", "raw", src,
+            "--target-image-opts", opts)
+        self.assertEqual(file_bytes(dst), file_bytes(src))
+
     def test_kill_sweep_qcow2(self):
         """convert -n into qcow2, killed before its N-th write for every N
         up to past the end: each image left is consistent."""
@@ -78,6 +97,156 @@ class Blkdebug(TestCase):
             os.unlink(dst)
         self.assertGreater(killed, 5)
         self.assertLess(killed, 59, "the convert never finished")
+
+
+class Salvage(TestCase):
+    """convert --salvage over a bad area (blkdebug's bad-offset and
+    bad-bytes: every read touching it fails): only the logical blocks that
+    cannot be read come out as zeroes, one warning each; the rest of the
+    chunk is copied."""
+
+    def salvage(self, image_opts, out):
+        proc = qil("convert", "--salvage", "--object", SECRET, "-O", "raw",
+                   "--image-opts", image_opts, out)
+        # (Chunks are copied by several threads: in any order.)
+        return sorted(int(line.split("offset ")[1].split(":")[0])
+                      for line in proc.stderr.splitlines()
+                      if "warning: error while reading offset" in line)
+
+    def test_raw(self):
+        src = self.path("src.raw")
+        random_file(src, 4 << 20)
+        data = file_bytes(src)
+        # 4 KiB across a chunk boundary (256 KiB), and one odd sector.
+        for bad, length in ((1 << 20) - 2048, 4096), (3 * 512 + 65536, 512):
+            with self.subTest(bad=bad):
+                out = self.path(f"out{bad}.raw")
+                warned = self.salvage(
+                    target_opts("raw", src, f"file.bad-offset={bad},"
+                                f"file.bad-bytes={length}"), out)
+                self.assertEqual(warned, list(range(bad, bad + length, 512)))
+                got = file_bytes(out)
+                self.assertEqual(got[bad:bad + length], bytes(length))
+                self.assertEqual(got[:bad], data[:bad])
+                self.assertEqual(got[bad + length:], data[bad + length:])
+
+    def test_luks(self):
+        """LUKS1: 512-byte sectors; LUKS2 made with 4096-byte ones: a bad
+        512 bytes lose the whole sector (it cannot be decrypted in part)."""
+        self.need_luks()
+        for version, sector in (1, 512), (2, 4096):
+            with self.subTest(version=version):
+                luks, raw = self.make_luks(f"v{version}.luks", "2M",
+                                           f"luks-version={version}")
+                data = file_bytes(raw)
+                payload = self.info_json(luks)["format-specific"]["data"][
+                    "payload-offset"]
+                bad = 300 * 1024 + 512          # guest offset, file below
+                opts = (f"driver=luks,key-secret=sec0,file.driver=blkdebug,"
+                        f"file.bad-offset={payload + bad},file.bad-bytes=512,"
+                        f"file.file.filename={luks}")
+                out = self.path(f"out{version}.raw")
+                start = bad - bad % sector
+                self.assertEqual(self.salvage(opts, out), [start])
+                got = file_bytes(out)
+                self.assertEqual(got[start:start + sector], bytes(sector))
+                self.assertEqual(got[:start], data[:start])
+                self.assertEqual(got[start + sector:], data[start + sector:])
+
+
+NEW = "secret,id=sec1,data=new passphrase"
+
+
+class FailedSync(TestCase):
+    """Every flush fails (fail-count=0): the commands that change an image
+    in place exit 1 naming the file, and never print success."""
+
+    RULE = "file.fail-flush=1,file.fail-count=0"
+
+    def luks(self, version):
+        self.need_luks()
+        path = self.path(f"v{version}.luks")
+        qil("create", "--object", SECRET, "-f", "luks", "-o",
+            f"key-secret=sec0,iter-time={ITER_TIME},luks-version={version}",
+            path, "1M")
+        return path
+
+    def luks_opts(self, path, rule=RULE):
+        return (f"driver=luks,key-secret=sec0,file.driver=blkdebug,{rule},"
+                f"file.file.filename={path}")
+
+    def test_amend(self):
+        for version in (1, 2):
+            with self.subTest(version=version):
+                path = self.luks(version)
+                proc = self.assertFails(
+                    ["amend", "--object", SECRET, "--object", NEW,
+                     "--image-opts", self.luks_opts(path), "-o",
+                     f"state=active,new-secret=sec1,iter-time={ITER_TIME}"],
+                    "blkdebug: flush 1 injected")
+                self.assertIn(path, proc.stderr)
+                qil("amend", "--object", SECRET, "--object", NEW,
+                    "--image-opts", self.luks_opts(path, "file.fail-read=0"),
+                    "-o", f"state=active,new-secret=sec1,"
+                    f"iter-time={ITER_TIME}")
+                self.assertFails(
+                    ["amend", "--object", SECRET, "--image-opts",
+                     self.luks_opts(path), "-o", "state=inactive,keyslot=1"],
+                    "blkdebug: flush 1 injected")
+
+    def active_slots(self, path):
+        data = self.info_json(path)["format-specific"]["data"]
+        return [i for i, slot in enumerate(data["slots"]) if slot["active"]]
+
+    def test_amend_key_material_not_synced(self):
+        """The flush after a new slot's key material fails (only that one):
+        the header is never written, so the slot is not enabled over key
+        material that may not be on disk (cryptsetup: "IO error while
+        encrypting keyslot"), and the old passphrase still opens."""
+        for version in (1, 2):
+            with self.subTest(version=version):
+                path = self.luks(version)
+                self.assertFails(
+                    ["amend", "--object", SECRET, "--object", NEW,
+                     "--image-opts",
+                     self.luks_opts(path, "file.fail-flush=1"), "-o",
+                     f"state=active,new-secret=sec1,iter-time={ITER_TIME}"],
+                    "ey slot 1: Could not flush")
+                self.assertEqual(self.active_slots(path), [0])
+                qil("convert", "--object", SECRET, "--image-opts",
+                    f"driver=luks,key-secret=sec0,file.filename={path}",
+                    "-O", "raw", self.path("out.raw"))
+                os.unlink(self.path("out.raw"))
+
+    def test_resize(self):
+        raw = self.path("disk.raw")
+        random_file(raw, 1 << 20)
+        for fmt, path in (("raw", raw), ("luks", self.luks(2))):
+            with self.subTest(fmt=fmt):
+                opts = (self.luks_opts(path) if fmt == "luks" else
+                        target_opts("raw", path, self.RULE))
+                proc = self.assertFails(["resize", "--object", SECRET,
+                                         "--image-opts", opts, "2M"],
+                                        "blkdebug: flush 1 injected")
+                self.assertNotIn("Image resized", proc.stdout)
+
+    def test_check_repair(self):
+        img = self.path("leaky.qcow2")
+        qil("create", "-f", "qcow2", img, "4M")
+        f = Qcow2File(img)
+        size = os.path.getsize(img)
+        with open(img, "ab") as out:
+            out.write(bytes(f.cluster_size))
+        f.set_refcount(size >> f.cluster_bits, 1)
+        opts = target_opts("qcow2", img, self.RULE)
+        proc = qil("check", "-r", "all", "--image-opts", opts, check=False)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertIn("blkdebug: flush 1 injected", proc.stderr)
+        self.assertIn("Check failed", proc.stderr)
+        self.assertNotIn("No errors were found", proc.stdout)
+        # Without the fault the same repair succeeds.
+        qil("check", "-r", "all", "--image-opts",
+            target_opts("qcow2", img, "file.fail-read=0"))
 
 
 if __name__ == "__main__":

@@ -44,8 +44,9 @@ class DeviceTest(TestCase):
             subprocess.run([LOSETUP, "-d", dev], capture_output=True)
         super().tearDown()
 
-    def loop(self, size, fill=True):
-        """A loop device over a file of size bytes (random if fill)."""
+    def loop(self, size, fill=True, sector_size=None):
+        """A loop device over a file of size bytes (random if fill), with
+        logical blocks of sector_size bytes (losetup's default: 512)."""
         if os.geteuid() != 0 or not LOSETUP:
             self.skipTest("loop devices need root and losetup")
         backing = self.path(f"loop{len(self.loops)}.img")
@@ -54,7 +55,8 @@ class DeviceTest(TestCase):
         else:
             with open(backing, "wb") as f:
                 f.truncate(size)
-        proc = subprocess.run([LOSETUP, "-f", "--show", backing],
+        extra = ["--sector-size", str(sector_size)] if sector_size else []
+        proc = subprocess.run([LOSETUP, "-f", "--show", *extra, backing],
                               capture_output=True, text=True)
         if proc.returncode != 0:
             self.skipTest(f"losetup does not work here: {proc.stderr}")
@@ -202,6 +204,32 @@ class DeviceTest(TestCase):
         data = file_bytes(backing)
         self.assertEqual(data[:300000], file_bytes(src))
         self.assertEqual(len(data), 1 << 20)
+
+
+    def test_salvage_narrows_to_the_logical_block(self):
+        """convert --salvage reads a failed chunk again one logical block
+        at a time: the device's own (BLKSSZGET), so a bad 512 bytes on a
+        device of 4096-byte blocks lose that block, and only it."""
+        for sector in (512, 4096):
+            with self.subTest(sector=sector):
+                dev, backing = self.loop(4 << 20, sector_size=sector)
+                data = file_bytes(backing)
+                bad = (1 << 20) + 3 * 512
+                out = self.path(f"out{sector}.raw")
+                proc = qil("convert", "--salvage", "-O", "raw",
+                           "--image-opts",
+                           f"driver=raw,file.driver=blkdebug,"
+                           f"file.bad-offset={bad},file.bad-bytes=512,"
+                           f"file.file.filename={dev}", out)
+                start = bad - bad % sector
+                self.assertEqual(proc.stderr.count("warning: error while "
+                                                   f"reading offset {start}:"),
+                                 1, proc.stderr)
+                self.assertEqual(proc.stderr.count("warning:"), 1)
+                got = file_bytes(out)
+                self.assertEqual(got[start:start + sector], bytes(sector))
+                self.assertEqual(got[:start], data[:start])
+                self.assertEqual(got[start + sector:], data[start + sector:])
 
 
 class HeaderOnlyTest(TestCase):

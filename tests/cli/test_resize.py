@@ -1,8 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""qemu-img-lite resize: absolute and relative sizes, --shrink, LUKS."""
+"""qemu-img-lite resize: absolute and relative sizes, --shrink, LUKS; a
+resize that fails (out of space half way through preallocating) leaves the
+size as it was."""
 import os
+import resource
+import signal
+import subprocess
+import tempfile
 
-from qiltest import SECRET, TestCase, file_bytes, luks_opts, main, qil
+from qiltest import SECRET, TOOL, TestCase, file_bytes, luks_opts, main, qil
 
 
 class Resize(TestCase):
@@ -39,6 +45,89 @@ class Resize(TestCase):
         qil("convert", "--object", SECRET, "--image-opts", luks_opts(luks),
             "-O", "raw", back)
         self.assertEqual(file_bytes(back)[:1 << 20], file_bytes(raw))
+
+
+class ResizeRollback(TestCase):
+    """A failed resize --preallocation=full|falloc leaves the file at its
+    old size (qemu-img rolls back too), so a LUKS image keeps its virtual
+    size: the file system full (ENOSPC, a small tmpfs), or the file size
+    limit reached (EFBIG, RLIMIT_FSIZE, which needs no root)."""
+
+    MODES = ("full", "falloc")
+
+    def small_tmpfs(self, size):
+        mnt = tempfile.mkdtemp(prefix="qil-resize-")
+        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}",
+                               "tmpfs", mnt], capture_output=True)
+        if proc.returncode != 0:
+            os.rmdir(mnt)
+            self.skipTest("cannot mount a small tmpfs to fill (not root?): "
+                          + proc.stderr.decode().strip())
+
+        def cleanup():
+            subprocess.run(["umount", mnt])
+            os.rmdir(mnt)
+        self.addCleanup(cleanup)
+        return mnt
+
+    def resize_fails(self, args, message, fsize=None):
+        def limit():
+            # Past the limit, writes fail with EFBIG instead of a signal.
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+        proc = subprocess.run([TOOL, "resize", *args], capture_output=True,
+                              text=True, preexec_fn=limit if fsize else None)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertIn(message, proc.stderr)
+        self.assertNotIn("Image resized", proc.stdout)
+
+    def check_raw(self, path, fsize=None, message="No space left on device"):
+        data = file_bytes(path)
+        for mode in self.MODES:
+            with self.subTest(mode=mode, fsize=fsize):
+                self.resize_fails([f"--preallocation={mode}", "-f", "raw",
+                                   path, "+8M"], message, fsize)
+                self.assertEqual(file_bytes(path), data)
+
+    def check_luks(self, path, raw, fsize=None,
+                   message="No space left on device"):
+        size = os.path.getsize(path)
+        virtual = self.info_json(path)["virtual-size"]
+        for mode in self.MODES:
+            with self.subTest(mode=mode, fsize=fsize):
+                self.resize_fails([f"--preallocation={mode}", path, "+8M"],
+                                  message, fsize)
+                self.assertEqual(os.path.getsize(path), size)
+                self.assertEqual(self.info_json(path)["virtual-size"],
+                                 virtual)
+        back = self.path("back.raw")
+        qil("convert", "--object", SECRET, "--image-opts", luks_opts(path),
+            "-O", "raw", back)
+        self.assertEqual(file_bytes(back), file_bytes(raw))
+        os.unlink(back)
+
+    def test_enospc(self):
+        mnt = self.small_tmpfs("6M")
+        raw = os.path.join(mnt, "a.raw")
+        with open(raw, "wb") as f:
+            f.write(os.urandom(1 << 20))
+        self.check_raw(raw)
+        self.need_luks()
+        luks, src = self.make_luks("a.luks", "1M")
+        moved = os.path.join(mnt, "a.luks")
+        with open(luks, "rb") as f, open(moved, "wb") as g:
+            g.write(f.read())
+        self.check_luks(moved, src)
+
+    def test_file_size_limit(self):
+        raw = self.path("a.raw")
+        with open(raw, "wb") as f:
+            f.write(os.urandom(1 << 20))
+        self.check_raw(raw, 4 << 20, "File too large")
+        self.need_luks()
+        luks, src = self.make_luks("a.luks", "1M")
+        self.check_luks(luks, src, os.path.getsize(luks) + (2 << 20),
+                        "File too large")
 
 
 if __name__ == "__main__":

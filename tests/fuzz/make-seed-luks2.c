@@ -266,7 +266,7 @@ int main(int argc, char **argv)
         };
 
         if (qcrypto_block_amend_options(block, seed_read, seed_write, NULL,
-                                        &add, false, &err) < 0) {
+                                        NULL, &add, false, &err) < 0) {
             die("amend", err);
         }
     }

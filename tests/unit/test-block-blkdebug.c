@@ -2,7 +2,8 @@
 /*
  * The blkdebug filter (block/blkdebug.c): the N-th request of a kind
  * fails with the errno asked for, and only it (or fail-count of them, or
- * every one from N on); the rest pass through to the file unchanged; a
+ * every one from N on); the rest pass through to the file unchanged (but
+ * a node whose flush failed fails every later flush: block/io.c); a
  * kill or a torn write ends the process there (run in a child process,
  * whose exit and what it left on disk are checked).
  */
@@ -96,7 +97,11 @@ static void test_fail_read_sticky(void)
     test_tmpfile_clear(&t);
 }
 
-/* A failed flush is never success, and the next one goes through. */
+/*
+ * A failed flush is never success, and it is sticky: the device's second
+ * flush would go through (fail-count=1), but the node's does not, since
+ * what the first one was to write may be lost. The error names the file.
+ */
 static void test_fail_flush(void)
 {
     TestTmpFile t;
@@ -109,7 +114,43 @@ static void test_fail_flush(void)
     g_assert_cmpint(bdrv_pwrite(bs, 0, "data", 4, 0, &error_abort), ==, 0);
     g_assert_cmpint(bdrv_flush(bs, &err), ==, -1);
     test_error_expect(&err, "blkdebug: flush 1 injected");
-    g_assert_cmpint(bdrv_flush(bs, &error_abort), ==, 0);
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpint(bdrv_pwrite(bs, 0, "more", 4, 0, &error_abort), ==,
+                        0);
+        g_assert_cmpint(bdrv_flush(bs, &err), ==, -1);
+        g_assert_nonnull(strstr(error_get_pretty(err), t.path));
+        test_error_expect(&err, "an earlier flush failed");
+    }
+    g_clear_pointer(&bs, bdrv_close);
+    test_tmpfile_clear(&t);
+}
+
+/*
+ * A bad area fails every read that touches it, every time, and only
+ * those; a file reads in 512-byte logical blocks (what --salvage narrows
+ * a failed read to).
+ */
+static void test_bad_area(void)
+{
+    TestTmpFile t;
+    g_autoptr(BlockDriverState) bs = NULL;
+    uint8_t buf[1024];
+    Error *err = NULL;
+
+    test_tmpfile_init(&t, "test-blkdebug", "disk.raw");
+    make_file(&t, 'x');
+    bs = open_blkdebug(&t, "file.bad-offset=4096,file.bad-bytes=512", 0);
+    g_assert_cmpuint(bdrv_get_logical_block_size(bs), ==, 512);
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpint(bdrv_pread(bs, 4000, buf, 97, &err), ==, -1);
+        test_error_expect(&err, "bad area at 4096");
+        g_assert_cmpint(bdrv_pread(bs, 4096 + 511, buf, 1, &err), ==, -1);
+        test_error_expect(&err, strerror(EIO));
+    }
+    g_assert_cmpint(bdrv_pread(bs, 4096 - 1024, buf, 1024, &error_abort), ==,
+                    0);
+    g_assert_cmpint(bdrv_pread(bs, 4608, buf, 1024, &error_abort), ==, 0);
+    g_assert_cmpint(buf[0], ==, 'x');
     g_clear_pointer(&bs, bdrv_close);
     test_tmpfile_clear(&t);
 }
@@ -197,6 +238,7 @@ int main(int argc, char **argv)
     g_test_add_func("/block/blkdebug/fail-read-sticky",
                     test_fail_read_sticky);
     g_test_add_func("/block/blkdebug/fail-flush", test_fail_flush);
+    g_test_add_func("/block/blkdebug/bad-area", test_bad_area);
     g_test_add_func("/block/blkdebug/bad-options", test_bad_options);
     g_test_add_func("/block/blkdebug/kill-and-torn", test_kill_and_torn);
     return g_test_run();

@@ -96,7 +96,8 @@ static void test_compatimage_other_slots(void)
         test_error_expect(&err, "Invalid password, cannot unlock any keyslot");
 
         g_assert_cmpint(qcrypto_block_amend_options(block, test_image_read,
-                                                    test_image_write, img,
+                                                    test_image_write, NULL,
+                                                    img,
                                                     &o, false,
                                                     &error_abort), ==, 0);
     }

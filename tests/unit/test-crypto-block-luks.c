@@ -489,7 +489,8 @@ static void test_amend(QCryptoBlock *block, TestImage *img,
     g_autoptr(Error) err = NULL;
     /* Only an expected error is kept; any other aborts with its message. */
     int ret = qcrypto_block_amend_options(block, test_image_read,
-                                          test_image_write, img, opts, force,
+                                          test_image_write, NULL, img, opts,
+                                          force,
                                           error ? &err : &error_abort);
 
     if (error) {

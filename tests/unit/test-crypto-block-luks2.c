@@ -322,16 +322,16 @@ static void test_amend(void)
     block = open_image(img.path, pass, 0, &fd, &error_abort);
 
     g_assert_cmpint(qcrypto_block_amend_options(block, test_file_read,
-                                                test_file_write,
+                                                test_file_write, NULL,
                                                 GINT_TO_POINTER(fd), &add,
                                                 false, &error_abort), ==, 0);
     g_assert_cmpint(qcrypto_block_amend_options(block, test_file_read,
-                                                test_file_write,
+                                                test_file_write, NULL,
                                                 GINT_TO_POINTER(fd),
                                                 &erase_first, false,
                                                 &error_abort), ==, 0);
     g_assert_cmpint(qcrypto_block_amend_options(block, test_file_read,
-                                                test_file_write,
+                                                test_file_write, NULL,
                                                 GINT_TO_POINTER(fd),
                                                 &erase_last, false, &err),
                     ==, -1);
@@ -386,7 +386,7 @@ static void test_recover_primary(gconstpointer data)
         g_autoptr(QCryptoBlock) again = NULL;
 
         g_assert_cmpint(qcrypto_block_amend_options(block, test_file_read,
-                                                    test_file_write,
+                                                    test_file_write, NULL,
                                                     GINT_TO_POINTER(fd),
                                                     &add, false,
                                                     &error_abort), ==, 0);
@@ -428,7 +428,7 @@ static void test_iv_tweak(void)
     g_assert_cmpint(qcrypto_luks2_metadata_reload(md, &error_abort), ==, 0);
     json = qcrypto_luks2_metadata_to_json(md);
     g_assert_cmpint(qcrypto_luks2_header_write(hdr, json, NULL,
-                                               test_file_write,
+                                               test_file_write, NULL,
                                                GINT_TO_POINTER(fd),
                                                &error_abort), ==, 0);
     close(fd);

@@ -40,7 +40,7 @@ static void fixture_setup(Fixture *f, gconstpointer unused)
     g_assert_cmpint(f->fd, >=, 0);
     g_assert_cmpint(ftruncate(f->fd, 4 * 1024 * 1024), ==, 0);
     g_assert_cmpint(qcrypto_luks2_header_write(&hdr, small_json, NULL,
-                                               test_file_write,
+                                               test_file_write, NULL,
                                                GINT_TO_POINTER(f->fd),
                                                &error_abort), ==, 0);
     g_assert_cmpuint(hdr.bin.seqid, ==, 8);
@@ -152,7 +152,7 @@ static void test_seqid_newer(Fixture *f, gconstpointer unused)
     /* Rewrite both (seqid 9), then put the old secondary (8) back. */
     g_assert_cmpint(pread(f->fd, secondary, HDR, HDR), ==, HDR);
     g_assert_cmpint(qcrypto_luks2_header_write(hdr, newer_json, NULL,
-                                               test_file_write,
+                                               test_file_write, NULL,
                                                GINT_TO_POINTER(f->fd),
                                                &error_abort), ==, 0);
     poke(f, HDR, secondary, HDR);

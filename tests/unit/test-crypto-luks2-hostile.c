@@ -97,7 +97,7 @@ static void write_json(const char *path, const char *json)
     hdr = qcrypto_luks2_header_read(NULL, test_file_read,
                                     GINT_TO_POINTER(fd), NULL, &error_abort);
     g_assert_cmpint(qcrypto_luks2_header_write(hdr, json, NULL,
-                                               test_file_write,
+                                               test_file_write, NULL,
                                                GINT_TO_POINTER(fd),
                                                &error_abort), ==, 0);
     close(fd);

@@ -284,7 +284,7 @@ static void add_keyslot(Image *img, int id, QCryptoBlockKDF kdf,
                                                   &error_abort), ==, 0);
     json = qcrypto_luks2_metadata_to_json(img->md);
     g_assert_cmpint(qcrypto_luks2_header_write(img->hdr, json, NULL,
-                                               test_file_write,
+                                               test_file_write, NULL,
                                                GINT_TO_POINTER(img->fd),
                                                &error_abort), ==, 0);
 }
@@ -302,7 +302,7 @@ static void remove_keyslot(Image *img, int id)
                                                   &error_abort), ==, 0);
     json = qcrypto_luks2_metadata_to_json(img->md);
     g_assert_cmpint(qcrypto_luks2_header_write(img->hdr, json, NULL,
-                                               test_file_write,
+                                               test_file_write, NULL,
                                                GINT_TO_POINTER(img->fd),
                                                &error_abort), ==, 0);
 }
