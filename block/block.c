@@ -980,6 +980,20 @@ int bdrv_amend(BlockDriverState *bs, GHashTable *opts, bool force,
     return bs->drv->bdrv_amend(bs, opts, force, errp);
 }
 
+int bdrv_make_empty(BlockDriverState *bs, Error **errp)
+{
+    if (!bs->drv->bdrv_make_empty) {
+        error_setg(errp, "Format driver '%s' cannot empty an image",
+                   bs->drv->format_name);
+        return -1;
+    }
+    if (bdrv_is_read_only(bs)) {
+        error_setg(errp, "Image is read-only");
+        return -1;
+    }
+    return bs->drv->bdrv_make_empty(bs, errp);
+}
+
 int bdrv_change_backing_file(BlockDriverState *bs, const char *backing_file,
                              const char *backing_fmt, Error **errp)
 {

@@ -266,6 +266,8 @@ struct BlockDriver {
                          Error **errp);
     int (*bdrv_amend)(BlockDriverState *bs, GHashTable *opts, bool force,
                       Error **errp);
+    /* Optional: see bdrv_make_empty(). */
+    int (*bdrv_make_empty)(BlockDriverState *bs, Error **errp);
     /* Optional: see bdrv_change_backing_file(). */
     int (*bdrv_change_backing_file)(BlockDriverState *bs,
                                     const char *backing_file,

@@ -663,3 +663,100 @@ int qcow2_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
     }
     return 0;
 }
+
+/*
+ * commit: every cluster unallocated again, reading through to the
+ * backing file (QEMU's bdrv_make_empty()). Entry by entry: the L2 entry
+ * goes first, then the cluster's refcount (a crash between the two leaks
+ * a cluster, never frees one still in use). The L2 tables stay.
+ */
+int qcow2_make_empty(BlockDriverState *bs, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t cs = s->g.cluster_size;
+    int ret = 0;
+
+    if (s->header.nb_snapshots) {
+        error_setg(errp, "Cannot empty an image that has internal "
+                   "snapshots");
+        return -1;
+    }
+    if (s->ext.data_file) {
+        error_setg(errp, "Cannot empty an image with an external data file");
+        return -1;
+    }
+    g_mutex_lock(&s->alloc_lock);
+    for (uint64_t off = 0; off < s->header.size && ret == 0; off += cs) {
+        uint64_t entry, bitmap, zero = 0, zbitmap = 0, coff, clen;
+
+        if (qcow2_get_l2_entry(bs, off, &entry, &bitmap, errp) < 0) {
+            ret = -1;
+            break;
+        }
+        if (!entry && !bitmap) {
+            continue;
+        }
+        if (qcow2_set_l2_entries(bs, off, 1, &zero, &zbitmap, errp) < 0) {
+            ret = -1;
+        } else if (entry & QCOW2_OFLAG_COMPRESSED) {
+            qcow2_compressed_extent(&s->g, entry, &coff, &clen);
+            ret = qcow2_update_refcounts(bs, coff, clen, -1, errp);
+        } else if (entry & QCOW2_OFFSET_MASK) {
+            ret = qcow2_update_refcounts(bs, entry & QCOW2_OFFSET_MASK, cs,
+                                         -1, errp);
+        }
+    }
+    if (ret == 0) {
+        ret = qcow2_flush_metadata_locked(bs, errp);
+    }
+    g_mutex_unlock(&s->alloc_lock);
+    return ret;
+}
+
+/*
+ * Zero writes that may free space (BDRV_REQ_MAY_UNMAP: commit's, an NBD
+ * client's trim-allowed zeroing): whole clusters, v3 without subclusters
+ * or snapshots, become unallocated (no backing file: they read zeroes)
+ * or zero clusters, and their host clusters are freed, as QEMU's qcow2
+ * does. Anything else: -ENOTSUP, and the request path writes zeroes
+ * (which the write path turns into zero clusters where it can).
+ */
+int qcow2_pwrite_zeroes(BlockDriverState *bs, uint64_t offset, size_t bytes,
+                        int flags, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t cs = s->g.cluster_size;
+    bool hole = !bs->backing && !(flags & BDRV_REQ_EXPLICIT_ZERO);
+    int ret = 0;
+
+    if (!(flags & BDRV_REQ_MAY_UNMAP) || s->header.version < 3 ||
+        s->g.extended_l2 || s->header.nb_snapshots || s->ext.data_file ||
+        offset % cs || (bytes % cs && offset + bytes != s->header.size)) {
+        return -ENOTSUP;
+    }
+    g_mutex_lock(&s->alloc_lock);
+    for (uint64_t off = offset; off < offset + bytes && ret == 0; off += cs) {
+        uint64_t entry, bitmap, coff, clen, zbitmap = 0;
+        uint64_t zentry = hole ? 0 : QCOW2_OFLAG_ZERO;
+
+        if (qcow2_get_l2_entry(bs, off, &entry, &bitmap, errp) < 0) {
+            ret = -1;
+            break;
+        }
+        if (entry == zentry) {
+            continue;
+        }
+        /* The entry first, then the refcount: a crash leaks, never frees. */
+        if (qcow2_set_l2_entries(bs, off, 1, &zentry, &zbitmap, errp) < 0) {
+            ret = -1;
+        } else if (entry & QCOW2_OFLAG_COMPRESSED) {
+            qcow2_compressed_extent(&s->g, entry, &coff, &clen);
+            ret = qcow2_update_refcounts(bs, coff, clen, -1, errp);
+        } else if (entry & QCOW2_OFFSET_MASK) {
+            ret = qcow2_update_refcounts(bs, entry & QCOW2_OFFSET_MASK, cs,
+                                         -1, errp);
+        }
+    }
+    g_mutex_unlock(&s->alloc_lock);
+    return ret;
+}

@@ -1193,6 +1193,8 @@ const BlockDriver bdrv_qcow2 = {
     .bdrv_truncate = qcow2_truncate,
     .bdrv_amend = qcow2_amend,
     .bdrv_change_backing_file = qcow2_change_backing_file,
+    .bdrv_make_empty = qcow2_make_empty,
+    .bdrv_pwrite_zeroes = qcow2_pwrite_zeroes,
     .create_opts = qcow2_create_opts,
     .amend_opts = qcow2_amend_opts,
 };

@@ -308,6 +308,11 @@ int qcow2_write_compressed(BlockDriverState *bs, uint64_t offset,
 /* Write whole clusters compressed where it pays (convert -c). */
 int qcow2_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
                             const void *buf, size_t bytes, Error **errp);
+/* Zero writes that may unmap whole clusters (see there). */
+int qcow2_pwrite_zeroes(BlockDriverState *bs, uint64_t offset, size_t bytes,
+                        int flags, Error **errp);
+/* Unallocate every cluster (commit's bdrv_make_empty()). */
+int qcow2_make_empty(BlockDriverState *bs, Error **errp);
 /* Set or clear the dirty bit in the header on disk (lazy refcounts). */
 int qcow2_mark_dirty(BlockDriverState *bs, bool dirty, Error **errp);
 /*

@@ -141,6 +141,7 @@ int img_measure(int argc, char **argv);
 int img_resize(int argc, char **argv);
 int img_reencrypt(int argc, char **argv);
 int img_rebase(int argc, char **argv);
+int img_commit(int argc, char **argv);
 int img_check(int argc, char **argv);
 
 #endif

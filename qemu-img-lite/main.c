@@ -195,6 +195,9 @@ static const ImgCommand img_commands[] = {
     { "measure", img_measure,
       "measure [--object OBJ] [--output=human|json] [-O FMT] [-o OPTIONS] "
       "[--size N | [--image-opts] [-f FMT] [-U] FILENAME]" },
+    { "commit", img_commit,
+      "commit [--object OBJ] [--image-opts] [-q] [-f FMT] [-t CACHE] "
+      "[-b BASE] [-r RATE] [-d] [-p] FILENAME" },
     { "rebase", img_rebase,
       "rebase [--object OBJ] [--image-opts] [-U] [-q] [-f FMT] [-t CACHE] "
       "[-T SRC_CACHE] [-p] [-u] -b BACKING_FILE [-F BACKING_FMT] FILENAME" },

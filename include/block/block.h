@@ -460,6 +460,12 @@ int bdrv_check(BlockDriverState *bs, BdrvCheckResult *res, BdrvCheckMode fix);
 int bdrv_change_backing_file(BlockDriverState *bs, const char *backing_file,
                              const char *backing_fmt, Error **errp);
 
+/*
+ * Make every range of the image unallocated again, so that it reads its
+ * backing file ("qemu-img commit" after copying the data down).
+ */
+int bdrv_make_empty(BlockDriverState *bs, Error **errp);
+
 /* Change format options in place ("qemu-img amend -o ..."). */
 int bdrv_amend(BlockDriverState *bs, GHashTable *opts, bool force,
                Error **errp);

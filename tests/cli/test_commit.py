@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""qemu-img-lite commit (issue 26): the overlay's data goes into its
+backing file (or, with -b, into a deeper image of the chain, through the
+images between), the overlay is emptied unless -d or -b; zero runs free
+the base's clusters as qemu-img's commit does. Checked with qemu-img
+(check, the data it reads, map) and against qemu-img's own commit."""
+import json
+import os
+import shutil
+
+from qiltest import QEMU_IMG, SECRET, TestCase, main, qemu_img, qil, run
+
+QEMU_IO = shutil.which("qemu-io")
+CS = 65536
+SIZE = 8 * CS
+
+
+class Commit(TestCase):
+    def setUp(self):
+        super().setUp()
+        if not QEMU_IMG or not QEMU_IO:
+            self.skipTest("qemu-img and qemu-io are needed (qemu-utils)")
+
+    def io(self, img, *cmds, opts=None):
+        args = [QEMU_IO]
+        for c in cmds:
+            args += ["-c", c]
+        if opts:
+            args += ["--object", SECRET, "--image-opts", opts]
+        else:
+            args.append(img)
+        run(args)
+
+    def mk(self, name, backing=None, encrypt=False):
+        path = self.path(name)
+        args = ["create", "-q", "-f", "qcow2"]
+        if backing:
+            args += ["-b", backing, "-F", "qcow2"]
+        if encrypt:
+            args += ["--object", SECRET, "-o", "encrypt.format=luks,"
+                     "encrypt.key-secret=sec0,encrypt.iter-time=10"]
+        qemu_img(*args, path, str(SIZE))
+        return path
+
+    def data(self, img, opts=None):
+        out = self.path("data.raw")
+        if os.path.exists(out):
+            os.unlink(out)
+        if opts:
+            qemu_img("convert", "--object", SECRET, "--image-opts", opts,
+                     "-O", "raw", out)
+        else:
+            qemu_img("convert", "-U", img, "-O", "raw", out)
+        with open(out, "rb") as f:
+            return f.read()
+
+    def own(self, img):
+        """(start, length) of what img holds itself."""
+        return [(e["start"], e["length"]) for e in json.loads(qemu_img(
+            "map", "--output=json", "-U", img).stdout)
+            if e["depth"] == 0 and (e["data"] or e["zero"])
+            and "offset" in e]
+
+    def chain(self, tag):
+        base = self.mk(f"{tag}-base.qcow2")
+        mid = self.mk(f"{tag}-mid.qcow2", backing=f"{tag}-base.qcow2")
+        top = self.mk(f"{tag}-top.qcow2", backing=f"{tag}-mid.qcow2")
+        self.io(base, f"write -P 1 0 {4 * CS}")
+        self.io(mid, f"write -P 2 {CS} {2 * CS}")
+        self.io(top, f"write -P 3 {2 * CS} 4096", f"write -z {3 * CS} {CS}",
+                f"write -P 4 {7 * CS} {CS}")
+        return base, mid, top
+
+    def test_commit_into_backing_file_as_qemu_img(self):
+        base, mid, top = self.chain("ours")
+        seen = self.data(top)
+        before_base = self.data(base)
+        self.assertIn("Image committed.", qil("commit", top).stdout)
+        self.assertEqual(self.data(top), seen)
+        self.assertEqual(self.data(mid), seen)
+        self.assertEqual(self.data(base), before_base)
+        self.assertEqual(self.own(top), [])
+        for img in (top, mid, base):
+            qemu_img("check", img)
+        # qemu-img's commit of the same chain: the same data everywhere.
+        tb, tm, tt = self.chain("theirs")
+        qemu_img("commit", tt)
+        self.assertEqual(self.data(tm), self.data(mid))
+        self.assertEqual(self.data(tt), self.data(top))
+
+    def test_drop_and_deeper_base(self):
+        """-d keeps the overlay; -b BASE (two levels down) writes what the
+        images above it hold and implies -d."""
+        base, mid, top = self.chain("d")
+        seen = self.data(top)
+        top_own = self.own(top)
+        qil("commit", "-d", top)
+        self.assertEqual(self.own(top), top_own)
+        self.assertEqual(self.data(mid), seen)
+        base, mid, top = self.chain("b")
+        mid_own = self.own(mid)
+        qil("commit", "-b", base, top)
+        self.assertEqual(self.data(base), seen)
+        self.assertEqual(self.own(top), top_own)
+        self.assertEqual(self.own(mid), mid_own)
+        qemu_img("check", base)
+        self.assertFails(["commit", "-b", self.path("nowhere.qcow2"), top],
+                         "Did not find")
+        lone = self.mk("lone.qcow2")
+        self.assertFails(["commit", lone],
+                         "Image does not have a backing file")
+
+    def test_zeroes_free_base_clusters(self):
+        """An overlay of zeroes over a full base: the base's clusters are
+        freed (qemu-iotests 313), check clean, the data zero."""
+        base = self.mk("z-base.qcow2")
+        self.io(base, f"write -P 7 0 {SIZE}")
+        top = self.mk("z-top.qcow2", backing="z-base.qcow2")
+        self.io(top, f"write -z 0 {SIZE}")
+        qil("commit", top)
+        self.assertEqual(self.data(base), bytes(SIZE))
+        out = qemu_img("check", "--output=json", base).stdout
+        self.assertEqual(json.loads(out).get("allocated-clusters", 0), 0)
+
+    def test_encrypted_overlay(self):
+        """A LUKS qcow2 overlay on a plain base: its plain text goes down."""
+        base = self.mk("e-base.qcow2")
+        self.io(base, f"write -P 1 0 {SIZE}")
+        top = self.mk("e-top.qcow2", backing="e-base.qcow2", encrypt=True)
+        opts = f"driver=qcow2,encrypt.key-secret=sec0,file.filename={top}"
+        self.io(top, f"write -P 9 {CS} {CS}", opts=opts)
+        seen = self.data(top, opts)
+        qil("commit", "--object", SECRET, "--image-opts", opts)
+        self.assertEqual(self.data(base), seen)
+        self.assertEqual(self.data(top, opts), seen)
+
+
+if __name__ == "__main__":
+    main()
