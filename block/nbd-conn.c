@@ -65,12 +65,19 @@ void nbd_conn_config_clear(NBDConnConfig *cfg)
     memset(cfg, 0, sizeof(*cfg));
 }
 
+/* libnbd's message, less the name of the call it starts with. */
 static const char *nbd_conn_libnbd_error(void)
 {
     const char *msg = nbd_get_error();
     int err = nbd_get_errno();
 
-    return msg ? msg : g_strerror(err ? err : EIO);
+    if (!msg) {
+        return g_strerror(err ? err : EIO);
+    }
+    if (g_str_has_prefix(msg, "nbd_") && strstr(msg, ": ")) {
+        return strstr(msg, ": ") + 2;
+    }
+    return msg;
 }
 
 /*

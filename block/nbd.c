@@ -277,16 +277,33 @@ static int nbd_open_tls_creds(NBDConnConfig *cfg, const char *id,
 }
 
 /*
- * Whether libnbd can check the certificate as asked. libnbd checks an
- * x509 server certificate against the host name of a TCP connection
- * only: over a unix socket, or for another name (tls-hostname), it would
- * accept any certificate, so without nbd_set_tls_hostname() (newer
- * libnbd) that is refused rather than done silently unverified.
+ * Whether libnbd will check the server's certificate as asked; if not,
+ * the connection is refused rather than made unverified. libnbd (1.14
+ * at least) checks an x509 certificate only when it has a CA
+ * certificate (DIR/ca-cert.pem; without one it falls back to the system's
+ * CAs and checks nothing) and only against the host name of a TCP
+ * connection (over a unix socket, or for another name, tls-hostname, it
+ * checks nothing), unless it has nbd_set_tls_hostname().
  */
 static int nbd_open_tls_check(const NBDConnConfig *cfg, Error **errp)
 {
+    g_autofree char *ca = NULL;
+
     if (!cfg->tls || cfg->tls_psk_file || !cfg->tls_verify_peer) {
         return 0;
+    }
+    if (!cfg->tls_certificates) {
+        error_setg(errp, "Could not connect to '%s': TLS needs credentials: "
+                   "tls-creds=ID (--object tls-creds-x509 or tls-creds-psk),"
+                   " or tls-certificates=DIR or tls-psk-file=FILE in the "
+                   "nbds:// name", cfg->name);
+        return -1;
+    }
+    ca = g_build_filename(cfg->tls_certificates, "ca-cert.pem", NULL);
+    if (!g_file_test(ca, G_FILE_TEST_IS_REGULAR)) {
+        error_setg(errp, "Could not connect to '%s': no CA certificate '%s' "
+                   "to check the server's against", cfg->name, ca);
+        return -1;
     }
 #ifndef LIBNBD_HAVE_NBD_SET_TLS_HOSTNAME
     if (cfg->unix_socket) {
@@ -297,8 +314,7 @@ static int nbd_open_tls_check(const NBDConnConfig *cfg, Error **errp)
                    cfg->name, CONFIG_LIBNBD_VERSION);
         return -1;
     }
-    if (cfg->tls_hostname && g_ascii_strcasecmp(cfg->tls_hostname,
-                                                cfg->host) != 0) {
+    if (g_ascii_strcasecmp(cfg->tls_hostname, cfg->host) != 0) {
         error_setg(errp, "Could not connect to '%s': this libnbd (%s) "
                    "checks the server certificate against the host "
                    "connected to ('%s') only, not tls-hostname '%s'",
