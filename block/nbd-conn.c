@@ -102,6 +102,10 @@ static void nbd_conn_connect_error(const NBDConnConfig *cfg, const char *why,
     } else if (cfg->tls && strstr(why, "certificate")) {
         hint = " (the server's certificate is not trusted by the CA "
                "certificate given, or does not name the host)";
+    } else if (cfg->tls && strstr(why, "non-properly terminated")) {
+        /* The server ended the handshake: it did not like ours. */
+        hint = " (the server refused our credentials: does it want a "
+               "client certificate, client-cert.pem and client-key.pem?)";
     }
     error_setg(errp, "Could not connect to '%s': %s%s", cfg->name, why, hint);
 }

@@ -18,6 +18,9 @@ packages=(
     # the NBD protocol driver (libnbd), and NBD servers and clients for
     # its interop tests (nbdkit, qemu-nbd from qemu-utils, nbdinfo)
     libnbd-dev nbdkit libnbd-bin
+    # the NBD client's TLS tests make their keys and certificates with
+    # psktool and certtool (tests/cli/interop_nbd_tls.py)
+    gnutls-bin
     # tests/cli/test_cache.py: which syncs a convert makes
     strace
     # the demo's sample file system and the shared test images
