@@ -7,7 +7,8 @@
  *   nbd://HOST[:PORT]/EXPORT      nbd+tcp://HOST[:PORT]/EXPORT
  *   nbd+unix:///EXPORT?socket=PATH
  *   nbd:HOST:PORT[:exportname=EXPORT]    nbd:unix:PATH[:exportname=EXPORT]
- *   nbds://[USER@]HOST[:PORT]/EXPORT[?TLS]   nbds+unix:///EXPORT?socket=PATH[&TLS]
+ *   nbds://[USER@]HOST[:PORT]/EXPORT[?TLS]
+ *   nbds+unix:///EXPORT?socket=PATH[&TLS]
  *     TLS: tls-creds=ID, tls-certificates=DIR, tls-psk-file=FILE,
  *          tls-hostname=NAME
  *
@@ -23,12 +24,12 @@
  * Requests go out with libnbd's asynchronous calls on the connections of
  * block/nbd-conn.c, and the calling thread waits for its own (reading
  * everyone's replies while it does, unless another thread is): the
- * convert loop's threads have their requests on the wire together. Where the server
- * allows multi-conn (its promise that what one connection's flush
- * covers, and what one connection reads, includes every connection's
- * completed writes), there are several connections, and each request
- * takes the least busy one; otherwise everything shares the one
- * connection, and its flush covers what it wrote.
+ * convert loop's threads have their requests on the wire together.
+ * Where the server allows multi-conn (its promise that what one
+ * connection's flush covers, and what one connection reads, includes
+ * every connection's completed writes), there are several connections,
+ * and each request takes the least busy one; otherwise everything shares
+ * the one connection, and its flush covers what it wrote.
  */
 #include <errno.h>
 #include <string.h>
@@ -40,9 +41,8 @@
 /* The largest request the NBD spec lets a client send unasked. */
 #define NBD_MAX_REQUEST (32 * 1024 * 1024)
 /*
- * Connections where the server allows several: nbdcopy's default, which
- * QEMU's multi-conn proposal took too; beyond the machine's CPUs more
- * only adds threads.
+ * Connections where the server allows several: nbdcopy's default. Each
+ * is one more TCP (and TLS) handshake, made in the background.
  */
 #define NBD_MULTI_CONN_DEFAULT 4
 #define NBD_MULTI_CONN_MAX 16
@@ -412,12 +412,12 @@ static int nbd_open(BlockDriverState *bs, GHashTable *opts, int flags,
     g_mutex_init(&s->extent.lock);
     if (qemu_opt_take_uint(opts, "multi-conn", NBD_MULTI_CONN_DEFAULT,
                            &multi_conn, errp) < 0) {
-        return -1;
+        goto fail;
     }
     if (multi_conn < 1 || multi_conn > NBD_MULTI_CONN_MAX) {
         error_setg(errp, "Parameter 'multi-conn' expects 1 to %d",
                    NBD_MULTI_CONN_MAX);
-        return -1;
+        goto fail;
     }
     if (nbd_open_config(bs, &s->cfg, opts, errp) < 0) {
         goto fail;
