@@ -89,8 +89,7 @@ static void nbd_conn_connect_error(const NBDConnConfig *cfg, const char *why,
 {
     const char *hint = "";
 
-    if (strstr(why, "server requires TLS") ||
-        strstr(why, "TLS_REQD") || strstr(why, "requires TLS")) {
+    if (strstr(why, "requires TLS")) {
         hint = " (the server requires TLS: use an nbds:// name or "
                "tls-creds=ID)";
     } else if (cfg->tls && strstr(why, "server refused TLS")) {
