@@ -305,8 +305,12 @@ extern const BlockDriver bdrv_luks;
 extern const BlockDriver bdrv_qcow2;
 extern const BlockDriver bdrv_blkdebug;
 extern const BlockDriver bdrv_null_co, bdrv_null_aio;
-/* block/nbd.c, where libnbd is: one driver, three prefixes (QEMU's). */
-extern const BlockDriver bdrv_nbd, bdrv_nbd_tcp, bdrv_nbd_unix;
+/*
+ * block/nbd.c, where libnbd is: one driver, five prefixes (QEMU's three,
+ * and libnbd's TLS ones).
+ */
+extern const BlockDriver bdrv_nbd, bdrv_nbd_tcp, bdrv_nbd_unix, bdrv_nbds,
+    bdrv_nbds_unix;
 /* Recognised only to be refused (block/foreign.c). */
 extern const BlockDriver bdrv_vmdk, bdrv_vhdx, bdrv_vdi, bdrv_vpc, bdrv_qed,
     bdrv_qcow, bdrv_parallels, bdrv_dmg, bdrv_cloop, bdrv_bochs;

@@ -23,6 +23,8 @@ const BlockDriver *const bdrv_drivers[] = {
     &bdrv_nbd,
     &bdrv_nbd_tcp,
     &bdrv_nbd_unix,
+    &bdrv_nbds,
+    &bdrv_nbds_unix,
 #endif
     &bdrv_vmdk,
     &bdrv_vhdx,

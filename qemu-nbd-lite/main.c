@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../qemu-img-lite/img.h"
@@ -499,6 +500,37 @@ int main(int argc, char **argv)
     img_objects_clear();
     g_ptr_array_add(nargv, NULL);
 
+    /*
+     * --fork with --pid-file: nbdkit's parent exits as soon as it has
+     * forked, and the server writes the file a moment later. qemu-nbd
+     * returns with the file there, which scripts rely on: wait for both.
+     */
+    if (fork_server && pid_file) {
+        pid_t child;
+        int status;
+
+        /* An old file must not pass for the new server's. */
+        unlink(pid_file);
+        child = fork();
+        if (child < 0) {
+            img_error(NULL, "Cannot fork: %s", g_strerror(errno));
+            return 1;
+        }
+        if (child > 0) {
+            if (waitpid(child, &status, 0) < 0 || !WIFEXITED(status) ||
+                WEXITSTATUS(status) != 0) {
+                return 1;
+            }
+            for (int i = 0; i < 1000; i++) {
+                if (g_file_test(pid_file, G_FILE_TEST_EXISTS)) {
+                    return 0;
+                }
+                g_usleep(10000);
+            }
+            img_error(NULL, "The server did not write '%s'", pid_file);
+            return 1;
+        }
+    }
     execvp("nbdkit", (char **)nargv->pdata);
     img_error(NULL, "Cannot run nbdkit (the server; Debian package "
               "'nbdkit'): %s", g_strerror(errno));

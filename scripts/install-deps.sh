@@ -19,8 +19,9 @@ packages=(
     # its interop tests (nbdkit, qemu-nbd from qemu-utils, nbdinfo)
     libnbd-dev nbdkit libnbd-bin
     # qemu-nbd-lite: an nbdkit plugin (nbdkit-plugin-dev); its tests mount
-    # exports with nbdfuse (fuse3's fusermount3), make TLS keys (psktool,
-    # gnutls-bin) and decrypt independently (python3-cryptography)
+    # exports with nbdfuse (fuse3's fusermount3) and decrypt independently
+    # (python3-cryptography); the NBD TLS tests (client and server) make
+    # their keys and certificates with psktool and certtool (gnutls-bin)
     nbdkit-plugin-dev fuse3 gnutls-bin python3-cryptography
     # manual pages from docs/*.md (meson install)
     pandoc

@@ -5,7 +5,8 @@ loopback and unix sockets: nbdkit (memory and file plugins) and qemu-nbd.
 Every name form qemu-img takes; raw, LUKS2 and qcow2 with LUKS inside read
 and written over NBD and compared byte for byte with what the servers
 hold; block status from the server; and the refusals (no server, a wrong
-export name, a read-only export, creation)."""
+export name, a read-only export, creation); a server that never answers
+(open-timeout) and one killed in the middle of a convert, either way."""
 
 import json
 import os
@@ -195,6 +196,91 @@ class Raw(NBDTest):
         self.assertFails(["create", "-f", "raw", self.unix_uri(sock), "1M"],
                          "does not support image creation")
         self.assertFails(["info", "nbd+unix:///x"], "socket")
+
+
+class Failures(NBDTest):
+    """A server that never answers, or dies mid-convert: a clear error
+    naming it, exit 1, in bounded time, and no local target left."""
+
+    def test_open_timeout(self):
+        """A TCP port that accepts and never speaks: open-timeout=1 ends the
+        wait after about a second, saying so."""
+        with socket.socket() as silent:
+            silent.bind(("127.0.0.1", 0))
+            silent.listen(8)
+            port = silent.getsockname()[1]
+            start = time.monotonic()
+            self.assertFails(["info", "--image-opts",
+                              "driver=nbd,server.host=127.0.0.1,"
+                              f"server.port={port},open-timeout=1"],
+                             f"Could not connect to 'nbd://127.0.0.1:{port}/':"
+                             " no answer within 1 seconds")
+            self.assertLess(time.monotonic() - start, 10)
+
+    def run_and_kill(self, args, server, after=0.7):
+        """Run the tool with args, SIGKILL server after `after` seconds;
+        the tool's result (it must end within a minute)."""
+        proc = subprocess.Popen([os.environ.get("QIL_TOOL", "qemu-img-lite"),
+                                 *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        time.sleep(after)
+        if proc.poll() is not None:
+            self.fail("finished before the kill: " + proc.stderr.read())
+        server.kill()
+        server.wait()
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            self.fail("the tool hung after the server was killed")
+        return proc.returncode, err
+
+    def test_server_killed_reading(self):
+        """convert from an export to a new local raw file, and to a new
+        LUKS image, killed mid-copy: nothing left under the target's name
+        (nor a hidden temporary one)."""
+        if not NBDKIT:
+            self.skipTest("nbdkit is not installed")
+        src = self.path("src.raw")
+        random_file(src, 64 << 20)
+        outdir = self.path("out")
+        os.mkdir(outdir)
+        targets = [["-O", "raw"],
+                   ["--object", SECRET, "-O", "luks", "-o",
+                    f"key-secret=sec0,iter-time={ITER_TIME}"]]
+        for i, target in enumerate(targets):
+            with self.subTest(target=target[-1]):
+                sock = self.path(f"k{i}.sock")
+                # 20 ms per read: 256 chunks take seconds, not milliseconds.
+                server = self.serve([NBDKIT, "-f", "-U", sock,
+                                     "--filter=delay", "file", src,
+                                     "delay-read=20ms"], sock=sock)
+                uri = self.unix_uri(sock)
+                rc, err = self.run_and_kill(
+                    ["convert", "-f", "raw", uri, *target,
+                     os.path.join(outdir, f"out{i}")], server)
+                self.assertEqual(rc, 1, err)
+                self.assertIn(f"Could not read '{uri}': the connection to "
+                              "the server was lost", err)
+                self.assertEqual(os.listdir(outdir), [])
+
+    def test_server_killed_writing(self):
+        """convert -n into an export whose server is killed mid-copy."""
+        if not NBDKIT:
+            self.skipTest("nbdkit is not installed")
+        src = self.path("src.raw")
+        random_file(src, 64 << 20)
+        sock = self.path("w.sock")
+        server = self.serve([NBDKIT, "-f", "-U", sock, "--filter=delay",
+                             "memory", "size=64M", "delay-write=20ms"],
+                            sock=sock)
+        uri = self.unix_uri(sock)
+        rc, err = self.run_and_kill(["convert", "-n", "-f", "raw", src,
+                                     "-O", "raw", uri], server)
+        self.assertEqual(rc, 1, err)
+        self.assertIn(f"Could not write '{uri}'", err)
+        self.assertIn("the connection to the server was lost", err)
 
 
 class Encrypted(NBDTest):
