@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "block/block_int.h"
+#include "block/blkdebug-rules.h"
 
 typedef enum {
     BLKDEBUG_READ,
@@ -57,6 +58,7 @@ typedef struct BDRVBlkdebugState {
     uint64_t kill_write, torn_write, kill_flush;
     uint64_t bad_offset, bad_bytes;     /* bad_bytes 0: no bad area */
     gint counter[BLKDEBUG__MAX];        /* requests so far, atomic */
+    BlkdebugRules *rules;               /* QEMU's syntax */
 } BDRVBlkdebugState;
 
 static const struct {
@@ -89,7 +91,12 @@ static int blkdebug_take_errno(GHashTable *opts, int *error, Error **errp)
 static int blkdebug_open(BlockDriverState *bs, GHashTable *opts, int flags,
                          Error **errp)
 {
+    static const char *const shape[] = {
+        "max-transfer", "opt-write-zero", "max-write-zero", "opt-discard",
+        "max-discard",
+    };
     BDRVBlkdebugState *s = bs->opaque;
+    uint64_t align = 0, ignored;
 
     for (int k = 0; k < BLKDEBUG__MAX; k++) {
         g_autofree char *key = g_strconcat("fail-", blkdebug_kind_names[k],
@@ -113,9 +120,64 @@ static int blkdebug_open(BlockDriverState *bs, GHashTable *opts, int flags,
         blkdebug_take_errno(opts, &s->error, errp) < 0) {
         return -1;
     }
+    s->rules = blkdebug_rules_take(opts, errp);
+    if (!s->rules) {
+        return -1;
+    }
+    /* QEMU's request-shape options: align is honoured, the rest taken. */
+    if (qemu_opt_take_uint(opts, "align", 0, &align, errp) < 0) {
+        return -1;
+    }
+    for (size_t i = 0; i < G_N_ELEMENTS(shape); i++) {
+        if (qemu_opt_take_uint(opts, shape[i], 0, &ignored, errp) < 0) {
+            return -1;
+        }
+    }
+    if (align && (align & (align - 1))) {
+        error_setg(errp, "Cannot meet constraints with align %"
+                   G_GUINT64_FORMAT, align);
+        return -1;
+    }
     /* What the child takes in one piece, the filter takes too. */
-    bs->request_alignment = bs->file->request_alignment;
+    bs->request_alignment = MAX(bs->file->request_alignment, align);
     return 0;
+}
+
+static void blkdebug_close(BlockDriverState *bs)
+{
+    BDRVBlkdebugState *s = bs->opaque;
+
+    blkdebug_rules_free(s->rules);
+}
+
+/* QEMU's rules: the request's events, then its check. errp on failure. */
+static bool blkdebug_rules_fail(BlockDriverState *bs, const char *ev1,
+                                const char *ev2, BlkdebugIOType type,
+                                uint64_t offset, uint64_t bytes,
+                                Error **errp)
+{
+    BDRVBlkdebugState *s = bs->opaque;
+    int error;
+
+    if (blkdebug_rules_empty(s->rules)) {
+        return false;
+    }
+    blkdebug_rules_event(s->rules, ev1);
+    blkdebug_rules_event(s->rules, ev2);
+    error = blkdebug_rules_check(s->rules, type, offset, bytes);
+    if (!error) {
+        return false;
+    }
+    if (type == BLKDEBUG_IO_FLUSH) {
+        error_setg_errno(errp, error, "Could not flush '%s' (blkdebug: "
+                         "injected)", bdrv_get_filename(bs));
+    } else {
+        error_setg_errno(errp, error, "Could not %s '%s' at offset %"
+                         G_GUINT64_FORMAT " (blkdebug: injected)",
+                         type == BLKDEBUG_IO_READ ? "read" : "write",
+                         bdrv_get_filename(bs), offset);
+    }
+    return true;
 }
 
 /* Count a request of kind k: its number, from 1. */
@@ -172,7 +234,9 @@ static int blkdebug_pread(BlockDriverState *bs, uint64_t offset, void *buf,
 
     if (blkdebug_fails(bs, BLKDEBUG_READ,
                        blkdebug_count(s, BLKDEBUG_READ), errp) ||
-        blkdebug_in_bad_area(bs, offset, bytes, errp)) {
+        blkdebug_in_bad_area(bs, offset, bytes, errp) ||
+        blkdebug_rules_fail(bs, "preadv", "read_aio", BLKDEBUG_IO_READ,
+                            offset, bytes, errp)) {
         return -1;
     }
     return bdrv_pread(bs->file, offset, buf, bytes, errp);
@@ -196,7 +260,9 @@ static int blkdebug_pwrite(BlockDriverState *bs, uint64_t offset,
         }
         blkdebug_kill();
     }
-    if (blkdebug_fails(bs, BLKDEBUG_WRITE, n, errp)) {
+    if (blkdebug_fails(bs, BLKDEBUG_WRITE, n, errp) ||
+        blkdebug_rules_fail(bs, "pwritev", "write_aio", BLKDEBUG_IO_WRITE,
+                            offset, bytes, errp)) {
         return -1;
     }
     return bdrv_pwrite(bs->file, offset, buf, bytes, flags, errp);
@@ -216,7 +282,9 @@ static int blkdebug_flush(BlockDriverState *bs, Error **errp)
         blkdebug_kill();
     }
     /* (The request path then flushes the child.) */
-    return blkdebug_fails(bs, BLKDEBUG_FLUSH, n, errp) ? -1 : 0;
+    return blkdebug_fails(bs, BLKDEBUG_FLUSH, n, errp) ||
+           blkdebug_rules_fail(bs, "flush_to_os", "flush_to_disk",
+                               BLKDEBUG_IO_FLUSH, 0, 0, errp) ? -1 : 0;
 }
 
 static int blkdebug_truncate(BlockDriverState *bs, uint64_t size,
@@ -255,6 +323,30 @@ static bool blkdebug_block_status_is_data(BlockDriverState *bs,
     return bdrv_block_status_is_data(bs->file, offset, bytes, pnum);
 }
 
+/*
+ * QEMU's name: blkdebug:CONFIG:IMAGE (CONFIG may be empty: blkdebug::x),
+ * the image a file name of its own.
+ */
+static int blkdebug_parse_filename(const char *filename, GHashTable *opts,
+                                   Error **errp)
+{
+    const char *rest = filename + strlen("blkdebug:");
+    const char *colon = strchr(rest, ':');
+
+    if (!g_str_has_prefix(filename, "blkdebug:") || !colon) {
+        error_setg(errp, "blkdebug name '%s': expected "
+                   "blkdebug:[CONFIG_FILE]:IMAGE", filename);
+        return -1;
+    }
+    if (colon > rest) {
+        g_hash_table_insert(opts, g_strdup("config"),
+                            g_strndup(rest, colon - rest));
+    }
+    g_hash_table_insert(opts, g_strdup("file.filename"),
+                        g_strdup(colon + 1));
+    return 0;
+}
+
 static bool blkdebug_has_zero_init(BlockDriverState *bs)
 {
     return bdrv_has_zero_init(bs->file);
@@ -264,7 +356,11 @@ const BlockDriver bdrv_blkdebug = {
     .format_name = "blkdebug",
     .instance_size = sizeof(BDRVBlkdebugState),
     .is_filter = true,
+    .protocol_name = "blkdebug",
+    .child_alias = "image",
+    .bdrv_parse_filename = blkdebug_parse_filename,
     .bdrv_open = blkdebug_open,
+    .bdrv_close = blkdebug_close,
     .bdrv_pread = blkdebug_pread,
     .bdrv_pwrite = blkdebug_pwrite,
     .bdrv_flush = blkdebug_flush,

@@ -398,6 +398,18 @@ static BlockDriverState *bdrv_open_opts(GHashTable *opts, int flags,
         drv = bdrv_find_driver("file");
     }
 
+    if (drv && drv->child_alias) {
+        g_autoptr(GHashTable) alias = qemu_opts_extract_prefix(
+            opts, drv->child_alias);
+        GHashTableIter iter;
+        gpointer key, value;
+
+        g_hash_table_iter_init(&iter, alias);
+        while (g_hash_table_iter_next(&iter, &key, &value)) {
+            g_hash_table_insert(opts, g_strconcat("file.", key, NULL),
+                                g_strdup(value));
+        }
+    }
     if (!drv || !drv->is_protocol) {
         file = bdrv_open_child(opts, "file", flags, false, errp);
         if (!file) {

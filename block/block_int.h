@@ -90,6 +90,11 @@ struct BlockDriver {
      */
     const char *protocol_name;
     /*
+     * Optional: another name the "file" child goes by in options, as in
+     * QEMU ("image" for blkdebug): alias.* are taken as file.*.
+     */
+    const char *child_alias;
+    /*
      * Optional, protocols: the options that a file name given on the
      * command line stands for, added to opts ("filename" for a file).
      * Without it, what follows "PROTO:" is "filename".

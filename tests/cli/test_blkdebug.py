@@ -249,5 +249,111 @@ class FailedSync(TestCase):
             target_opts("qcow2", img, "file.fail-read=0"))
 
 
+class QemuSyntax(TestCase):
+    """QEMU's own blkdebug spelling, as qemu-iotests write it: rules as
+    options (inject-error.N.*, set-state.N.*), as a config file
+    (blkdebug:CONFIG:IMAGE, file.config=), or in json:; the child named
+    "image"."""
+
+    def setUp(self):
+        super().setUp()
+        self.src, self.dst = self.path("src.raw"), self.path("dst.raw")
+        random_file(self.src, 1 << 20)
+        qil("create", "-f", "raw", self.dst, "1M")
+
+    def conf(self, text):
+        path = self.path("rules.conf")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def test_options(self):
+        rules = ("file.inject-error.0.event=write_aio,"
+                 "file.inject-error.0.errno=28")
+        self.assertFails(
+            ["convert", "-n", "-f", "raw", self.src, "--target-image-opts",
+             f"driver=raw,file.driver=blkdebug,{rules},"
+             f"file.image.filename={self.dst}"],
+            "dst.raw' at offset 0 (blkdebug: injected): "
+            "No space left on device")
+        # The same rule on reads only: the copy into it succeeds.
+        qil("convert", "-n", "-f", "raw", self.src, "--target-image-opts",
+            f"driver=raw,file.driver=blkdebug,{rules},"
+            f"file.inject-error.0.iotype=read,file.image.filename={self.dst}")
+        self.assertEqual(file_bytes(self.dst), file_bytes(self.src))
+
+    def test_once_and_sector(self):
+        """sector= fails only the requests that touch that sector."""
+        opts = ("driver=raw,file.driver=blkdebug,"
+                "file.inject-error.0.event=read_aio,"
+                "file.inject-error.0.sector=2048,"       # 1 MiB: past the end
+                f"file.image.filename={self.src}")
+        out = self.path("out.raw")
+        qil("convert", "-O", "raw", "--image-opts", opts, out)
+        self.assertEqual(file_bytes(out), file_bytes(self.src))
+        self.assertFails(["convert", "-O", "raw", "--image-opts",
+                          opts.replace("2048", "8"), self.path("out2.raw")],
+                         "src.raw' at offset 0 (blkdebug: "
+                         "injected): Input/output error")
+        self.assertFalse(os.path.exists(self.path("out2.raw")))
+
+    def test_config_file(self):
+        conf = self.conf('# QEMU\'s format\n[inject-error]\n'
+                         'event = "read_aio"\nerrno = "5"\n')
+        self.assertFails(["convert", "-O", "raw", f"blkdebug:{conf}:{self.src}",
+                          self.path("out.raw")],
+                         "(blkdebug: injected): Input/output error")
+        # No rules at all: blkdebug::IMAGE is the image.
+        proc = qil("info", f"blkdebug::{self.src}")
+        self.assertIn("virtual size: 1 MiB", proc.stdout)
+
+    def test_set_state(self):
+        """A flush fails only once a write_aio moved the state from 1 to 2;
+        the same rule waiting on read_aio (no read comes) never fires."""
+        for event, fails in (("write_aio", True), ("read_aio", False)):
+            with self.subTest(event=event):
+                conf = self.conf(
+                    f'[set-state]\nstate = "1"\nevent = "{event}"\n'
+                    'new_state = "2"\n\n[inject-error]\nstate = "2"\n'
+                    'event = "flush_to_disk"\nerrno = "5"\n')
+                args = ["convert", "-n", "-t", "writeback", "-f", "raw",
+                        self.src, "--target-image-opts",
+                        "driver=raw,file.driver=blkdebug,"
+                        f"file.config={conf},file.image.filename={self.dst}"]
+                if fails:
+                    self.assertFails(args, "dst.raw' (blkdebug: injected)")
+                else:
+                    qil(*args)
+
+    def test_json(self):
+        name = ('json:{"driver":"raw","file":{"driver":"blkdebug",'
+                '"inject-error":[{"event":"read_aio","errno":5,'
+                '"once":true}],"image":{"driver":"file","filename":"'
+                f'{self.src}"}}}}}}')
+        self.assertFails(["convert", "-O", "raw", name, self.path("o.raw")],
+                         "(blkdebug: injected): Input/output error")
+
+    def test_refused(self):
+        """Unknown events, types, numbers and keys: named, exit 1."""
+        base = f"driver=raw,file.driver=blkdebug,file.image.filename={self.dst}"
+        for rule, msg in (
+                ("inject-error.0.event=bogus", "Invalid parameter 'bogus'"),
+                ("inject-error.0.event=read_aio,inject-error.0.iotype=x",
+                 "Invalid parameter 'x'"),
+                ("inject-error.0.event=read_aio,inject-error.0.errno=five",
+                 "Parameter 'errno' expects a number"),
+                ("inject-error.0.event=read_aio,inject-error.0.colour=red",
+                 "Invalid parameter 'colour'"),
+                ("inject-error.0.errno=5", "Parameter 'event' is missing"),
+                ("align=3", "Cannot meet constraints with align 3")):
+            with self.subTest(rule=rule):
+                rule = ",".join("file." + r for r in rule.split(","))
+                self.assertFails(["info", "--image-opts", f"{base},{rule}"],
+                                 msg)
+        self.assertFails(["info", f"blkdebug:{self.path('none.conf')}:"
+                          f"{self.dst}"],
+                         "Could not read blkdebug config file")
+
+
 if __name__ == "__main__":
     main()
