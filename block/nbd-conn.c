@@ -36,6 +36,8 @@
 
 /* A polite NBD_CMD_DISC at close may take this long, then we just go. */
 #define NBD_CONN_DISCONNECT_MS 1000
+/* A waiting poller looks at its command again at least this often. */
+#define NBD_CONN_RECHECK_MS 1000
 
 struct NBDConn {
     const NBDConnConfig *cfg;
@@ -288,7 +290,13 @@ void nbd_conn_wait(NBDConn *c, const gint *finished)
         }
         c->polling = true;
         g_mutex_unlock(&c->lock);
-        ret = nbd_conn_poll(c, -1);
+        /*
+         * A bounded wait: a command of ours ended by another thread (one
+         * whose nbd_aio_* call read our reply, or found the connection
+         * dead and ended every command) wakes nobody; the socket may say
+         * nothing more. Looking again each second costs nothing.
+         */
+        ret = nbd_conn_poll(c, NBD_CONN_RECHECK_MS);
         if (ret < 0 || nbd_aio_is_dead(c->nbd) || nbd_aio_is_closed(c->nbd)) {
             /*
              * Gone: libnbd has ended every command in flight (ENOTCONN),
@@ -296,8 +304,12 @@ void nbd_conn_wait(NBDConn *c, const gint *finished)
              */
             g_atomic_int_set(&c->usable, 0);
             nbd_conn_set_lost(c, nbd_conn_libnbd_error());
-            if (!nbd_aio_is_dead(c->nbd) && !nbd_aio_is_closed(c->nbd)) {
-                g_usleep(10 * 1000);        /* poll(2) itself failed */
+            /*
+             * Not a busy loop if the command is somehow not ended yet
+             * (or poll(2) itself failed): 10 ms once, on the way out.
+             */
+            if (!g_atomic_int_get(finished)) {
+                g_usleep(10 * 1000);
             }
         }
         g_mutex_lock(&c->lock);

@@ -567,8 +567,20 @@ static int nbd_request_cb(void *opaque, int *error)
     if (*error) {
         g_atomic_int_compare_and_exchange(&r->error, 0, *error);
     }
-    nbd_request_unref(r);
     return 1;
+}
+
+/*
+ * The command's reference goes with its callback's free function, which
+ * libnbd calls exactly once, also when the call that starts the command
+ * fails. A failed start cannot tell whether the completion callback ran
+ * (libnbd may queue the command, find the connection dead and end it
+ * before it returns): counting it there too lost a reference twice and
+ * left the waiter waiting for ever.
+ */
+static void nbd_request_free(void *opaque)
+{
+    nbd_request_unref(opaque);
 }
 
 static int nbd_extent_cb(void *opaque, const char *context, uint64_t offset,
@@ -593,7 +605,7 @@ static int64_t nbd_request_start_one(NBDRequest *r, uint64_t offset,
 {
     struct nbd_handle *h = nbd_conn_handle(r->conn);
     nbd_completion_callback cb = {
-        .callback = nbd_request_cb, .user_data = r,
+        .callback = nbd_request_cb, .user_data = r, .free = nbd_request_free,
     };
 
     switch (r->op) {
@@ -666,13 +678,17 @@ static int nbd_request_run(BlockDriverState *bs, NBDOp op, uint64_t offset,
         size_t n = op == NBD_OP_BLOCK_STATUS ? bytes
                  : MIN(bytes, s->max_request);
 
-        g_atomic_int_inc(&r->pending);
+        g_atomic_int_inc(&r->pending);      /* dropped by nbd_request_free */
         if (nbd_request_start_one(r, offset, buf, n, extent) < 0) {
-            /* Not started: its callback will not run. */
-            g_atomic_int_add(&r->pending, -1);
-            error_setg(&r->start_err, "Could not %s '%s': %s",
-                       nbd_op_what[op], bs->filename,
-                       nbd_get_error() ? nbd_get_error() : "failed");
+            struct nbd_handle *h = nbd_conn_handle(c);
+
+            if (nbd_aio_is_dead(h) || nbd_aio_is_closed(h)) {
+                g_atomic_int_compare_and_exchange(&r->error, 0, ENOTCONN);
+            } else {
+                error_setg(&r->start_err, "Could not %s '%s': %s",
+                           nbd_op_what[op], bs->filename,
+                           nbd_get_error() ? nbd_get_error() : "failed");
+            }
             break;
         }
         started = true;

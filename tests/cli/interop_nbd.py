@@ -17,7 +17,8 @@ import subprocess
 import time
 
 from qiltest import (CRYPTSETUP, ITER_TIME, PASSPHRASE, QEMU_IMG, SECRET,
-                     TestCase, file_bytes, main, qemu_img, qil, random_file)
+                     TestCase, file_bytes, main, qemu_img, qil, random_file,
+                     thread_stacks)
 
 NBDKIT = shutil.which("nbdkit")
 QEMU_NBD = shutil.which("qemu-nbd")
@@ -231,9 +232,11 @@ class Failures(NBDTest):
         try:
             out, err = proc.communicate(timeout=60)
         except subprocess.TimeoutExpired:
+            stacks = thread_stacks(proc.pid)
             proc.kill()
-            proc.communicate()
-            self.fail("the tool hung after the server was killed")
+            _, err = proc.communicate()
+            self.fail("the tool hung after the server was killed; its "
+                      f"stderr: {err}\nits threads:\n{stacks}")
         return proc.returncode, err
 
     def test_server_killed_reading(self):

@@ -152,6 +152,28 @@ class TestCase(unittest.TestCase):
         return json.loads(qil("info", "--output=json", *args).stdout)
 
 
+def thread_stacks(pid):
+    """What every thread of a hung process is doing, for a failure
+    message: gdb's backtraces, or the kernel's wait channels without it."""
+    gdb = shutil.which("gdb")
+    if gdb:
+        try:
+            return subprocess.run(
+                [gdb, "-p", str(pid), "-batch", "-nx",
+                 "-ex", "thread apply all bt"], capture_output=True,
+                text=True, timeout=60).stdout[-20000:]
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    out = []
+    try:
+        for tid in sorted(os.listdir(f"/proc/{pid}/task")):
+            with open(f"/proc/{pid}/task/{tid}/wchan") as f:
+                out.append(f"thread {tid}: {f.read()}")
+    except OSError as e:
+        out.append(str(e))
+    return "\n".join(out)
+
+
 def parse_size(s):
     units = {"k": 10, "m": 20, "g": 30}
     if s[-1].lower() in units:
