@@ -16,11 +16,12 @@
  * fails with the rule's errno (once: the rule goes away after it). A
  * set-state rule for the event moves the state machine on.
  *
- * Events: QEMU's whole list is accepted; this filter raises the ones a
- * request to it stands for (preadv and read_aio for a read, pwritev and
- * write_aio for a write, flush_to_os and flush_to_disk for a flush). The
- * format drivers raise none, so rules on l2_update, refblock_alloc... are
- * taken and never fire.
+ * Events: QEMU's whole list is accepted. As in QEMU, the formats above
+ * raise read_aio and write_aio before they read or write guest data
+ * (raw, qcow2: bdrv_debug_event()), and a write or a flush of the filter
+ * itself raises pwritev, or flush_to_os then flush_to_disk. qcow2's
+ * metadata events (l2_update, refblock_alloc...) are not raised yet:
+ * rules on them are taken and never fire.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -150,7 +150,19 @@ static void blkdebug_close(BlockDriverState *bs)
     blkdebug_rules_free(s->rules);
 }
 
-/* QEMU's rules: the request's events, then its check. errp on failure. */
+/* A format above said what it is about to do (bdrv_debug_event()). */
+static void blkdebug_debug_event(BlockDriverState *bs, const char *event)
+{
+    BDRVBlkdebugState *s = bs->opaque;
+
+    blkdebug_rules_event(s->rules, event);
+}
+
+/*
+ * QEMU's rules: the request's own event (the generic layer's, in QEMU:
+ * pwritev, flush_to_os and flush_to_disk; NULL for none), then its check.
+ * errp on failure.
+ */
 static bool blkdebug_rules_fail(BlockDriverState *bs, const char *ev1,
                                 const char *ev2, BlkdebugIOType type,
                                 uint64_t offset, uint64_t bytes,
@@ -162,8 +174,12 @@ static bool blkdebug_rules_fail(BlockDriverState *bs, const char *ev1,
     if (blkdebug_rules_empty(s->rules)) {
         return false;
     }
-    blkdebug_rules_event(s->rules, ev1);
-    blkdebug_rules_event(s->rules, ev2);
+    if (ev1) {
+        blkdebug_rules_event(s->rules, ev1);
+    }
+    if (ev2) {
+        blkdebug_rules_event(s->rules, ev2);
+    }
     error = blkdebug_rules_check(s->rules, type, offset, bytes);
     if (!error) {
         return false;
@@ -235,8 +251,8 @@ static int blkdebug_pread(BlockDriverState *bs, uint64_t offset, void *buf,
     if (blkdebug_fails(bs, BLKDEBUG_READ,
                        blkdebug_count(s, BLKDEBUG_READ), errp) ||
         blkdebug_in_bad_area(bs, offset, bytes, errp) ||
-        blkdebug_rules_fail(bs, "preadv", "read_aio", BLKDEBUG_IO_READ,
-                            offset, bytes, errp)) {
+        blkdebug_rules_fail(bs, NULL, NULL, BLKDEBUG_IO_READ, offset,
+                            bytes, errp)) {
         return -1;
     }
     return bdrv_pread(bs->file, offset, buf, bytes, errp);
@@ -261,7 +277,7 @@ static int blkdebug_pwrite(BlockDriverState *bs, uint64_t offset,
         blkdebug_kill();
     }
     if (blkdebug_fails(bs, BLKDEBUG_WRITE, n, errp) ||
-        blkdebug_rules_fail(bs, "pwritev", "write_aio", BLKDEBUG_IO_WRITE,
+        blkdebug_rules_fail(bs, "pwritev", NULL, BLKDEBUG_IO_WRITE,
                             offset, bytes, errp)) {
         return -1;
     }
@@ -361,6 +377,7 @@ const BlockDriver bdrv_blkdebug = {
     .bdrv_parse_filename = blkdebug_parse_filename,
     .bdrv_open = blkdebug_open,
     .bdrv_close = blkdebug_close,
+    .bdrv_debug_event = blkdebug_debug_event,
     .bdrv_pread = blkdebug_pread,
     .bdrv_pwrite = blkdebug_pwrite,
     .bdrv_flush = blkdebug_flush,

@@ -95,6 +95,12 @@ struct BlockDriver {
      */
     const char *child_alias;
     /*
+     * Optional, the blkdebug filter: a format driver says what it is
+     * about to do to this node (QEMU's event names: "read_aio",
+     * "write_aio", ...; bdrv_debug_event()).
+     */
+    void (*bdrv_debug_event)(BlockDriverState *bs, const char *event);
+    /*
      * Optional, protocols: the options that a file name given on the
      * command line stands for, added to opts ("filename" for a file).
      * Without it, what follows "PROTO:" is "filename".

@@ -399,6 +399,16 @@ uint32_t bdrv_get_logical_block_size(BlockDriverState *bs)
 
 /* ---- Block status */
 
+void bdrv_debug_event(BlockDriverState *bs, const char *event)
+{
+    while (bs && bs->drv && !bs->drv->bdrv_debug_event) {
+        bs = bs->file;
+    }
+    if (bs && bs->drv) {
+        bs->drv->bdrv_debug_event(bs, event);
+    }
+}
+
 bool bdrv_block_status_is_data(BlockDriverState *bs, uint64_t offset,
                                uint64_t bytes, uint64_t *pnum)
 {

@@ -251,6 +251,7 @@ static int qcow2_write_data(BlockDriverState *bs, uint64_t host,
                                           errp) < 0) {
         return -1;
     }
+    bdrv_debug_event(s->data_file, "write_aio");
     return bdrv_pwrite(s->data_file, host, buf, len, 0, errp);
 }
 
@@ -263,6 +264,7 @@ static int qcow2_write_data_from(BlockDriverState *bs, uint64_t host,
     g_autofree uint8_t *copy = NULL;
 
     if (!s->crypto) {
+        bdrv_debug_event(s->data_file, "write_aio");
         return bdrv_pwrite(s->data_file, host, buf, len, 0, errp);
     }
     if (!(flags & BDRV_REQ_MAY_CLOBBER)) {

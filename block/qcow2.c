@@ -890,6 +890,7 @@ static int qcow2_read_extent(BlockDriverState *bs, const Qcow2Extent *ext,
     case QCOW2_SC_COMPRESSED:
         return qcow2_read_compressed(bs, ext, offset, buf, errp);
     case QCOW2_SC_NORMAL:
+        bdrv_debug_event(s->data_file, "read_aio");
         if (bdrv_pread(s->data_file, ext->host_offset, buf,
                        ext->bytes, errp) < 0) {
             return -1;

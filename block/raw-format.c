@@ -93,6 +93,7 @@ static int raw_pread(BlockDriverState *bs, uint64_t offset, void *buf,
     if (raw_check_request(bs, offset, bytes, errp) < 0) {
         return -1;
     }
+    bdrv_debug_event(bs->file, "read_aio");
     return bdrv_pread(bs->file, s->offset + offset, buf,
                       bytes, errp);
 }
@@ -105,6 +106,7 @@ static int raw_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
     if (raw_check_request(bs, offset, bytes, errp) < 0) {
         return -1;
     }
+    bdrv_debug_event(bs->file, "write_aio");
     return bdrv_pwrite(bs->file, s->offset + offset, buf,
                        bytes, flags, errp);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qemu-img-lite compare: whether two images hold the same data. As
- * qemu-img: exit 0 identical, 1 different, 2 error; mismatches are
+ * qemu-img: exit 0 identical, 1 different, 2 error (4: a read failed);
+ * mismatches are
  * reported at the offset of the first differing 512-byte sector.
  */
 #include <stdio.h>
@@ -23,6 +24,7 @@ typedef struct CompareState {
     uint8_t *buf_a, *buf_b;     /* COMPARE_CHUNK each */
     ImgProgress *prog;
     uint64_t total;             /* for the progress: the larger size */
+    bool io_error;              /* a read failed: exit 4, as qemu-img */
 } CompareState;
 
 /* Index of the first byte a != b (len if none). */
@@ -48,7 +50,7 @@ static uint64_t compare_mismatch_sector(uint64_t offset)
  * user interrupted us: 0, or -1 with the error printed.
  */
 static int compare_read(BlockDriverState *bs, const char *name, uint64_t off,
-                        uint8_t *buf, size_t n)
+                        uint8_t *buf, size_t n, bool *io_error)
 {
     Error *err = NULL;
 
@@ -57,7 +59,12 @@ static int compare_read(BlockDriverState *bs, const char *name, uint64_t off,
         return -1;
     }
     if (bdrv_pread(bs, off, buf, n, &err) < 0) {
-        img_error_free(name, err);
+        /* qemu-img's words, with the driver's reason when not an errno */
+        img_error(NULL, "Error while reading offset %" G_GUINT64_FORMAT
+                  " of %s: %s", off, name, error_get_errno(err)
+                  ? g_strerror(error_get_errno(err)) : error_get_pretty(err));
+        error_free(err);
+        *io_error = true;
         return -1;
     }
     return 0;
@@ -72,8 +79,8 @@ static int compare_data(CompareState *s, BlockDriverState *a,
     for (uint64_t off = start; off < end; off += COMPARE_CHUNK) {
         size_t n = MIN(end - off, COMPARE_CHUNK);
 
-        if (compare_read(a, name_a, off, s->buf_a, n) < 0 ||
-            compare_read(b, name_b, off, s->buf_b, n) < 0) {
+        if (compare_read(a, name_a, off, s->buf_a, n, &s->io_error) < 0 ||
+            compare_read(b, name_b, off, s->buf_b, n, &s->io_error) < 0) {
             return -1;
         }
         if (memcmp(s->buf_a, s->buf_b, n)) {
@@ -94,7 +101,7 @@ static int compare_zero_data(CompareState *s, BlockDriverState *bs,
     for (uint64_t off = start; off < end; off += COMPARE_CHUNK) {
         size_t n = MIN(end - off, COMPARE_CHUNK);
 
-        if (compare_read(bs, name, off, s->buf_a, n) < 0) {
+        if (compare_read(bs, name, off, s->buf_a, n, &s->io_error) < 0) {
             return -1;
         }
         if (!buffer_is_zero(s->buf_a, n)) {
@@ -263,6 +270,7 @@ int img_compare(int argc, char **argv)
     img_progress_update(&prog, 100.0);
     img_progress_end(&prog);
     if (r < 0) {
+        ret = s.io_error ? 4 : 2;
         goto out;
     }
     if (!common.quiet) {

@@ -26,7 +26,11 @@ void img_error(const char *file, const char *fmt, ...)
 {
     va_list ap;
 
-    fflush(stdout);
+    /*
+     * stdout is not flushed first, as in qemu-img: into one pipe or file
+     * (2>&1), its buffered lines come after the error, where scripts
+     * written against qemu-img's output expect them (qemu-iotests 074).
+     */
     fprintf(stderr, "%s: ", img_get_progname());
     if (file) {
         fprintf(stderr, "%s: ", file);

@@ -15,6 +15,7 @@ struct Error {
     const char *src;
     const char *func;
     int line;
+    int os_errno;               /* error_setg_errno's, or 0 */
 };
 
 Error *error_abort;
@@ -84,6 +85,14 @@ void error_setg_errno_internal(Error **errp, const char *src, int line,
     va_start(ap, fmt);
     error_setv(errp, src, line, func, g_strerror(os_errno), fmt, ap);
     va_end(ap);
+    if (errp && *errp) {
+        (*errp)->os_errno = os_errno;
+    }
+}
+
+int error_get_errno(const Error *err)
+{
+    return err->os_errno;
 }
 
 void error_propagate(Error **dst_errp, Error *local_err)

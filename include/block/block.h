@@ -247,6 +247,13 @@ int bdrv_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
 bool bdrv_block_status_is_data(BlockDriverState *bs, uint64_t offset,
                                uint64_t bytes, uint64_t *pnum);
 /*
+ * A format tells the node under it what it is about to do (QEMU's
+ * BLKDBG_EVENT: "read_aio" before guest data is read, "write_aio" before
+ * it is written...): the first node down the file chain that listens (a
+ * blkdebug filter) hears it; nobody else does anything.
+ */
+void bdrv_debug_event(BlockDriverState *bs, const char *event);
+/*
  * Copy offloading (qemu-img convert -C): copy bytes from src to dst below
  * this process (copy_file_range(2)), where both reach files through nodes
  * that pass bytes through unchanged (raw). Fails, setting errp, where that

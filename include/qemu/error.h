@@ -58,6 +58,8 @@ void error_propagate(Error **dst_errp, Error *local_err);
 void error_prepend(Error **errp, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 
 const char *error_get_pretty(const Error *err);
+/* The errno error_setg_errno() was given (0: an error without one). */
+int error_get_errno(const Error *err);
 
 void error_free(Error *err);
 

@@ -307,6 +307,24 @@ class QemuSyntax(TestCase):
         proc = qil("info", f"blkdebug::{self.src}")
         self.assertIn("virtual size: 1 MiB", proc.stdout)
 
+    def test_compare_read_error(self):
+        """compare: a read error exits 4 (qemu-img's code for it), named
+        as qemu-img names it; rules armed by read_aio fire on guest data
+        only, so the header and probe reads pass."""
+        conf = self.conf('[inject-error]\nevent = "read_aio"\n')
+        name = f"blkdebug:{conf}:{self.src}"
+        proc = qil("compare", self.src, name, check=False)
+        self.assertEqual(proc.returncode, 4, proc.stderr)
+        self.assertIn(f"Error while reading offset 0 of {name}: "
+                      "Input/output error", proc.stderr)
+        qcow2 = self.path("img.qcow2")
+        qil("convert", "-O", "qcow2", self.src, qcow2)
+        proc = qil("compare", self.src, f"blkdebug:{conf}:{qcow2}",
+                   check=False)
+        self.assertEqual(proc.returncode, 4, proc.stderr)
+        # Without rules the same images are identical.
+        qil("compare", self.src, f"blkdebug::{qcow2}")
+
     def test_set_state(self):
         """A flush fails only once a write_aio moved the state from 1 to 2;
         the same rule waiting on read_aio (no read comes) never fires."""

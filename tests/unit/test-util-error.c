@@ -40,6 +40,14 @@ static void test_error_errno(void)
 
     error_setg_errno(&err, ENOENT, "open %s", "x");
     g_assert_cmpstr(error_get_pretty(err), ==, want);
+    g_assert_cmpint(error_get_errno(err), ==, ENOENT);
+    /* A prefix keeps it; an error set without one has none. */
+    error_prepend(&err, "in y: ");
+    g_assert_cmpint(error_get_errno(err), ==, ENOENT);
+    error_free(err);
+    err = NULL;
+    error_setg(&err, "no errno");
+    g_assert_cmpint(error_get_errno(err), ==, 0);
     error_free(err);
 }
 
