@@ -165,6 +165,12 @@ struct BlockDriver {
                          PreallocMode prealloc, Error **errp);
     int (*bdrv_flush)(BlockDriverState *bs, Error **errp);
 
+    /*
+     * Optional, protocols: requests in flight that pay off (see
+     * bdrv_parallel_requests()); 0: no preference.
+     */
+    unsigned parallel_requests;
+
     /* Optional; the default: data everywhere. */
     bool (*bdrv_block_status_is_data)(BlockDriverState *bs, uint64_t offset,
                                       uint64_t bytes, uint64_t *pnum);
@@ -235,6 +241,15 @@ struct BlockDriver {
     int (*bdrv_create_file)(BlockDriverState *bs, GHashTable *opts,
                             int flags, Error **errp);
     /*
+     * Optional, protocols: creation options (-o) that the protocol itself
+     * takes when it makes the new file (rbd's cluster_size, its object
+     * size). bdrv_create() and bdrv_create_open() move each from the
+     * creation options into those bdrv_create_file gets, unless the
+     * format takes an option of that name itself (qcow2's cluster_size):
+     * QEMU hands a format's leftover options down the same way.
+     */
+    const BlockOptionDesc *create_file_opts;
+    /*
      * Optional, protocols: see bdrv_create_fit(); the default truncates.
      */
     int (*bdrv_create_fit)(BlockDriverState *bs, uint64_t size,
@@ -288,6 +303,8 @@ extern const BlockDriver bdrv_qcow2;
 extern const BlockDriver bdrv_blkdebug;
 /* block/nbd.c, where libnbd is: one driver, three prefixes (QEMU's). */
 extern const BlockDriver bdrv_nbd, bdrv_nbd_tcp, bdrv_nbd_unix;
+/* block/rbd.c, where librbd is. */
+extern const BlockDriver bdrv_rbd;
 /* Recognised only to be refused (block/foreign.c). */
 extern const BlockDriver bdrv_vmdk, bdrv_vhdx, bdrv_vdi, bdrv_vpc, bdrv_qed,
     bdrv_qcow, bdrv_parallels, bdrv_dmg, bdrv_cloop, bdrv_bochs;

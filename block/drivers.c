@@ -22,6 +22,9 @@ const BlockDriver *const bdrv_drivers[] = {
     &bdrv_nbd_tcp,
     &bdrv_nbd_unix,
 #endif
+#ifdef CONFIG_RBD
+    &bdrv_rbd,
+#endif
     &bdrv_vmdk,
     &bdrv_vhdx,
     &bdrv_vdi,

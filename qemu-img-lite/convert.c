@@ -292,10 +292,20 @@ static void convert_worker(gpointer data, gpointer user_data)
     g_free(job);
 }
 
-static unsigned convert_threads(int requested)
+static unsigned convert_threads(int requested, ConvertState *s)
 {
+    unsigned network = MAX(bdrv_parallel_requests(s->src),
+                           bdrv_parallel_requests(s->dst));
+
     if (requested > 0) {
         return requested;
+    }
+    /*
+     * A network protocol (RBD) waits for round trips, not CPUs: as many
+     * threads as it serves requests in flight best.
+     */
+    if (network) {
+        return MIN(network, CONVERT_MAX_THREADS);
     }
     /*
      * One thread per CPU, at least two (one reads and encrypts while the
@@ -839,7 +849,7 @@ int img_convert(int argc, char **argv)
         img_error(NULL, "Interrupted");
         goto out;
     }
-    if (convert_copy(&s, convert_threads(num_threads),
+    if (convert_copy(&s, convert_threads(num_threads, &s),
                      progress && !common.quiet) < 0) {
         goto out;
     }

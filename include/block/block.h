@@ -146,9 +146,11 @@ GPtrArray *bdrv_amend_option_list(const char *format, Error **errp);
 /*
  * A file name given as such, as QEMU reads it: "PROTO:rest" with the
  * colon before any '/' names a protocol. "file:x" is the file x (the
- * result points into filename); any other protocol, "json:" among them
- * (options, which bdrv_open() alone takes), is unknown: NULL, errp set.
- * A name without a protocol is returned as it is.
+ * result points into filename); a protocol that creates images of its
+ * own ("rbd:pool/image") keeps its whole name; any other protocol,
+ * "json:" among them (options, which bdrv_open() alone takes), is
+ * unknown: NULL, errp set. A name without a protocol is returned as it
+ * is.
  */
 const char *bdrv_parse_filename(const char *filename, Error **errp);
 /* Close a node and its children, flushing them first. NULL is allowed. */
@@ -160,6 +162,12 @@ const char *bdrv_get_format_name(BlockDriverState *bs);
 const char *bdrv_get_filename(BlockDriverState *bs);
 bool bdrv_is_read_only(BlockDriverState *bs);
 bool bdrv_is_encrypted(BlockDriverState *bs);
+/*
+ * How many requests in flight the protocols below bs serve best (a
+ * network's round trips overlap: 16 for RBD), 0 where any number does
+ * (a file). Callers with threads (convert) run at least that many.
+ */
+unsigned bdrv_parallel_requests(BlockDriverState *bs);
 /*
  * What the user should be told about the image since it was opened (e.g.
  * "LUKS2 primary header is damaged ...; using the secondary header"), or
