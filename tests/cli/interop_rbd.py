@@ -181,6 +181,15 @@ class Raw(RBDTest):
         proc = qil("check", self.name(img), check=False)
         self.assertEqual(proc.returncode, 63, proc.stderr)
 
+    def test_dd(self):
+        src = self.path("src.raw")
+        random_file(src, 3 << 20)
+        img = self.new_name()
+        qil("dd", "-f", "raw", "-O", "raw", "bs=1M", f"if={src}",
+            f"of={self.name(img)}")
+        self.assertIn("identical", qil("compare", "-f", "raw", "-F", "raw",
+                                       src, self.name(img)).stdout)
+
     def test_snapshot_read_only(self):
         src = self.path("src.raw")
         random_file(src, 1 << 20)
@@ -262,6 +271,26 @@ class Luks(RBDTest):
         os.unlink(back)
         qil("convert", "--object", SECRET, "--image-opts",
             self.luks_on_rbd(img), "-O", "raw", back)
+        self.assertEqual(file_bytes(back), file_bytes(src))
+
+    def test_amend_and_object_size(self):
+        """A key slot added to LUKS2 on RBD (amend) opens it; the object
+        size given to a luks convert goes to the RBD image."""
+        src, back = self.path("src.raw"), self.path("back.raw")
+        random_file(src, 2 << 20)
+        img = self.new_name()
+        qil("convert", "--object", SECRET, "-f", "raw", src, "-O", "luks",
+            "-o", f"key-secret=sec0,iter-time={ITER_TIME},luks-version=2,"
+            "cluster_size=1M", self.name(img))
+        info = json.loads(rbd("info", "--format", "json",
+                              f"rbd/{img}").stdout)
+        self.assertEqual(info["order"], 20)
+        qil("amend", "--object", SECRET, "--object",
+            "secret,id=sec1,data=other pass", "--image-opts",
+            self.luks_on_rbd(img), "-o",
+            f"state=active,new-secret=sec1,iter-time={ITER_TIME}")
+        qil("convert", "--object", "secret,id=sec0,data=other pass",
+            "--image-opts", self.luks_on_rbd(img), "-O", "raw", back)
         self.assertEqual(file_bytes(back), file_bytes(src))
 
     def test_luks2_with_librbd_encryption(self):
