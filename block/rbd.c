@@ -40,12 +40,21 @@
 #include "block/block_int.h"
 
 /*
- * librados waits this long for the monitors by default (its
- * client_mount_timeout is 300 s); a cluster that does not answer in 30 s
- * is down for a user at a prompt. A conf file's or the name's setting wins.
+ * Timeouts instead of librados's defaults, unless a conf file or the name
+ * sets them: a tool must end, where a VM's disk may wait for its cluster.
+ * Connecting: librados waits 300 s for the monitors; a cluster that does
+ * not answer in 30 s is down for a user at a prompt. Requests: librados
+ * waits for ever (0) for an OSD that went away; 60 s lets a cluster
+ * recover from a short hiccup (an OSD restarting took 3 s on the test
+ * cluster) but ends a copy into a dead one with an error.
  */
-#define RBD_MOUNT_TIMEOUT "30"
-#define RBD_MOUNT_TIMEOUT_DEFAULT "300"
+static const struct {
+    const char *name, *librados_default, *ours;
+} rbd_timeouts[] = {
+    { "client_mount_timeout", "300", "30" },
+    { "rados_osd_op_timeout", "0", "60" },
+    { "rados_mon_op_timeout", "0", "60" },
+};
 
 /* librbd refuses single requests longer than INT_MAX bytes (its C API). */
 #define RBD_MAX_REQUEST (1024 * 1024 * 1024)
@@ -203,7 +212,7 @@ static char *rbd_describe(const char *pool, const char *ns,
 
 /* QEMU's "=keyvalue-pairs": ["name", "value", ...], each rados_conf_set. */
 static int rbd_set_pairs(BlockDriverState *bs, rados_t cluster,
-                         const char *json, bool *has_timeout, Error **errp)
+                         const char *json, GHashTable *set, Error **errp)
 {
     g_autoptr(JsonParser) parser = json_parser_new();
     JsonArray *array;
@@ -232,10 +241,8 @@ static int rbd_set_pairs(BlockDriverState *bs, rados_t cluster,
                              "'%s=%s' for '%s'", name, value, bs->filename);
             return -1;
         }
-        if (g_str_equal(name, "client_mount_timeout") ||
-            g_str_equal(name, "client mount timeout")) {
-            *has_timeout = true;
-        }
+        /* Ceph takes "a b", "a_b" and "a-b" for the same option. */
+        g_hash_table_add(set, g_strdelimit(g_strdup(name), " -", '_'));
     }
     return 0;
 }
@@ -252,8 +259,10 @@ static int rbd_connect(BlockDriverState *bs, GHashTable *opts,
     g_autofree char *conf = qemu_opt_take(opts, "conf");
     g_autofree char *user = qemu_opt_take(opts, "user");
     g_autofree char *pairs = qemu_opt_take(opts, "=keyvalue-pairs");
+    g_autoptr(GHashTable) set = g_hash_table_new_full(g_str_hash,
+                                                      g_str_equal, g_free,
+                                                      NULL);
     char timeout[32] = "";
-    bool has_timeout = false;
     int r;
 
     r = rados_create(&s->cluster, user);
@@ -269,16 +278,18 @@ static int rbd_connect(BlockDriverState *bs, GHashTable *opts,
                          "'%s'", conf);
         return -1;
     }
-    if (pairs && rbd_set_pairs(bs, s->cluster, pairs, &has_timeout,
-                               errp) < 0) {
+    if (pairs && rbd_set_pairs(bs, s->cluster, pairs, set, errp) < 0) {
         return -1;
     }
-    /* Ours instead of librados's 300 s, unless the conf file set one. */
-    if (!has_timeout &&
-        rados_conf_get(s->cluster, "client_mount_timeout", timeout,
-                       sizeof(timeout)) == 0 &&
-        g_str_equal(timeout, RBD_MOUNT_TIMEOUT_DEFAULT)) {
-        rados_conf_set(s->cluster, "client_mount_timeout", RBD_MOUNT_TIMEOUT);
+    /* Ours instead of librados's defaults, unless the conf file set one. */
+    for (size_t i = 0; i < G_N_ELEMENTS(rbd_timeouts); i++) {
+        if (!g_hash_table_contains(set, rbd_timeouts[i].name) &&
+            rados_conf_get(s->cluster, rbd_timeouts[i].name, timeout,
+                           sizeof(timeout)) == 0 &&
+            g_str_equal(timeout, rbd_timeouts[i].librados_default)) {
+            rados_conf_set(s->cluster, rbd_timeouts[i].name,
+                           rbd_timeouts[i].ours);
+        }
     }
     /* QEMU's choice: librbd's write-back cache unless cache=none. */
     rados_conf_set(s->cluster, "rbd_cache",
@@ -377,15 +388,13 @@ static int rbd_open_node(BlockDriverState *bs, GHashTable *opts, int flags,
     return 0;
 }
 
-/* Remove a new image that was never given its name (see the top). */
+/*
+ * Remove a new image that was never given its name (see the top). Where
+ * the cluster is gone, nobody can: the hidden image stays (docs/rbd.md).
+ */
 static void rbd_abandon_new(BDRVRBDState *s)
 {
-    int r = rbd_remove(s->io, s->temp_name);
-
-    if (r < 0) {
-        g_warning("Could not remove the unfinished RBD image '%s': %s",
-                  s->temp_name, g_strerror(-r));
-    }
+    rbd_remove(s->io, s->temp_name);
 }
 
 static void rbd_close_node(BlockDriverState *bs)

@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 import time
 
-from qiltest import (CRYPTSETUP, ITER_TIME, PASSPHRASE, QEMU_IMG, SECRET,
+from qiltest import (CRYPTSETUP, ITER_TIME, PASSPHRASE, SECRET, TOOL,
                      TestCase, file_bytes, main, qemu_img, qil, random_file)
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
@@ -68,6 +68,20 @@ def stop_cluster():
 
 def tearDownModule():
     stop_cluster()
+
+
+def restart_osd():
+    """Start osd.0 again (after a test killed it) and wait for HEALTH_OK."""
+    subprocess.run(["ceph-osd", "-c", CONF, "-i", "0"], check=True,
+                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    for _ in range(120):
+        health = subprocess.run(["ceph", "-c", CONF, "health"],
+                                capture_output=True, text=True).stdout
+        if health.strip() == "HEALTH_OK":
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"the OSD did not come back: {health}")
 
 
 def rbd(*args, check=True, input=None):
@@ -434,9 +448,43 @@ class Errors(RBDTest):
                           self.name(img)], "Input/output error")
         self.assertEqual(images(), before)
 
+    def test_osd_killed_mid_convert(self):
+        """The only OSD SIGKILLed during a copy into RBD: the copy fails
+        with librados's timeout (5 s here; 60 s by default), exit 1, no
+        hang, and nothing under the name; then the OSD comes back."""
+        src = self.path("src.raw")
+        random_file(src, 256 << 20)
+        img = self.new_name()
+        proc = subprocess.Popen(
+            [TOOL, "convert", "-f",
+             "raw", src, "-O", "raw",
+             f"rbd:rbd/{img}:conf={CONF}:rados_osd_op_timeout=5"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            # Once the hidden image is there, the copy is under way.
+            for _ in range(200):
+                if any(i.startswith(f".{img}.") for i in images()):
+                    break
+                time.sleep(0.05)
+            time.sleep(0.3)
+            with open(os.path.join(CLUSTER_DIR, "run", "osd.0.pid")) as f:
+                os.kill(int(f.read()), 9)
+            _, err = proc.communicate(timeout=120)
+            self.assertEqual(proc.returncode, 1, err)
+            self.assertIn("Connection timed out", err)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            restart_osd()
+        names = images()
+        self.assertNotIn(img, names)
+        # Removing the hidden image needed the OSD: it may be left.
+        for leftover in [i for i in names if i.startswith(f".{img}.")]:
+            rbd("rm", "--no-progress", f"rbd/{leftover}")
+
     def test_bad_names(self):
         self.assertFails(["info", "rbd:rbd"], "expected rbd:POOL/IMAGE")
-        self.assertFails(["info", f"rbd:rbd/x:conf"], "has no value")
+        self.assertFails(["info", "rbd:rbd/x:conf"], "has no value")
         self.assertFails(["info", "rbd:rbd/x:conf=/nonexistent.conf"],
                          "Could not read the Ceph configuration")
 
