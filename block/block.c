@@ -514,6 +514,15 @@ static BlockDriverState *bdrv_open_inherit(const char *filename,
     return bdrv_open_opts(opts, flags, inherits_from, errp);
 }
 
+BlockDriverState *bdrv_open_protocol(const char *filename, int flags,
+                                     Error **errp)
+{
+    const BlockDriver *proto = bdrv_find_protocol(filename, errp);
+
+    return proto ? bdrv_open(filename, proto->format_name, NULL, flags, errp)
+                 : NULL;
+}
+
 BlockDriverState *bdrv_open(const char *filename, const char *format,
                             GHashTable *options, int flags, Error **errp)
 {

@@ -108,6 +108,13 @@ int prealloc_mode_parse(const char *name);
 const char *prealloc_mode_str(PreallocMode mode);
 
 /*
+ * The protocol node of a file name (the file itself, an RBD image), no
+ * format above it: what "-f file" opens for a file, for any protocol.
+ */
+BlockDriverState *bdrv_open_protocol(const char *filename, int flags,
+                                     Error **errp);
+
+/*
  * Open an image. filename may be NULL when options say where the bytes
  * are (--image-opts). format NULL means: options["driver"], or else probe
  * (every format driver scores the start of the file and the best wins;
