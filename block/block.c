@@ -517,8 +517,13 @@ static BlockDriverState *bdrv_open_inherit(const char *filename,
 BlockDriverState *bdrv_open_protocol(const char *filename, int flags,
                                      Error **errp)
 {
-    const BlockDriver *proto = bdrv_find_protocol(filename, errp);
+    const BlockDriver *proto;
 
+    /* Options, not a protocol: a file's, as "-f file json:{...}" reads. */
+    if (g_str_has_prefix(filename, "json:")) {
+        return bdrv_open(filename, "file", NULL, flags, errp);
+    }
+    proto = bdrv_find_protocol(filename, errp);
     return proto ? bdrv_open(filename, proto->format_name, NULL, flags, errp)
                  : NULL;
 }

@@ -109,7 +109,8 @@ const char *prealloc_mode_str(PreallocMode mode);
 
 /*
  * The protocol node of a file name (the file itself, an RBD image), no
- * format above it: what "-f file" opens for a file, for any protocol.
+ * format above it: what "-f file" opens for a file, for any protocol
+ * ("json:{...}" stays a file's options, as with "-f file").
  */
 BlockDriverState *bdrv_open_protocol(const char *filename, int flags,
                                      Error **errp);
