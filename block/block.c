@@ -593,6 +593,16 @@ unsigned bdrv_parallel_requests(BlockDriverState *bs)
     return n;
 }
 
+size_t bdrv_request_size(BlockDriverState *bs)
+{
+    size_t n = bs->drv->request_size;
+
+    for (BdrvChild *c = bs->children; c; c = c->next) {
+        n = MAX(n, bdrv_request_size(c->bs));
+    }
+    return n;
+}
+
 char *bdrv_get_identity(BlockDriverState *bs)
 {
     bs = bdrv_protocol_node(bs);

@@ -170,6 +170,8 @@ struct BlockDriver {
      * bdrv_parallel_requests()); 0: no preference.
      */
     unsigned parallel_requests;
+    /* Optional, protocols: see bdrv_request_size(); 0: no preference. */
+    size_t request_size;
 
     /* Optional; the default: data everywhere. */
     bool (*bdrv_block_status_is_data)(BlockDriverState *bs, uint64_t offset,

@@ -177,6 +177,11 @@ bool bdrv_is_encrypted(BlockDriverState *bs);
  */
 unsigned bdrv_parallel_requests(BlockDriverState *bs);
 /*
+ * The request size, in bytes, that the protocols below bs serve best
+ * (fewer, larger round trips: 2 MiB for RBD), 0 where any size does.
+ */
+size_t bdrv_request_size(BlockDriverState *bs);
+/*
  * What the user should be told about the image since it was opened (e.g.
  * "LUKS2 primary header is damaged ...; using the secondary header"), or
  * NULL. Libraries do not print: the tool does.

@@ -514,7 +514,8 @@ class Errors(RBDTest):
         """A copy that fails half-way (a read error injected by blkdebug)
         leaves no image: neither under its name nor a hidden one."""
         src = self.path("src.raw")
-        random_file(src, 4 << 20)
+        # 2 MiB jobs into RBD: the 5th read is well inside the copy.
+        random_file(src, 16 << 20)
         before = images()
         img = self.new_name()
         self.assertFails(["convert", "--image-opts",
