@@ -78,6 +78,8 @@ typedef struct BDRVRBDState {
     char *final_name;
 } BDRVRBDState;
 
+static void rbd_state_clear(BDRVRBDState *s);
+
 /* ---- Names */
 
 /*
@@ -361,8 +363,8 @@ static int rbd_open_common(BlockDriverState *bs, GHashTable *opts, int flags,
     return 0;
 }
 
-static int rbd_open_node(BlockDriverState *bs, GHashTable *opts, int flags,
-                         Error **errp)
+static int rbd_open_image(BlockDriverState *bs, GHashTable *opts, int flags,
+                          Error **errp)
 {
     BDRVRBDState *s = bs->opaque;
     g_autofree char *image = NULL;
@@ -388,6 +390,16 @@ static int rbd_open_node(BlockDriverState *bs, GHashTable *opts, int flags,
     return 0;
 }
 
+static int rbd_open_node(BlockDriverState *bs, GHashTable *opts, int flags,
+                         Error **errp)
+{
+    if (rbd_open_image(bs, opts, flags, errp) < 0) {
+        rbd_state_clear(bs->opaque);
+        return -1;
+    }
+    return 0;
+}
+
 /*
  * Remove a new image that was never given its name (see the top). Where
  * the cluster is gone, nobody can: the hidden image stays (docs/rbd.md).
@@ -397,21 +409,29 @@ static void rbd_abandon_new(BDRVRBDState *s)
     rbd_remove(s->io, s->temp_name);
 }
 
-static void rbd_close_node(BlockDriverState *bs)
+/*
+ * Everything the node holds: at close, and when its open fails (the core
+ * then frees the node without closing it).
+ */
+static void rbd_state_clear(BDRVRBDState *s)
 {
-    BDRVRBDState *s = bs->opaque;
-
     if (s->image) {
         rbd_close(s->image);
+        s->image = NULL;
     }
     if (s->temp_name && s->io) {
         rbd_abandon_new(s);
     }
     rbd_disconnect(s);
-    g_free(s->snapshot);
-    g_free(s->temp_name);
-    g_free(s->final_name);
+    g_clear_pointer(&s->snapshot, g_free);
+    g_clear_pointer(&s->temp_name, g_free);
+    g_clear_pointer(&s->final_name, g_free);
     g_mutex_clear(&s->grow_lock);
+}
+
+static void rbd_close_node(BlockDriverState *bs)
+{
+    rbd_state_clear(bs->opaque);
 }
 
 /* ---- Requests */
@@ -697,16 +717,17 @@ static int rbd_diff_cb(uint64_t offs, size_t len, int exists, void *opaque)
         return 0;
     }
     if (offs > run_end) {
-        /* A gap of unwritten objects first. */
-        if (e->bytes == 0 && !e->exists) {
-            if (!exists) {
-                e->bytes = end - e->offset;    /* hole, then hole */
-                return 0;
-            }
+        /* Unwritten objects in between: a hole, which ends a data run. */
+        if (e->bytes && e->exists) {
+            return RBD_DIFF_STOP;
+        }
+        e->exists = false;
+        if (exists) {
             e->bytes = offs - e->offset;
             return RBD_DIFF_STOP;
         }
-        return e->exists ? RBD_DIFF_STOP : 0;
+        e->bytes = end - e->offset;
+        return 0;
     }
     if (e->bytes == 0) {
         e->exists = exists;
@@ -760,10 +781,9 @@ static int rbd_block_status_node(BlockDriverState *bs, uint64_t offset,
         /* Data where unsure: always safe to act on. */
         return BDRV_BLOCK_DATA | BDRV_BLOCK_OFFSET_VALID;
     }
-    if (e.bytes == 0) {
-        /* Not one callback: all of it was never written. */
+    if (r == 0 && !e.exists) {
+        /* No data to the end: what was not reported was never written. */
         e.bytes = bytes;
-        e.exists = false;
     }
     *pnum = MIN(e.bytes, bytes);
     return (e.exists ? BDRV_BLOCK_DATA : BDRV_BLOCK_ZERO) |
@@ -861,8 +881,8 @@ static int rbd_create_hidden(BlockDriverState *bs, const char *name,
  * hidden name until bdrv_create_finish() (see the top). Never replaces an
  * image: a name in use is "File exists", as for files.
  */
-static int rbd_create_file(BlockDriverState *bs, GHashTable *opts, int flags,
-                           Error **errp)
+static int rbd_create_new(BlockDriverState *bs, GHashTable *opts, int flags,
+                          Error **errp)
 {
     BDRVRBDState *s = bs->opaque;
     g_autofree char *image = NULL;
@@ -895,10 +915,19 @@ static int rbd_create_file(BlockDriverState *bs, GHashTable *opts, int flags,
         error_setg_errno(errp, -r, "Could not open the new image '%s'",
                          bs->filename);
         s->image = NULL;
-        rbd_abandon_new(s);
-        return -1;
+        return -1;              /* rbd_state_clear() removes it */
     }
     s->final_name = g_steal_pointer(&image);
+    return 0;
+}
+
+static int rbd_create_file(BlockDriverState *bs, GHashTable *opts, int flags,
+                           Error **errp)
+{
+    if (rbd_create_new(bs, opts, flags, errp) < 0) {
+        rbd_state_clear(bs->opaque);
+        return -1;
+    }
     return 0;
 }
 
