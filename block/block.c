@@ -583,24 +583,42 @@ static BlockDriverState *bdrv_protocol_node(BlockDriverState *bs)
     return bs;
 }
 
+/*
+ * The largest parallel_requests and request_size of the nodes below bs,
+ * each node once: a node may be reached by several paths (a backing
+ * chain 60 images deep took for ever when walked as a tree).
+ */
+static void bdrv_protocol_hints(BlockDriverState *bs, GHashTable *seen,
+                                unsigned *requests, size_t *size)
+{
+    if (!g_hash_table_add(seen, bs)) {
+        return;
+    }
+    *requests = MAX(*requests, bs->drv->parallel_requests);
+    *size = MAX(*size, bs->drv->request_size);
+    for (BdrvChild *c = bs->children; c; c = c->next) {
+        bdrv_protocol_hints(c->bs, seen, requests, size);
+    }
+}
+
 unsigned bdrv_parallel_requests(BlockDriverState *bs)
 {
-    unsigned n = bs->drv->parallel_requests;
+    g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+    unsigned requests = 0;
+    size_t size = 0;
 
-    for (BdrvChild *c = bs->children; c; c = c->next) {
-        n = MAX(n, bdrv_parallel_requests(c->bs));
-    }
-    return n;
+    bdrv_protocol_hints(bs, seen, &requests, &size);
+    return requests;
 }
 
 size_t bdrv_request_size(BlockDriverState *bs)
 {
-    size_t n = bs->drv->request_size;
+    g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+    unsigned requests = 0;
+    size_t size = 0;
 
-    for (BdrvChild *c = bs->children; c; c = c->next) {
-        n = MAX(n, bdrv_request_size(c->bs));
-    }
-    return n;
+    bdrv_protocol_hints(bs, seen, &requests, &size);
+    return size;
 }
 
 char *bdrv_get_identity(BlockDriverState *bs)
