@@ -497,6 +497,13 @@ const char *bdrv_parse_filename(const char *filename, Error **errp)
     if (!drv) {
         return NULL;
     }
+    /*
+     * A protocol that makes images of its own (rbd) keeps its whole name:
+     * bdrv_create_file() finds the protocol in it again.
+     */
+    if (!g_str_equal(drv->protocol_name, "file") && drv->bdrv_create_file) {
+        return filename;
+    }
     if (!g_str_equal(drv->protocol_name, "file")) {
         error_setg(errp, "Protocol '%s' does not support image creation",
                    drv->protocol_name);
@@ -582,6 +589,20 @@ static BlockDriverState *bdrv_open_inherit(const char *filename,
     return bdrv_open_opts(opts, flags, inherits_from, errp);
 }
 
+BlockDriverState *bdrv_open_protocol(const char *filename, int flags,
+                                     Error **errp)
+{
+    const BlockDriver *proto;
+
+    /* Options, not a protocol: a file's, as "-f file json:{...}" reads. */
+    if (g_str_has_prefix(filename, "json:")) {
+        return bdrv_open(filename, "file", NULL, flags, errp);
+    }
+    proto = bdrv_find_protocol(filename, errp);
+    return proto ? bdrv_open(filename, proto->format_name, NULL, flags, errp)
+                 : NULL;
+}
+
 BlockDriverState *bdrv_open(const char *filename, const char *format,
                             GHashTable *options, int flags, Error **errp)
 {
@@ -635,6 +656,44 @@ static BlockDriverState *bdrv_protocol_node(BlockDriverState *bs)
         bs = bs->file;
     }
     return bs;
+}
+
+/*
+ * The largest parallel_requests and request_size of the nodes below bs,
+ * each node once: a node may be reached by several paths (a backing
+ * chain 60 images deep took for ever when walked as a tree).
+ */
+static void bdrv_protocol_hints(BlockDriverState *bs, GHashTable *seen,
+                                unsigned *requests, size_t *size)
+{
+    if (!g_hash_table_add(seen, bs)) {
+        return;
+    }
+    *requests = MAX(*requests, bs->drv->parallel_requests);
+    *size = MAX(*size, bs->drv->request_size);
+    for (BdrvChild *c = bs->children; c; c = c->next) {
+        bdrv_protocol_hints(c->bs, seen, requests, size);
+    }
+}
+
+unsigned bdrv_parallel_requests(BlockDriverState *bs)
+{
+    g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+    unsigned requests = 0;
+    size_t size = 0;
+
+    bdrv_protocol_hints(bs, seen, &requests, &size);
+    return requests;
+}
+
+size_t bdrv_request_size(BlockDriverState *bs)
+{
+    g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+    unsigned requests = 0;
+    size_t size = 0;
+
+    bdrv_protocol_hints(bs, seen, &requests, &size);
+    return size;
 }
 
 char *bdrv_get_identity(BlockDriverState *bs)
@@ -793,9 +852,46 @@ bool bdrv_interrupted(BlockDriverState *bs)
     return bs->interrupt && *bs->interrupt;
 }
 
-BlockDriverState *bdrv_create_file(const char *filename, int flags,
-                                   const volatile sig_atomic_t *interrupt,
-                                   Error **errp)
+/* Whether descs (a creation option table) has an option called name. */
+static bool option_descs_have(const BlockOptionDesc *descs, const char *name)
+{
+    for (; descs && descs->name; descs++) {
+        if (g_str_equal(descs->name, name)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * The creation options of drv's new image that its file's protocol takes
+ * (BlockDriver.create_file_opts): moved from create_opts into opts.
+ */
+static void bdrv_create_move_file_opts(const BlockDriver *proto,
+                                       const BlockDriver *drv,
+                                       GHashTable *create_opts,
+                                       GHashTable *opts)
+{
+    const BlockOptionDesc *d;
+
+    for (d = proto->create_file_opts; create_opts && d && d->name; d++) {
+        char *value = qemu_opt_take(create_opts, d->name);
+
+        if (value && drv && option_descs_have(drv->create_opts, d->name)) {
+            g_hash_table_insert(create_opts, g_strdup(d->name), value);
+        } else if (value) {
+            g_hash_table_insert(opts, g_strdup(d->name), value);
+        }
+    }
+}
+
+/* bdrv_create_file(), with drv's creation options for the protocol. */
+static BlockDriverState *bdrv_create_file_for(const BlockDriver *drv,
+                                              GHashTable *create_opts,
+                                              const char *filename,
+                                              int flags,
+                                              const volatile sig_atomic_t
+                                              *interrupt, Error **errp)
 {
     const BlockDriver *proto = bdrv_find_protocol(filename, errp);
     g_autoptr(GHashTable) opts = qemu_opts_new();
@@ -814,6 +910,7 @@ BlockDriverState *bdrv_create_file(const char *filename, int flags,
         return NULL;
     }
     g_hash_table_remove(opts, "driver");
+    bdrv_create_move_file_opts(proto, drv, create_opts, opts);
     bs = bdrv_new_node(proto, NULL, flags | BDRV_O_RDWR);
     bs->interrupt = interrupt;
     if (proto->bdrv_create_file(bs, opts, flags | BDRV_O_RDWR, errp) < 0) {
@@ -828,6 +925,13 @@ BlockDriverState *bdrv_create_file(const char *filename, int flags,
         return NULL;
     }
     return bs;
+}
+
+BlockDriverState *bdrv_create_file(const char *filename, int flags,
+                                   const volatile sig_atomic_t *interrupt,
+                                   Error **errp)
+{
+    return bdrv_create_file_for(NULL, NULL, filename, flags, interrupt, errp);
 }
 
 int bdrv_create_fit(BlockDriverState *file, uint64_t size,
@@ -895,7 +999,8 @@ int bdrv_create(const char *format, const char *filename, GHashTable *opts,
     BlockDriverState *file, *bs;
     int ret;
 
-    file = drv ? bdrv_create_file(filename, 0, interrupt, errp) : NULL;
+    file = drv ? bdrv_create_file_for(drv, opts, filename, 0, interrupt,
+                                      errp) : NULL;
     bs = file ? bdrv_create_on(drv, file, opts, BDRV_O_RDWR, false, errp)
               : NULL;
     if (!bs) {
@@ -915,7 +1020,8 @@ BlockDriverState *bdrv_create_open(const char *format, const char *filename,
     BlockDriverState *file;
 
     flags |= BDRV_O_RDWR;
-    file = drv ? bdrv_create_file(filename, flags, interrupt, errp) : NULL;
+    file = drv ? bdrv_create_file_for(drv, opts, filename, flags, interrupt,
+                                      errp) : NULL;
     /* The new file lives in the node, unnamed until bdrv_create_finish(). */
     return file ? bdrv_create_on(drv, file, opts, flags, true, errp) : NULL;
 }

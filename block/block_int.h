@@ -188,6 +188,14 @@ struct BlockDriver {
      */
     uint32_t (*bdrv_logical_block_size)(BlockDriverState *bs);
 
+    /*
+     * Optional, protocols: requests in flight that pay off (see
+     * bdrv_parallel_requests()); 0: no preference.
+     */
+    unsigned parallel_requests;
+    /* Optional, protocols: see bdrv_request_size(); 0: no preference. */
+    size_t request_size;
+
     /* Optional; the default: data everywhere. */
     bool (*bdrv_block_status_is_data)(BlockDriverState *bs, uint64_t offset,
                                       uint64_t bytes, uint64_t *pnum);
@@ -258,6 +266,15 @@ struct BlockDriver {
     int (*bdrv_create_file)(BlockDriverState *bs, GHashTable *opts,
                             int flags, Error **errp);
     /*
+     * Optional, protocols: creation options (-o) that the protocol itself
+     * takes when it makes the new file (rbd's cluster_size, its object
+     * size). bdrv_create() and bdrv_create_open() move each from the
+     * creation options into those bdrv_create_file gets, unless the
+     * format takes an option of that name itself (qcow2's cluster_size):
+     * QEMU hands a format's leftover options down the same way.
+     */
+    const BlockOptionDesc *create_file_opts;
+    /*
      * Optional, protocols: see bdrv_create_fit(); the default truncates.
      */
     int (*bdrv_create_fit)(BlockDriverState *bs, uint64_t size,
@@ -322,6 +339,8 @@ extern const BlockDriver bdrv_null_co, bdrv_null_aio;
  */
 extern const BlockDriver bdrv_nbd, bdrv_nbd_tcp, bdrv_nbd_unix, bdrv_nbds,
     bdrv_nbds_unix;
+/* block/rbd.c, where librbd is. */
+extern const BlockDriver bdrv_rbd;
 /* Recognised only to be refused (block/foreign.c). */
 extern const BlockDriver bdrv_vmdk, bdrv_vhdx, bdrv_vdi, bdrv_vpc, bdrv_qed,
     bdrv_qcow, bdrv_parallels, bdrv_dmg, bdrv_cloop, bdrv_bochs;

@@ -26,6 +26,9 @@ const BlockDriver *const bdrv_drivers[] = {
     &bdrv_nbds,
     &bdrv_nbds_unix,
 #endif
+#ifdef CONFIG_RBD
+    &bdrv_rbd,
+#endif
     &bdrv_vmdk,
     &bdrv_vhdx,
     &bdrv_vdi,

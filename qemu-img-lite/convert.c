@@ -37,6 +37,8 @@
 #ifndef CONVERT_CHUNK
 #define CONVERT_CHUNK (256 * 1024)
 #endif
+/* Bytes per job at most, whatever a protocol asks (convert_job_size()). */
+#define CONVERT_MAX_CHUNK (4 * 1024 * 1024)
 /* Default zero-run granularity (-S), as qemu-img's 4k. */
 #define CONVERT_SPARSE_DEFAULT 4096
 /* qemu-img's largest -S: 32768 sectors (its MAX_BUF_SECTORS). */
@@ -48,6 +50,8 @@ typedef struct ConvertState {
     BlockDriverState *src, *dst;
     const char *src_name, *dst_name;
     uint64_t size;
+    /* Bytes per job (convert_job_size()). */
+    size_t chunk;
     /* The target reads as zeroes: skip zero runs of sparse_size bytes. */
     bool skip_zeroes;
     size_t sparse_size;
@@ -302,10 +306,20 @@ static void convert_worker(gpointer data, gpointer user_data)
     g_free(job);
 }
 
-static unsigned convert_threads(int requested)
+static unsigned convert_threads(int requested, ConvertState *s)
 {
+    unsigned network = MAX(bdrv_parallel_requests(s->src),
+                           bdrv_parallel_requests(s->dst));
+
     if (requested > 0) {
         return requested;
+    }
+    /*
+     * A network protocol (RBD) waits for round trips, not CPUs: as many
+     * threads as it serves requests in flight best.
+     */
+    if (network) {
+        return MIN(network, CONVERT_MAX_THREADS);
     }
     /*
      * One thread per CPU, at least two (one reads and encrypts while the
@@ -316,6 +330,18 @@ static unsigned convert_threads(int requested)
      * synced target.
      */
     return CLAMP(g_get_num_processors(), 2, CONVERT_MAX_THREADS);
+}
+
+/*
+ * Bytes per job: CONVERT_CHUNK, or more where a protocol below the source
+ * or the target serves larger requests best (a network's round trips:
+ * RBD), up to CONVERT_MAX_CHUNK.
+ */
+static size_t convert_job_size(ConvertState *s)
+{
+    size_t want = MAX(bdrv_request_size(s->src), bdrv_request_size(s->dst));
+
+    return CLAMP(want, CONVERT_CHUNK, CONVERT_MAX_CHUNK);
 }
 
 /*
@@ -335,7 +361,7 @@ static size_t convert_next_job(ConvertState *s, uint64_t *offset,
     *skipped = 0;
     *all_data = false;
     while (*offset < s->size) {
-        len = MIN(s->size - *offset, CONVERT_CHUNK);
+        len = MIN(s->size - *offset, s->chunk);
         if (!s->skip_zeroes) {
             return len;     /* holes are written: the worker finds them */
         }
@@ -389,7 +415,7 @@ static int convert_copy(ConvertState *s, unsigned nthreads, bool progress)
     s->free_bufs = g_ptr_array_new_with_free_func(g_aligned_free);
     for (unsigned i = 0; i < nbufs; i++) {
         g_ptr_array_add(s->free_bufs,
-                        g_aligned_alloc(1, CONVERT_CHUNK, BDRV_DIRECT_ALIGN));
+                        g_aligned_alloc(1, s->chunk, BDRV_DIRECT_ALIGN));
     }
     pool = g_thread_pool_new(convert_worker, s, nthreads, TRUE, &gerr);
     if (!pool) {
@@ -835,6 +861,7 @@ int img_convert(int argc, char **argv)
     s.src_name = src_name;
     s.dst_name = dst_name;
     s.size = len;
+    s.chunk = convert_job_size(&s);
     s.sparse_size = sparse_size;
     /*
      * Only a target we made ourselves is known to read as zeroes, or one
@@ -850,7 +877,7 @@ int img_convert(int argc, char **argv)
         img_error(NULL, "Interrupted");
         goto out;
     }
-    if (convert_copy(&s, convert_threads(num_threads),
+    if (convert_copy(&s, convert_threads(num_threads, &s),
                      progress && !common.quiet) < 0) {
         goto out;
     }

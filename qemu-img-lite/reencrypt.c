@@ -605,7 +605,8 @@ int img_reencrypt(int argc, char **argv)
         img_error(NULL, "--header is for --decrypt only");
         goto out;
     }
-    ctx.file = bdrv_open(filename, "file", NULL, BDRV_O_RDWR, &err);
+    /* The header inside: any protocol (a file, an RBD image). */
+    ctx.file = bdrv_open_protocol(filename, BDRV_O_RDWR, &err);
     if (!ctx.file) {
         img_error_free(filename, err);
         goto out;

@@ -25,6 +25,11 @@ packages=(
     nbdkit-plugin-dev fuse3 gnutls-bin python3-cryptography
     # manual pages from docs/*.md (meson install)
     pandoc
+    # the RBD protocol driver (librbd-dev), and the throwaway Ceph cluster
+    # of its tests (scripts/ceph-cluster.sh: a mon, an OSD, the ceph and
+    # rbd commands; no ceph-mgr, slow to install and not needed), with
+    # qemu-img's own rbd driver (qemu-block-extra) for the interop tests
+    librbd-dev ceph-mon ceph-osd ceph-common qemu-block-extra
     # tests/cli/test_cache.py: which syncs a convert makes
     strace
     # the demo's sample file system and the shared test images

@@ -115,6 +115,14 @@ int prealloc_mode_parse(const char *name);
 const char *prealloc_mode_str(PreallocMode mode);
 
 /*
+ * The protocol node of a file name (the file itself, an RBD image), no
+ * format above it: what "-f file" opens for a file, for any protocol
+ * ("json:{...}" stays a file's options, as with "-f file").
+ */
+BlockDriverState *bdrv_open_protocol(const char *filename, int flags,
+                                     Error **errp);
+
+/*
  * Open an image. filename may be NULL when options say where the bytes
  * are (--image-opts). format NULL means: options["driver"], or else probe
  * (every format driver scores the start of the file and the best wins;
@@ -153,9 +161,11 @@ GPtrArray *bdrv_amend_option_list(const char *format, Error **errp);
 /*
  * A file name given as such, as QEMU reads it: "PROTO:rest" with the
  * colon before any '/' names a protocol. "file:x" is the file x (the
- * result points into filename); any other protocol, "json:" among them
- * (options, which bdrv_open() alone takes), is unknown: NULL, errp set.
- * A name without a protocol is returned as it is.
+ * result points into filename); a protocol that creates images of its
+ * own ("rbd:pool/image") keeps its whole name; any other protocol,
+ * "json:" among them (options, which bdrv_open() alone takes), is
+ * unknown: NULL, errp set. A name without a protocol is returned as it
+ * is.
  */
 const char *bdrv_parse_filename(const char *filename, Error **errp);
 /* Close a node and its children, flushing them first. NULL is allowed. */
@@ -174,6 +184,17 @@ bool bdrv_is_read_only(BlockDriverState *bs);
  */
 uint32_t bdrv_get_logical_block_size(BlockDriverState *bs);
 bool bdrv_is_encrypted(BlockDriverState *bs);
+/*
+ * How many requests in flight the protocols below bs serve best (a
+ * network's round trips overlap: 16 for RBD), 0 where any number does
+ * (a file). Callers with threads (convert) run at least that many.
+ */
+unsigned bdrv_parallel_requests(BlockDriverState *bs);
+/*
+ * The request size, in bytes, that the protocols below bs serve best
+ * (fewer, larger round trips: 2 MiB for RBD), 0 where any size does.
+ */
+size_t bdrv_request_size(BlockDriverState *bs);
 /*
  * What the user should be told about the image since it was opened (e.g.
  * "LUKS2 primary header is damaged ...; using the secondary header"), or

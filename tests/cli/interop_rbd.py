@@ -1,0 +1,569 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The RBD protocol driver (block/rbd.c, librbd) against a real Ceph
+cluster: one mon and one bluestore OSD on loopback, started once for the
+whole module by scripts/ceph-cluster.sh and stopped at its end. Raw images
+into RBD and back, byte for byte, holes kept (map); info, compare, resize,
+check, create options; the real qemu-img's rbd driver reading what we
+wrote and writing what we read; LUKS1 and LUKS2 on RBD both ways with
+qemu-img; an image encrypted by librbd itself (rbd encryption format)
+opened by our luks driver, its data what qemu-img's encrypt.format=luks2
+wrote; and the refusals (no cluster, no pool, no image, a name in use, a
+snapshot opened for writing, a failed copy that must leave no image)."""
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+
+from qiltest import (CRYPTSETUP, ITER_TIME, PASSPHRASE, SECRET, TOOL,
+                     TestCase, file_bytes, main, qemu_img, qil, random_file)
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                      "scripts", "ceph-cluster.sh")
+CEPH_TOOLS = ("ceph-mon", "ceph-osd", "ceph", "rbd")
+
+CLUSTER_DIR = None      # set by setUpModule when a cluster runs
+CONF = None
+SKIP_REASON = None
+
+
+def tool_has_rbd():
+    proc = qil("info", "rbd:rbd/x", check=False)
+    return "Unknown protocol" not in proc.stderr
+
+
+def setUpModule():
+    global CLUSTER_DIR, CONF, SKIP_REASON
+    if not tool_has_rbd():
+        SKIP_REASON = ("qemu-img-lite was built without librbd "
+                       "(scripts/install-deps.sh installs librbd-dev)")
+        return
+    missing = [t for t in CEPH_TOOLS if not shutil.which(t)]
+    if missing:
+        SKIP_REASON = (f"{', '.join(missing)} not installed (scripts/"
+                       "install-deps.sh installs ceph-mon, ceph-osd, "
+                       "ceph-common)")
+        return
+    CLUSTER_DIR = tempfile.mkdtemp(prefix="qil-ceph-")
+    start = time.monotonic()
+    proc = subprocess.run([SCRIPT, "start", CLUSTER_DIR], capture_output=True,
+                          text=True)
+    if proc.returncode != 0:
+        stop_cluster()
+        raise RuntimeError(f"the test cluster did not start: {proc.stderr}")
+    CONF = proc.stdout.strip()
+    print(f"ceph cluster up in {time.monotonic() - start:.1f} s")
+
+
+def stop_cluster():
+    global CLUSTER_DIR
+    if CLUSTER_DIR:
+        subprocess.run([SCRIPT, "stop", CLUSTER_DIR], capture_output=True)
+        shutil.rmtree(CLUSTER_DIR, ignore_errors=True)
+        CLUSTER_DIR = None
+
+
+def tearDownModule():
+    stop_cluster()
+
+
+def restart_osd():
+    """Start osd.0 again (after a test killed it) and wait for HEALTH_OK."""
+    subprocess.run(["ceph-osd", "-c", CONF, "-i", "0"], check=True,
+                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    for _ in range(120):
+        health = subprocess.run(["ceph", "-c", CONF, "health"],
+                                capture_output=True, text=True).stdout
+        if health.strip() == "HEALTH_OK":
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"the OSD did not come back: {health}")
+
+
+def rbd(*args, check=True, input=None):
+    proc = subprocess.run(["rbd", "-c", CONF, *args], capture_output=True,
+                          text=True, input=input)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"rbd {' '.join(args)} exited "
+                             f"{proc.returncode}: {proc.stderr}")
+    return proc
+
+
+def images():
+    return set(json.loads(rbd("ls", "--format", "json", "rbd").stdout))
+
+
+class RBDTest(TestCase):
+    counter = 0
+
+    def setUp(self):
+        super().setUp()
+        if SKIP_REASON:
+            self.skipTest(SKIP_REASON)
+
+    def new_name(self):
+        """A pool/image of this test, not yet in the cluster."""
+        RBDTest.counter += 1
+        return f"{self._testMethodName[5:]}-{RBDTest.counter}"
+
+    @staticmethod
+    def name(image, pool="rbd"):
+        return f"rbd:{pool}/{image}:conf={CONF}"
+
+    @staticmethod
+    def opts(image, pool="rbd"):
+        return f"driver=rbd,pool={pool},image={image},conf={CONF}"
+
+    def sparse_source(self, size=24 << 20):
+        """A raw file: data, a 8 MiB hole, data, a hole to the end."""
+        src = self.path("src.raw")
+        random_file(src, 6 << 20, seed=7)
+        with open(src, "r+b") as f:
+            f.truncate(size)
+            f.seek(14 << 20)
+            f.write(os.urandom(3 << 20))
+        return src
+
+    def map_extents(self, *args):
+        """map --output=json as (start, length, data, zero) tuples."""
+        out = json.loads(qil("map", "--output=json", *args).stdout)
+        return [(e["start"], e["length"], e["data"], e["zero"]) for e in out]
+
+
+class Raw(RBDTest):
+    def test_roundtrip_sparse(self):
+        """raw -> RBD -> raw, byte for byte; holes stay holes: in the
+        image (map) and in the copy back."""
+        src, back = self.sparse_source(), self.path("back.raw")
+        img = self.new_name()
+        qil("convert", "-f", "raw", src, "-O", "raw", self.name(img))
+        info = self.info_json(self.name(img))
+        self.assertEqual(info["format"], "raw")
+        self.assertEqual(info["virtual-size"], 24 << 20)
+        self.assertEqual(info["filename"], f"rbd:rbd/{img}")
+        qil("convert", "-O", "raw", self.name(img), back)
+        self.assertEqual(file_bytes(back), file_bytes(src))
+        # Only what was written is allocated, in 4 MiB objects.
+        self.assertLess(os.stat(back).st_blocks * 512, 13 << 20)
+        extents = self.map_extents(self.name(img))
+        self.assertEqual([(s, n, d) for s, n, d, z in extents],
+                         [(0, 8 << 20, True), (8 << 20, 4 << 20, False),
+                          (12 << 20, 8 << 20, True),
+                          (20 << 20, 4 << 20, False)])
+        self.assertIn("identical", qil("compare", "-f", "raw", "-F", "raw",
+                                       src, self.name(img)).stdout)
+        du = rbd("du", "--format", "json", f"rbd/{img}").stdout
+        self.assertLessEqual(json.loads(du)["images"][0]["used_size"],
+                             16 << 20)
+
+    def test_image_opts_and_namespace(self):
+        """--image-opts driver=rbd, and an image in a namespace."""
+        src = self.path("src.raw")
+        random_file(src, 1 << 20)
+        rbd("namespace", "create", "rbd/ns1")
+        img = self.new_name()
+        qil("convert", "-f", "raw", src, "-O", "raw",
+            f"rbd:rbd/ns1/{img}:conf={CONF}")
+        self.assertIn(img, rbd("ls", "rbd/ns1").stdout)
+        self.assertNotIn(img, images())
+        back = self.path("back.raw")
+        qil("convert", "--image-opts", self.opts(img) + ",namespace=ns1",
+            "-O", "raw", back)
+        self.assertEqual(file_bytes(back), file_bytes(src))
+
+    def test_create_cluster_size_resize(self):
+        img = self.new_name()
+        qil("create", "-f", "raw", "-o", "cluster_size=1M", self.name(img),
+            "64M")
+        info = json.loads(rbd("info", "--format", "json",
+                              f"rbd/{img}").stdout)
+        self.assertEqual((info["size"], info["order"]), (64 << 20, 20))
+        qil("resize", self.name(img), "96M")
+        self.assertEqual(self.info_json(self.name(img))["virtual-size"],
+                         96 << 20)
+        qil("resize", "--shrink", self.name(img), "32M")
+        info = json.loads(rbd("info", "--format", "json",
+                              f"rbd/{img}").stdout)
+        self.assertEqual(info["size"], 32 << 20)
+        self.assertFails(["create", "-f", "raw", "-o", "cluster_size=3M",
+                          self.name(self.new_name()), "1M"], "power of 2")
+        # raw has no checks, as with qemu-img (exit 63)
+        proc = qil("check", self.name(img), check=False)
+        self.assertEqual(proc.returncode, 63, proc.stderr)
+
+    def test_dd(self):
+        src = self.path("src.raw")
+        random_file(src, 3 << 20)
+        img = self.new_name()
+        qil("dd", "-f", "raw", "-O", "raw", "bs=1M", f"if={src}",
+            f"of={self.name(img)}")
+        self.assertIn("identical", qil("compare", "-f", "raw", "-F", "raw",
+                                       src, self.name(img)).stdout)
+
+    def test_snapshot_read_only(self):
+        src = self.path("src.raw")
+        random_file(src, 1 << 20)
+        img = self.new_name()
+        qil("convert", "-f", "raw", src, "-O", "raw", self.name(img))
+        rbd("snap", "create", f"rbd/{img}@s1")
+        random_file(src, 1 << 20, seed=2)
+        qil("convert", "-n", "-f", "raw", src, "-O", "raw", self.name(img))
+        back = self.path("back.raw")
+        qil("convert", "-O", "raw", f"rbd:rbd/{img}@s1:conf={CONF}", back)
+        random_file(src, 1 << 20)
+        self.assertEqual(file_bytes(back), file_bytes(src))
+        self.assertFails(["resize", f"rbd:rbd/{img}@s1:conf={CONF}", "2M"],
+                         "RBD snapshots are always read-only")
+
+
+class QemuImg(RBDTest):
+    def setUp(self):
+        super().setUp()
+        self.need_qemu_img()
+
+    def test_qemu_img_reads_ours_and_we_read_its(self):
+        src = self.sparse_source()
+        ours, theirs = self.new_name(), self.new_name()
+        qil("convert", "-f", "raw", src, "-O", "raw", self.name(ours))
+        back = self.path("back.raw")
+        qemu_img("convert", "-f", "raw", "-O", "raw", self.name(ours), back)
+        self.assertEqual(file_bytes(back), file_bytes(src))
+        qemu_img("convert", "-f", "raw", src, "-O", "raw", self.name(theirs))
+        back2 = self.path("back2.raw")
+        qil("convert", "-O", "raw", self.name(theirs), back2)
+        self.assertEqual(file_bytes(back2), file_bytes(src))
+        # The same allocation as qemu-img sees it (its rbd driver reads
+        # the object map too).
+        theirs_map = json.loads(qemu_img("map", "--output=json", "-f", "raw",
+                                         self.name(ours)).stdout)
+        self.assertEqual([(e["start"], e["length"], e["data"], e["zero"])
+                          for e in theirs_map],
+                         self.map_extents(self.name(ours)))
+
+
+class Luks(RBDTest):
+    def setUp(self):
+        super().setUp()
+        self.need_luks()
+        self.need_qemu_img()
+
+    def luks_on_rbd(self, image):
+        return (f"driver=luks,key-secret=sec0,file.driver=rbd,"
+                f"file.pool=rbd,file.image={image},file.conf={CONF}")
+
+    def librbd_opts(self, image):
+        """qemu-img's rbd driver with librbd's own LUKS2 decryption."""
+        return (f"driver=rbd,pool=rbd,image={image},conf={CONF},"
+                f"encrypt.format=luks2,encrypt.key-secret=sec0")
+
+    def make(self, version, src):
+        img = self.new_name()
+        qil("convert", "--object", SECRET, "-f", "raw", src, "-O", "luks",
+            "-o", f"key-secret=sec0,iter-time={ITER_TIME},"
+            f"luks-version={version}", self.name(img))
+        info = self.info_json(self.name(img))
+        self.assertEqual(info["format"], "luks")
+        self.assertTrue(info["encrypted"])
+        return img
+
+    def test_luks1_both_ways(self):
+        """Our LUKS1 on RBD read by qemu-img's luks driver on its rbd
+        node; then qemu-img writes new data into it, which we read."""
+        src, back = self.path("src.raw"), self.path("back.raw")
+        random_file(src, 8 << 20)
+        img = self.make(1, src)
+        qemu_img("convert", "--object", SECRET, "--image-opts",
+                 self.luks_on_rbd(img), "-O", "raw", back)
+        self.assertEqual(file_bytes(back), file_bytes(src))
+        random_file(src, 8 << 20, seed=5)
+        qemu_img("convert", "-n", "--object", SECRET, "-f", "raw", src,
+                 "--target-image-opts", self.luks_on_rbd(img))
+        os.unlink(back)
+        qil("convert", "--object", SECRET, "--image-opts",
+            self.luks_on_rbd(img), "-O", "raw", back)
+        self.assertEqual(file_bytes(back), file_bytes(src))
+
+    def test_amend_and_object_size(self):
+        """A key slot added to LUKS2 on RBD (amend) opens it; the object
+        size given to a luks convert goes to the RBD image."""
+        src, back = self.path("src.raw"), self.path("back.raw")
+        random_file(src, 2 << 20)
+        img = self.new_name()
+        qil("convert", "--object", SECRET, "-f", "raw", src, "-O", "luks",
+            "-o", f"key-secret=sec0,iter-time={ITER_TIME},luks-version=2,"
+            "cluster_size=1M", self.name(img))
+        info = json.loads(rbd("info", "--format", "json",
+                              f"rbd/{img}").stdout)
+        self.assertEqual(info["order"], 20)
+        qil("amend", "--object", SECRET, "--object",
+            "secret,id=sec1,data=other pass", "--image-opts",
+            self.luks_on_rbd(img), "-o",
+            f"state=active,new-secret=sec1,iter-time={ITER_TIME}")
+        qil("convert", "--object", "secret,id=sec0,data=other pass",
+            "--image-opts", self.luks_on_rbd(img), "-O", "raw", back)
+        self.assertEqual(file_bytes(back), file_bytes(src))
+
+    def test_luks2_with_librbd_encryption(self):
+        """Our LUKS2 on RBD has librbd's layout (16 MiB data offset,
+        4096-byte sectors): librbd's own decryption (qemu-img's
+        encrypt.format=luks2; QEMU 7.2 has no LUKS2 of its own) reads
+        it, and what qemu-img writes through it we read.
+
+        Read with qemu-img dd, not convert: QEMU 7.2's rbd block status
+        on an encrypted image asks librbd in offsets of the raw image,
+        so convert and map take the virtual range over the (unwritten)
+        key slot area for a hole."""
+        src, back = self.path("src.raw"), self.path("back.raw")
+        random_file(src, 8 << 20)
+        img = self.make(2, src)
+        qemu_img("dd", "--object", SECRET, "--image-opts", "-O", "raw",
+                 "bs=1M", "if=" + self.librbd_opts(img), "of=" + back)
+        self.assertEqual(file_bytes(back), file_bytes(src))
+        random_file(src, 8 << 20, seed=6)
+        qemu_img("convert", "-n", "--object", SECRET, "-f", "raw", src,
+                 "--target-image-opts", self.librbd_opts(img))
+        os.unlink(back)
+        qil("convert", "--object", SECRET, "--image-opts",
+            self.luks_on_rbd(img), "-O", "raw", back)
+        self.assertEqual(file_bytes(back), file_bytes(src))
+
+
+class Reencrypt(RBDTest):
+    """reencrypt in place on RBD: the LUKS2 header inside the image."""
+
+    def setUp(self):
+        super().setUp()
+        self.need_luks()
+
+    def luks_on_rbd(self, image):
+        return (f"driver=luks,key-secret=sec0,file.driver=rbd,"
+                f"file.pool=rbd,file.image={image},file.conf={CONF}")
+
+    def raw_image(self, size):
+        """A raw RBD image of size bytes, 16 MiB of room at its end."""
+        src = self.path("src.raw")
+        random_file(src, size, seed=11)
+        img = self.new_name()
+        rbd("create", "--size", f"{(size >> 20) + 16}M", f"rbd/{img}")
+        qil("convert", "-n", "-f", "raw", src, "-O", "raw", self.name(img))
+        return img, src
+
+    def check_plain(self, img, src):
+        back = self.path("back.raw")
+        if os.path.exists(back):
+            os.unlink(back)
+        qil("convert", "--object", SECRET, "--image-opts",
+            self.luks_on_rbd(img), "-O", "raw", back)
+        with open(back, "rb") as f:
+            self.assertEqual(f.read(os.path.getsize(src)), file_bytes(src))
+
+    def test_encrypt_then_new_key(self):
+        """--encrypt in two steps (--init-only, --resume-only), then a new
+        volume key; the plain text survives both."""
+        img, src = self.raw_image(24 << 20)
+        qil("reencrypt", "--object", SECRET, "--encrypt", "--init-only",
+            "-o", f"key-secret=sec0,iter-time={ITER_TIME}", self.name(img))
+        qil("reencrypt", "--object", SECRET, "--resume-only", "-o",
+            "key-secret=sec0", self.name(img))
+        self.assertEqual(self.info_json(self.name(img))["format"], "luks")
+        self.check_plain(img, src)
+        before = self.info_json(self.name(img))["format-specific"]
+        qil("reencrypt", "--object", SECRET, "-o",
+            f"key-secret=sec0,iter-time={ITER_TIME}", self.name(img))
+        self.check_plain(img, src)
+        self.assertNotEqual(
+            self.info_json(self.name(img))["format-specific"], before)
+
+    def test_encrypt_killed_and_resumed(self):
+        """SIGKILL in the middle of --encrypt (1 MiB hot zones; killed
+        once its progress passes 20 %), then --resume-only: every byte of
+        the plain text is there. The header and each step's metadata
+        reach the OSD through flushes, past librbd's write-back cache."""
+        img, src = self.raw_image(48 << 20)
+        proc = subprocess.Popen(
+            [TOOL, "reencrypt", "-p", "--object", SECRET, "--encrypt",
+             "--hotzone-size", "1M", "-o",
+             f"key-secret=sec0,iter-time={ITER_TIME}", self.name(img)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        line = b""
+        while proc.poll() is None:
+            c = proc.stdout.read(1)
+            if c != b"\r":
+                line += c
+                continue
+            # "    (23.44/100%) 40.1 MiB/s, 0:01 left"
+            if float(line.split(b"(")[1].split(b"/")[0]) >= 20:
+                proc.kill()
+                break
+            line = b""
+        proc.wait()
+        self.assertEqual(proc.returncode, -9, "done before the kill")
+        qil("reencrypt", "--object", SECRET, "--resume-only", "-o",
+            "key-secret=sec0", self.name(img))
+        self.check_plain(img, src)
+
+
+class LibrbdEncryption(RBDTest):
+    """Images that librbd encrypts itself (rbd encryption format; QEMU's
+    driver=rbd,encrypt.format=luks2): LUKS2 with 4096-byte sectors and
+    the data 16 MiB in, which our luks driver opens on the rbd node."""
+
+    def setUp(self):
+        super().setUp()
+        self.need_luks()
+        self.need_qemu_img()
+        self.passfile = self.path("pass.txt")
+        with open(self.passfile, "w") as f:
+            f.write(PASSPHRASE)
+
+    def librbd_opts(self, image):
+        return (f"driver=rbd,pool=rbd,image={image},conf={CONF},"
+                f"encrypt.format=luks2,encrypt.key-secret=sec0")
+
+    def ours(self, image):
+        return (f"driver=luks,key-secret=sec0,file.driver=rbd,"
+                f"file.pool=rbd,file.image={image},file.conf={CONF}")
+
+    def test_rbd_encryption_format(self):
+        """rbd encryption format (argon2id as librbd calibrates it: each
+        open takes seconds); qemu-img writes through librbd's
+        encryption, we read the same plain text, and the other way."""
+        img = self.new_name()
+        rbd("create", "--size", "24M", f"rbd/{img}")
+        rbd("encryption", "format", f"rbd/{img}", "luks2", self.passfile)
+        src = self.path("src.raw")
+        random_file(src, 8 << 20)
+        qemu_img("convert", "-n", "--object", SECRET, "-f", "raw", src,
+                 "--target-image-opts", self.librbd_opts(img))
+        info = self.info_json("--object", SECRET, "--image-opts",
+                              self.ours(img))
+        self.assertEqual(info["virtual-size"], 8 << 20)
+        back = self.path("back.raw")
+        qil("convert", "--object", SECRET, "--image-opts", self.ours(img),
+            "-O", "raw", back)
+        self.assertEqual(file_bytes(back), file_bytes(src))
+        random_file(src, 8 << 20, seed=9)
+        qil("convert", "-n", "--object", SECRET, "-f", "raw", src,
+            "--target-image-opts", self.ours(img))
+        qemu_img("convert", "--object", SECRET, "--image-opts",
+                 self.librbd_opts(img), "-O", "raw", back)
+        self.assertEqual(file_bytes(back), file_bytes(src))
+
+    def test_cryptsetup_image_imported(self):
+        """The fast way to a librbd-encrypted image (the issue's advice):
+        cryptsetup LUKS2 with librbd's layout and PBKDF2 at 1000
+        iterations, rbd import; librbd (qemu-img) and we read the same."""
+        self.need_cryptsetup()
+        disk = self.path("disk.luks2")
+        with open(disk, "wb") as f:
+            f.truncate(24 << 20)
+        subprocess.run([CRYPTSETUP, "luksFormat", "--batch-mode", "--type",
+                        "luks2", "--sector-size", "4096", "--offset",
+                        str(16 << 11), "--pbkdf", "pbkdf2",
+                        "--pbkdf-force-iterations", "1000",
+                        "--key-file", self.passfile, disk], check=True,
+                       capture_output=True)
+        img = self.new_name()
+        rbd("import", "--no-progress", disk, f"rbd/{img}")
+        src = self.path("src.raw")
+        random_file(src, 8 << 20, seed=3)
+        qil("convert", "-n", "--object", SECRET, "-f", "raw", src,
+            "--target-image-opts", self.ours(img))
+        back = self.path("back.raw")
+        qemu_img("convert", "--object", SECRET, "--image-opts",
+                 self.librbd_opts(img), "-O", "raw", back)
+        self.assertEqual(file_bytes(back), file_bytes(src))
+
+
+class Errors(RBDTest):
+    def test_no_cluster(self):
+        """A monitor that does not answer: a clear error, exit 1, within
+        client_mount_timeout."""
+        start = time.monotonic()
+        self.assertFails(["info", "rbd:rbd/x:mon_host=127.0.0.1\\:1:"
+                          "client_mount_timeout=3"],
+                         "Could not connect to the Ceph cluster for "
+                         "'rbd:rbd/x' (no answer in 3 s)")
+        self.assertLess(time.monotonic() - start, 20)
+
+    def test_missing_pool_and_image(self):
+        self.assertFails(["info", self.name("x", pool="nopool")],
+                         "pool 'nopool' does not exist")
+        self.assertFails(["info", self.name("nothere")],
+                         "Could not open 'rbd:rbd/nothere': No such file")
+        self.assertFails(["convert", "-O", "raw", self.name("nothere"),
+                          self.path("out.raw")], "No such file")
+
+    def test_name_in_use(self):
+        img = self.new_name()
+        qil("create", "-f", "raw", self.name(img), "1M")
+        self.assertFails(["create", "-f", "raw", self.name(img), "2M"],
+                         "File exists")
+        src = self.path("src.raw")
+        random_file(src, 1 << 20)
+        self.assertFails(["convert", "-f", "raw", src, "-O", "raw",
+                          self.name(img)], "File exists")
+        self.assertEqual(self.info_json(self.name(img))["virtual-size"],
+                         1 << 20)
+
+    def test_failed_convert_leaves_nothing(self):
+        """A copy that fails half-way (a read error injected by blkdebug)
+        leaves no image: neither under its name nor a hidden one."""
+        src = self.path("src.raw")
+        # 2 MiB jobs into RBD: the 5th read is well inside the copy.
+        random_file(src, 16 << 20)
+        before = images()
+        img = self.new_name()
+        self.assertFails(["convert", "--image-opts",
+                          "driver=raw,file.driver=blkdebug,file.fail-read=5,"
+                          f"file.file.filename={src}", "-O", "raw",
+                          self.name(img)], "Input/output error")
+        self.assertEqual(images(), before)
+
+    def test_osd_killed_mid_convert(self):
+        """The only OSD SIGKILLed during a copy into RBD: the copy fails
+        with librados's timeout (5 s here; 60 s by default), exit 1, no
+        hang, and nothing under the name; then the OSD comes back."""
+        src = self.path("src.raw")
+        random_file(src, 256 << 20)
+        img = self.new_name()
+        proc = subprocess.Popen(
+            [TOOL, "convert", "-f",
+             "raw", src, "-O", "raw",
+             f"rbd:rbd/{img}:conf={CONF}:rados_osd_op_timeout=5"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            # Once the hidden image is there, the copy is under way.
+            for _ in range(200):
+                if any(i.startswith(f".{img}.") for i in images()):
+                    break
+                time.sleep(0.05)
+            time.sleep(0.3)
+            with open(os.path.join(CLUSTER_DIR, "run", "osd.0.pid")) as f:
+                os.kill(int(f.read()), 9)
+            _, err = proc.communicate(timeout=120)
+            self.assertEqual(proc.returncode, 1, err)
+            self.assertIn("Connection timed out", err)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            restart_osd()
+        names = images()
+        self.assertNotIn(img, names)
+        # Removing the hidden image needed the OSD: it may be left.
+        for leftover in [i for i in names if i.startswith(f".{img}.")]:
+            rbd("rm", "--no-progress", f"rbd/{leftover}")
+
+    def test_bad_names(self):
+        self.assertFails(["info", "rbd:rbd"], "expected rbd:POOL/IMAGE")
+        self.assertFails(["info", "rbd:rbd/x:conf"], "has no value")
+        self.assertFails(["info", "rbd:rbd/x:conf=/nonexistent.conf"],
+                         "Could not read the Ceph configuration")
+
+
+if __name__ == "__main__":
+    main()
