@@ -78,6 +78,10 @@ class ReencTestCase(TestCase):
 
     def setUp(self):
         super().setUp()
+        # cryptsetup killed mid-encryption leaves LUKS2-temp-UUID.new in
+        # its working directory: the test's own, not the build tree.
+        self.addCleanup(os.chdir, os.getcwd())
+        os.chdir(self.path(""))
         self.keyfile = self.path("key")
         with open(self.keyfile, "w") as f:
             f.write(PASSPHRASE)
