@@ -585,8 +585,8 @@ static void info_print_human(const BlockImageInfo *info)
 
 int img_info(int argc, char **argv)
 {
-    g_autofree char *fmt = NULL, *output = NULL;
-    g_autoptr(BlockDriverState) bs = NULL;
+    g_autofree char *fmt = NULL, *output = NULL, *name = NULL;
+    g_autoptr(GHashTable) seen = NULL;
     gboolean image_opts = FALSE, force_share = FALSE, backing_chain = FALSE;
     g_autoptr(GPtrArray) infos =
         g_ptr_array_new_with_free_func((GDestroyNotify)bdrv_image_info_free);
@@ -627,22 +627,43 @@ int img_info(int argc, char **argv)
     if (img_add_objects(common.objects) < 0) {
         goto out;
     }
-    /* The header is all info needs: no key, never unlocked. */
-    bs = img_open(argv[1], fmt, image_opts, BDRV_O_NO_IO |
-                  (backing_chain ? 0 : BDRV_O_NO_BACKING) |
-                  (force_share ? BDRV_O_FORCE_SHARE : 0));
-    if (!bs) {
-        goto out;
-    }
-    for (BlockDriverState *node = bs; node;
-         node = backing_chain ? bdrv_get_backing(node) : NULL) {
-        BlockImageInfo *info = bdrv_get_image_info(node, &err);
+    /*
+     * The header is all info needs: no key, never unlocked. A chain is
+     * opened image by image, as qemu-img does, each without its backing
+     * file: a file met twice is a loop, named before anything is opened
+     * again (qemu-iotests 043).
+     */
+    seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    name = g_strdup(argv[1]);
+    while (name) {
+        g_autoptr(BlockDriverState) node = NULL;
+        BlockImageInfo *info;
 
+        node = img_open(name, fmt, image_opts, BDRV_O_NO_IO |
+                        BDRV_O_NO_BACKING |
+                        (force_share ? BDRV_O_FORCE_SHARE : 0));
+        if (!node) {
+            goto out;
+        }
+        info = bdrv_get_image_info(node, &err);
         if (!info) {
-            img_error_free(argv[1], err);
+            img_error_free(name, err);
             goto out;
         }
         g_ptr_array_add(infos, info);
+        g_hash_table_add(seen, g_steal_pointer(&name));
+        if (!backing_chain || !info->full_backing_filename) {
+            break;
+        }
+        name = g_strdup(info->full_backing_filename);
+        g_free(fmt);
+        fmt = g_strdup(info->backing_filename_format);
+        image_opts = FALSE;
+        if (g_hash_table_contains(seen, name)) {
+            img_error(NULL, "Backing file '%s' creates an infinite loop.",
+                      name);
+            goto out;
+        }
     }
     if (json) {
         info_print_json(infos, backing_chain);

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 
 import qiltest
-from qiltest import TOOL, TestCase, main, qemu_img, random_file
+from qiltest import TOOL, TestCase, main, qemu_img, qil, random_file
 
 
 def run(args, cwd=None):
@@ -69,6 +69,24 @@ class InfoChainTest(TestCase):
         qemu_img("create", "-q", "-f", "qcow2", "-b", name, "-F", "raw",
                  top)
         self.assert_same_info(top)
+
+    def test_loop(self):
+        """A chain that comes back to an image: qemu-img's message, exit 1,
+        nothing printed (qemu-iotests 043)."""
+        a, b = self.path("a.qcow2"), self.path("b.qcow2")
+        qil("create", "-f", "qcow2", a, "1M")
+        qil("create", "-f", "qcow2", "-b", a, "-F", "qcow2", b)
+        # a -> a; then b -> a -> b
+        for top, back in ((a, a), (b, b)):
+            with self.subTest(loop=back):
+                qil("rebase", "-u", "-b", back, "-F", "qcow2", a)
+                proc = qil("info", "--backing-chain", top, check=False)
+                self.assertEqual(proc.returncode, 1, proc.stderr)
+                self.assertEqual(proc.stdout, "")
+                self.assertIn(f"Backing file '{back}' creates an infinite "
+                              "loop.", proc.stderr)
+                # Without --backing-chain the image alone is shown.
+                qil("info", top)
 
 
 if __name__ == "__main__":
