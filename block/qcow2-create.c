@@ -275,6 +275,20 @@ static int qcow2_take_encrypt(GHashTable *opts, Qcow2CreateOpts *o,
     return 0;
 }
 
+/* qemu-img's words: the reason, then a line saying what it was for. */
+static void qcow2_backing_open_failed(Error **errp)
+{
+    g_autofree char *why = NULL;
+
+    if (!errp || !*errp) {
+        return;
+    }
+    why = g_strdup(error_get_pretty(*errp));
+    error_free(*errp);
+    *errp = NULL;
+    error_setg(errp, "%s\nCould not open backing image.", why);
+}
+
 /* The backing file: its format must be given, and it must open. */
 static int qcow2_check_backing(BlockDriverState *file, Qcow2CreateOpts *o,
                                bool has_size, bool unchecked, Error **errp)
@@ -307,11 +321,15 @@ static int qcow2_check_backing(BlockDriverState *file, Qcow2CreateOpts *o,
         path = g_strconcat(dir, o->backing_file, NULL);
     }
     if (!o->backing_fmt) {
+        /* qemu-img's order: a backing file that does not open says so. */
         bs = bdrv_open(path, NULL, NULL, BDRV_O_NO_IO | BDRV_O_NO_BACKING,
-                       NULL);
-        error_setg(errp, "Backing file specified without backing format%s%s%s",
-                   bs ? "\nDetected format of " : "",
-                   bs ? bdrv_get_format_name(bs) : "", bs ? "." : "");
+                       errp);
+        if (!bs) {
+            qcow2_backing_open_failed(errp);
+            return -1;
+        }
+        error_setg(errp, "Backing file specified without backing format\n"
+                   "Detected format of %s.", bdrv_get_format_name(bs));
         return -1;
     }
     if (!g_str_equal(o->backing_fmt, "raw") &&
@@ -326,7 +344,7 @@ static int qcow2_check_backing(BlockDriverState *file, Qcow2CreateOpts *o,
     }
     bs = bdrv_open(path, o->backing_fmt, NULL, BDRV_O_NO_IO, errp);
     if (!bs) {
-        error_prepend(errp, "Could not open backing image: ");
+        qcow2_backing_open_failed(errp);
         return -1;
     }
     if (!has_size) {

@@ -508,7 +508,21 @@ class Qcow2WriteInterop(TestCase):
         open(base, "wb").close()
         self.assertFails(["create", "-f", "qcow2", "-b", base,
                           self.path("o.qcow2")],
-                         "Backing file specified without backing format")
+                         "Backing file specified without backing format\n"
+                         "Detected format of raw.")
+        # A backing file that does not open says so first, then what for,
+        # in qemu-img's words, with -F or without.
+        gone = self.path("gone.qcow2")
+        for fmt in ([], ["-F", "qcow2"]):
+            with self.subTest(fmt=fmt):
+                want = qemu_img("create", "-f", "qcow2", "-b", gone, *fmt,
+                                self.path("q.qcow2"), check=False)
+                self.assertEqual(want.returncode, 1)
+                self.assertFails(["create", "-f", "qcow2", "-b", gone, *fmt,
+                                  self.path("o.qcow2")],
+                                 want.stderr.split(": ", 1)[1].replace(
+                                     self.path("q.qcow2"),
+                                     self.path("o.qcow2")))
 
 
 if __name__ == "__main__":
