@@ -50,7 +50,10 @@ BlockDriverState *img_open(const char *name, const char *fmt,
         bs = bdrv_open(name, fmt, NULL, flags, &err);
     }
     if (!bs) {
-        img_error_free(name, err);
+        /* qemu-img's words for every image it could not open */
+        img_error(NULL, "Could not open '%s': %s", name,
+                  error_get_pretty(err));
+        error_free(err);
         return NULL;
     }
     /* Long operations on it (resize's full preallocation) stop on a signal. */

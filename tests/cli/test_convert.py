@@ -191,7 +191,8 @@ class ConvertLuks(TestCase):
              "--image-opts", luks_opts(luks), "-O", "raw", self.path("x")],
             "Invalid password, cannot unlock any keyslot")
         self.assertTrue(proc.stderr.startswith(
-            f"qemu-img-lite: {luks_opts(luks)}: "), proc.stderr)
+            f"qemu-img-lite: Could not open '{luks_opts(luks)}': "),
+            proc.stderr)
         self.assertFalse(os.path.exists(self.path("x")))
 
     def test_interrupted_convert_removes_target(self):

@@ -21,8 +21,9 @@ class Errors(TestCase):
                 args.append("1M")
             proc = self.assertFails(args)
             self.assertEqual(proc.stderr,
-                             f"qemu-img-lite: {missing}: Could not open "
-                             f"'{missing}': No such file or directory\n")
+                             f"qemu-img-lite: Could not open '{missing}': "
+                             f"Could not open '{missing}': No such file or "
+                             "directory\n")
         self.assertFalse(os.path.exists(self.path("out")))
 
     def test_usage_errors(self):
@@ -44,8 +45,9 @@ class Errors(TestCase):
         proc = self.assertFails(["compare", "--object",
                                  "secret,id=sec0,data=nope", "--image-opts",
                                  opts, opts], rc=2)
-        self.assertEqual(proc.stderr, f"qemu-img-lite: {opts}: Invalid "
-                         "password, cannot unlock any keyslot\n")
+        self.assertEqual(proc.stderr, f"qemu-img-lite: Could not open "
+                         f"'{opts}': Invalid password, cannot unlock any "
+                         "keyslot\n")
 
     def test_not_luks(self):
         self.need_luks()

@@ -43,8 +43,8 @@ class FilenameCase(TestCase):
         """Both tools refuse to open name with message (exit 1)."""
         mine = qil(cmd, *extra, name, check=False)
         self.assertEqual(mine.returncode, 1, mine.stderr)
-        self.assertEqual(mine.stderr,
-                         f"qemu-img-lite: {name}: {message}\n")
+        self.assertEqual(mine.stderr, f"qemu-img-lite: Could not open "
+                         f"'{name}': {message}\n")
         if QEMU_IMG:
             theirs = run([QEMU_IMG, cmd, *extra, name], check=False)
             self.assertEqual(theirs.returncode, 1, theirs.stderr)
@@ -260,8 +260,8 @@ class TestRawOffsetSize(FilenameCase):
                 name = self.part(offset, size)
                 proc = qil("info", "--image-opts", name, check=False)
                 self.assertEqual(proc.returncode, 1)
-                self.assertEqual(proc.stderr,
-                                 f"qemu-img-lite: {name}: {msg}\n")
+                self.assertEqual(proc.stderr, "qemu-img-lite: Could not "
+                                 f"open '{name}': {msg}\n")
                 if QEMU_IMG:
                     theirs = run([QEMU_IMG, "info", "--image-opts", name],
                                  check=False)
