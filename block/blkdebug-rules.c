@@ -266,6 +266,8 @@ BlkdebugRules *blkdebug_rules_take(GHashTable *opts, Error **errp)
             }
         }
     }
+    /* Rules on the event "none" are armed from the start (qemu-iotests 251). */
+    blkdebug_rules_event(r, "none");
     return r;
 
 fail:

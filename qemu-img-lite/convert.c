@@ -205,9 +205,11 @@ static void convert_read_salvage(ConvertState *s, uint64_t offset,
             memset(buf + pos, 0, n);
             /* Under the lock: one worker's line at a time. */
             g_mutex_lock(&s->lock);
+            /* qemu-img's line: the errno's text where there is one */
             img_error(NULL, "warning: error while reading offset %"
                       G_GUINT64_FORMAT ": %s", offset + pos,
-                      error_get_pretty(err));
+                      error_get_errno(err) ? g_strerror(error_get_errno(err))
+                      : error_get_pretty(err));
             g_mutex_unlock(&s->lock);
             error_free(err);
         }

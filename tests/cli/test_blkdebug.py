@@ -325,6 +325,24 @@ class QemuSyntax(TestCase):
         # Without rules the same images are identical.
         qil("compare", self.src, f"blkdebug::{qcow2}")
 
+    def test_none_event_salvage(self):
+        """Rules on the event "none" are armed from the start: convert
+        --salvage copies around the one bad sector with qemu-img's warning
+        and zeroes there."""
+        name = ('json:{"driver":"raw","file":{"driver":"blkdebug",'
+                '"inject-error":[{"event":"none","iotype":"read",'
+                '"errno":5,"sector":100}],"image":{"driver":"file",'
+                f'"filename":"{self.src}"}}}}}}')
+        out = self.path("o.raw")
+        self.assertFails(["convert", "-O", "raw", name, out],
+                         "Input/output error")
+        proc = qil("convert", "--salvage", "-O", "raw", name, out)
+        self.assertEqual(proc.stderr, "qemu-img-lite: warning: error while "
+                         "reading offset 51200: Input/output error\n")
+        want = bytearray(file_bytes(self.src))
+        want[51200:51712] = bytes(512)
+        self.assertEqual(file_bytes(out), bytes(want))
+
     def test_set_state(self):
         """A flush fails only once a write_aio moved the state from 1 to 2;
         the same rule waiting on read_aio (no read comes) never fires."""
