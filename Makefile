@@ -36,7 +36,8 @@ check: deps
 	$(MAKE) all
 	meson test -C $(BUILD) --print-errorlogs --num-processes 2
 
-# UBSan only prints unless told to halt; leaks fail a test too.
+# UBSan only prints unless told to halt; leaks fail a test too. ASan runs
+# the tool 2-3 times slower: the timeouts (hang guards) are doubled.
 check-sanitize: deps
 	test -f $(SANITIZE_BUILD)/build.ninja || \
 	    meson setup -Db_sanitize=address,undefined -Db_lundef=false \
@@ -45,7 +46,7 @@ check-sanitize: deps
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	ASAN_OPTIONS=detect_leaks=1 \
 	    meson test -C $(SANITIZE_BUILD) --print-errorlogs --num-processes 2 \
-	        $(addprefix --suite ,$(SANITIZE_SUITES))
+	        --timeout-multiplier 2 $(addprefix --suite ,$(SANITIZE_SUITES))
 
 # Setup once, then force the options each time: a directory made by hand
 # with other options would otherwise test something else.

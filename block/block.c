@@ -489,6 +489,13 @@ BlockDriverState *bdrv_open_child(GHashTable *opts, const char *name,
     return bdrv_open_opts(sub, flags, NULL, errp);
 }
 
+bool bdrv_names_local_file(const char *filename)
+{
+    const BlockDriver *drv = bdrv_find_protocol(filename, NULL);
+
+    return drv && g_str_equal(drv->protocol_name, "file");
+}
+
 const char *bdrv_parse_filename(const char *filename, Error **errp)
 {
     const BlockDriver *drv = bdrv_find_protocol(filename, errp);

@@ -191,33 +191,103 @@ static void img_create_check_padding(const char *filename, const char *fmt,
     }
 }
 
-/*
- * No size given, a backing file: the new image is as large as it is, and
- * the size is in the "Formatting" line, as qemu-img shows it (its
- * bdrv_img_create() asks the backing file first). Where the backing file
- * does not open, the format's creation says why.
- */
-static void img_create_size_from_backing(const char *path, GHashTable *opts)
+/* Whether key is a creation option of the format or the protocol. */
+static bool img_create_option_known(GPtrArray *list, const char *key)
 {
+    /* Taken by the formats but not listed, as in qemu-img's lists. */
+    static const char *const unlisted[] = {
+        "encryption", "data_file", "data_file_raw", "x-backing-unchecked",
+    };
+
+    for (guint i = 0; i < list->len; i++) {
+        const BlockOptionDesc *d = g_ptr_array_index(list, i);
+
+        if (g_str_equal(d->name, key)) {
+            return true;
+        }
+    }
+    for (size_t i = 0; i < G_N_ELEMENTS(unlisted); i++) {
+        if (g_str_equal(unlisted[i], key)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * What qemu-img refuses before its "Formatting" line (bdrv_img_create()):
+ * an option that neither the format nor the protocol takes; an empty
+ * backing file name or the image's own; a backing file that does not open
+ * (unless -u) or has no format. A backing file that opens gives the size
+ * if none was given. Everything else is the format's to refuse, after the
+ * line, as in qemu-img. Prints errors.
+ */
+static int img_create_precheck(const char *filename, const char *path,
+                               const char *fmt, GHashTable *opts,
+                               bool unsafe)
+{
+    g_autoptr(GPtrArray) list = bdrv_create_option_list(fmt, filename, NULL);
     const char *backing = g_hash_table_lookup(opts, "backing_file");
     const char *backing_fmt = g_hash_table_lookup(opts, "backing_fmt");
-    g_autofree char *dir = g_path_get_dirname(path);
-    g_autofree char *full = NULL;
+    g_autofree char *dir = NULL, *full = NULL;
     g_autoptr(BlockDriverState) bs = NULL;
+    GHashTableIter it;
+    gpointer key;
+    Error *err = NULL;
     int64_t len;
 
-    if (!backing_fmt || !*backing) {
-        return;
+    g_hash_table_iter_init(&it, opts);
+    while (list && g_hash_table_iter_next(&it, &key, NULL)) {
+        if (!img_create_option_known(list, key)) {
+            img_error(filename, "Invalid parameter '%s'", (char *)key);
+            return -1;
+        }
     }
+    if (!backing) {
+        return 0;
+    }
+    if (!*backing) {
+        img_error(filename, "Expected backing file name, got empty string");
+        return -1;
+    }
+    if (g_str_equal(backing, filename)) {
+        img_error(filename, "Error: Trying to create an image with the "
+                  "same filename as the backing file");
+        return -1;
+    }
+    if (unsafe) {
+        if (!backing_fmt) {
+            img_error(filename, "Backing file specified without backing "
+                      "format");
+            return -1;
+        }
+        return 0;
+    }
+    /* Relative to the new image; other protocols' names are the format's. */
+    if (!bdrv_names_local_file(filename)) {
+        return 0;
+    }
+    dir = g_path_get_dirname(path);
     full = g_path_is_absolute(backing) ? g_strdup(backing)
                                        : g_build_filename(dir, backing, NULL);
-    bs = bdrv_open(full, backing_fmt, NULL, BDRV_O_NO_IO | BDRV_O_NO_BACKING,
-                   NULL);
-    len = bs ? bdrv_getlength(bs, NULL) : -1;
-    if (len >= 0) {
+    bs = bdrv_open(full, backing_fmt, NULL, BDRV_O_NO_IO, &err);
+    if (!bs) {
+        img_error(filename, "%s\nCould not open backing image.",
+                  error_get_pretty(err));
+        error_free(err);
+        return -1;
+    }
+    if (!backing_fmt) {
+        img_error(filename, "Backing file specified without backing format\n"
+                  "Detected format of %s.", bdrv_get_format_name(bs));
+        return -1;
+    }
+    len = bdrv_getlength(bs, NULL);
+    if (!g_hash_table_contains(opts, "size") && len >= 0) {
         g_hash_table_insert(opts, g_strdup("size"),
                             g_strdup_printf("%" G_GINT64_FORMAT, len));
     }
+    return 0;
 }
 
 /*
@@ -342,16 +412,18 @@ int img_create(int argc, char **argv)
         }
         g_hash_table_insert(opts, g_strdup("size"),
                             g_strdup_printf("%" G_GUINT64_FORMAT, size));
-    } else if (!g_hash_table_contains(opts, "size") &&
-               g_hash_table_contains(opts, "backing_file") && !unsafe) {
-        img_create_size_from_backing(path, opts);
+    }
+    if (img_create_precheck(filename, path, fmt, opts, unsafe) < 0) {
+        goto out;
+    }
+    if (g_hash_table_contains(opts, "backing_file")) {
+        /* the size came from the backing file, or the format says */
     } else if (!g_hash_table_contains(opts, "size") &&
                !g_hash_table_contains(opts, "detached-header") &&
                img_create_size_from_device(path, fmt, opts) < 0) {
         goto out;
     }
     img_normalize_size_opt(opts);
-    /* Printed once the image is made: not before a refusal. */
     shown = qemu_opts_copy(opts);
     /* -u: the format is told not to open the backing file (not shown). */
     if (unsafe && g_hash_table_contains(opts, "backing_file")) {
@@ -365,13 +437,17 @@ int img_create(int argc, char **argv)
         qemu_strtosz(g_hash_table_lookup(opts, "size"), &size, NULL) < 0) {
         padding_possible = false;   /* bdrv_create reports the bad size */
     }
+    /*
+     * The line comes before the format's own refusals, as in qemu-img
+     * (which then leaves no image either).
+     */
+    if (!common.quiet) {
+        img_print_formatting(filename, fmt, shown);
+    }
     /* Interrupted, it fails: the new image is never named. */
     if (bdrv_create(fmt, path, opts, &img_interrupted, &err) < 0) {
         img_error_free(filename, err);
         goto out;
-    }
-    if (!common.quiet) {
-        img_print_formatting(filename, fmt, shown);
     }
     if (padding_possible) {
         img_create_check_padding(path, fmt, size);

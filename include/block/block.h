@@ -152,6 +152,8 @@ GPtrArray *bdrv_create_option_list(const char *format, const char *filename,
                                    Error **errp);
 /* The same for amend; NULL if format does not support amendment. */
 GPtrArray *bdrv_amend_option_list(const char *format, Error **errp);
+/* Whether a command-line name is a local file's (no prefix, or file:). */
+bool bdrv_names_local_file(const char *filename);
 
 /*
  * filename may also be "json:{...}" (the node's options as JSON, nested

@@ -475,16 +475,42 @@ class TestMessageParity(ParityCase):
                 self.assertEqual(mine.stdout, "")
                 self.assertFalse(os.path.exists(img))
 
-    def test_no_formatting_line_before_a_refusal(self):
+    def test_formatting_line_and_refusals(self):
+        """qemu-img's order: what bdrv_img_create() checks (unknown options,
+        the backing file) is refused before the "Formatting" line, what the
+        format checks after it; either way no image is left."""
         img = self.path("f.luks")
-        for opts in ["key-secret=nope", "key-secret=sec0,cipher-alg=foo",
-                     "key-secret=sec0,bogus=1"]:
+        for opts, shown in [("key-secret=nope", True),
+                            ("key-secret=sec0,cipher-alg=foo", True),
+                            ("key-secret=sec0,bogus=1", False)]:
             with self.subTest(opts=opts):
                 proc = qil("create", "--object", SECRET, "-f", "luks", "-o",
                            opts, img, "1M", check=False)
                 self.assertEqual(proc.returncode, 1)
-                self.assertEqual(proc.stdout, "")
+                self.assertEqual(proc.stdout.startswith("Formatting '"),
+                                 shown, proc.stdout)
                 self.assertFalse(os.path.exists(img))
+                if QEMU_IMG:
+                    theirs = run([QEMU_IMG, "create", "--object", SECRET,
+                                  "-f", "luks", "-o", opts, img, "1M"],
+                                 check=False)
+                    self.assertEqual(theirs.returncode, 1)
+                    self.assertEqual(theirs.stdout, proc.stdout)
+                    self.assertFalse(os.path.exists(img))
+        base = self.path("b.qcow2")
+        qil("create", "-f", "qcow2", base, "1M")
+        for args, msg in [(["-b", ""], "Expected backing file name, got "
+                           "empty string"),
+                          (["-b", base], "Backing file specified without "
+                           "backing format\nDetected format of qcow2."),
+                          (["-b", self.path("gone"), "-F", "qcow2"],
+                           "Could not open backing image.")]:
+            with self.subTest(args=args):
+                proc = qil("create", "-f", "qcow2", *args,
+                           self.path("o.qcow2"), "1M", check=False)
+                self.assertEqual(proc.returncode, 1)
+                self.assertEqual(proc.stdout, "")
+                self.assertIn(msg, proc.stderr)
         proc = qil("create", "-f", "raw", self.path("x.raw"), "1M")
         self.assertEqual(proc.stdout, f"Formatting '{self.path('x.raw')}', "
                          "fmt=raw size=1048576\n")
