@@ -490,7 +490,8 @@ static int qcow2_plan(const Qcow2CreateOpts *o, uint64_t luks_len,
     l->cs = cs;
     l->l1_size = qcow2_l1_entries_needed(&g, o->size);
     if (l->l1_size * 8 > QCOW2_MAX_L1_BYTES) {
-        error_setg(errp, "Image size is too large for this cluster size");
+        error_setg(errp, "The image size is too large for file format 'qcow2' "
+                   "(try using a larger cluster size)");
         return -1;
     }
     l->l1_clusters = div_round_up(l->l1_size * 8, cs);
@@ -525,7 +526,8 @@ static int qcow2_plan(const Qcow2CreateOpts *o, uint64_t luks_len,
         l->refblocks = need;
     }
     if (l->reftable_clusters * cs > QCOW2_MAX_REFTABLE_BYTES) {
-        error_setg(errp, "Image size is too large for this cluster size");
+        error_setg(errp, "The image size is too large for file format 'qcow2' "
+                   "(try using a larger cluster size)");
         return -1;
     }
     l->reftable_offset = cs;

@@ -234,6 +234,7 @@ static int img_create_precheck(const char *filename, const char *path,
     GHashTableIter it;
     gpointer key;
     Error *err = NULL;
+    uint64_t size;
     int64_t len;
 
     g_hash_table_iter_init(&it, opts);
@@ -242,6 +243,15 @@ static int img_create_precheck(const char *filename, const char *path,
             img_error(filename, "Invalid parameter '%s'", (char *)key);
             return -1;
         }
+    }
+    /* -o size= is parsed with the options, in qemu-img's words */
+    if (g_hash_table_contains(opts, "size") &&
+        qemu_strtosz(g_hash_table_lookup(opts, "size"), &size, NULL) < 0) {
+        img_error(filename, "Parameter 'size' expects a non-negative number "
+                  "below 2^64\nOptional suffix k, M, G, T, P or E means "
+                  "kilo-, mega-, giga-, tera-, peta-\nand exabytes, "
+                  "respectively.");
+        return -1;
     }
     if (!backing) {
         return 0;

@@ -83,6 +83,18 @@ int img_parse_args(int *argc, char ***argv, const char *params,
                 g_get_prgname());
         return -1;
     }
+    /*
+     * GOption leaves the "--" that ends the options in argv: drop it, so
+     * that "create img -- -1024" sees the size, as getopt would.
+     */
+    for (int i = 1; i < *argc; i++) {
+        if (g_str_equal((*argv)[i], "--")) {
+            memmove(&(*argv)[i], &(*argv)[i + 1],
+                    (*argc - i) * sizeof(char *));
+            (*argc)--;
+            break;
+        }
+    }
     return 0;
 }
 

@@ -515,6 +515,21 @@ class TestMessageParity(ParityCase):
         self.assertEqual(proc.stdout, f"Formatting '{self.path('x.raw')}', "
                          "fmt=raw size=1048576\n")
 
+    def test_double_dash_ends_options(self):
+        """"--" ends the options, as with getopt: a negative size after it
+        is a size (refused in qemu-img's words), not an option."""
+        img = self.path("d.raw")
+        proc = qil("create", "-f", "raw", img, "--", "1k")
+        self.assertIn("size=1024", proc.stdout)
+        self.assertFails(["create", "-f", "raw", img, "--", "-1024"],
+                         "Invalid image size specified. You may use k, M, "
+                         "G, T, P or E suffixes for")
+        proc = self.assertFails(["create", "-f", "qcow2", "-o", "size=-1k",
+                                 self.path("d.qcow2")],
+                                "Parameter 'size' expects a non-negative "
+                                "number below 2^64")
+        self.assertEqual(proc.stdout, "")
+
     def test_size_option_printed_in_bytes(self):
         for size, want in [("2M", 2097152), ("1.5k", 1536), ("0x10", 16)]:
             with self.subTest(size=size):
