@@ -667,6 +667,33 @@ int qcow2_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
 }
 
 /*
+ * The L2 entry of the cluster at off becomes new_entry (no subclusters),
+ * then the host cluster(s) of its old entry are freed: in this order, a
+ * crash between the two leaks a cluster, never frees one still in use.
+ * Under alloc_lock. 0, or -1 with errp.
+ */
+static int qcow2_replace_entry(BlockDriverState *bs, uint64_t off,
+                               uint64_t old_entry, uint64_t new_entry,
+                               Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t zbitmap = 0, coff, clen;
+
+    if (qcow2_set_l2_entries(bs, off, 1, &new_entry, &zbitmap, errp) < 0) {
+        return -1;
+    }
+    if (old_entry & QCOW2_OFLAG_COMPRESSED) {
+        qcow2_compressed_extent(&s->g, old_entry, &coff, &clen);
+        return qcow2_update_refcounts(bs, coff, clen, -1, errp);
+    }
+    if (old_entry & QCOW2_OFFSET_MASK) {
+        return qcow2_update_refcounts(bs, old_entry & QCOW2_OFFSET_MASK,
+                                      s->g.cluster_size, -1, errp);
+    }
+    return 0;
+}
+
+/*
  * commit: every cluster unallocated again, reading through to the
  * backing file (QEMU's bdrv_make_empty()). Entry by entry: the L2 entry
  * goes first, then the cluster's refcount (a crash between the two leaks
@@ -689,7 +716,7 @@ int qcow2_make_empty(BlockDriverState *bs, Error **errp)
     }
     g_mutex_lock(&s->alloc_lock);
     for (uint64_t off = 0; off < s->header.size && ret == 0; off += cs) {
-        uint64_t entry, bitmap, zero = 0, zbitmap = 0, coff, clen;
+        uint64_t entry, bitmap;
 
         if (qcow2_get_l2_entry(bs, off, &entry, &bitmap, errp) < 0) {
             ret = -1;
@@ -698,15 +725,7 @@ int qcow2_make_empty(BlockDriverState *bs, Error **errp)
         if (!entry && !bitmap) {
             continue;
         }
-        if (qcow2_set_l2_entries(bs, off, 1, &zero, &zbitmap, errp) < 0) {
-            ret = -1;
-        } else if (entry & QCOW2_OFLAG_COMPRESSED) {
-            qcow2_compressed_extent(&s->g, entry, &coff, &clen);
-            ret = qcow2_update_refcounts(bs, coff, clen, -1, errp);
-        } else if (entry & QCOW2_OFFSET_MASK) {
-            ret = qcow2_update_refcounts(bs, entry & QCOW2_OFFSET_MASK, cs,
-                                         -1, errp);
-        }
+        ret = qcow2_replace_entry(bs, off, entry, 0, errp);
     }
     if (ret == 0) {
         ret = qcow2_flush_metadata_locked(bs, errp);
@@ -738,7 +757,7 @@ int qcow2_pwrite_zeroes(BlockDriverState *bs, uint64_t offset, size_t bytes,
     }
     g_mutex_lock(&s->alloc_lock);
     for (uint64_t off = offset; off < offset + bytes && ret == 0; off += cs) {
-        uint64_t entry, bitmap, coff, clen, zbitmap = 0;
+        uint64_t entry, bitmap;
         uint64_t zentry = hole ? 0 : QCOW2_OFLAG_ZERO;
 
         if (qcow2_get_l2_entry(bs, off, &entry, &bitmap, errp) < 0) {
@@ -748,16 +767,7 @@ int qcow2_pwrite_zeroes(BlockDriverState *bs, uint64_t offset, size_t bytes,
         if (entry == zentry) {
             continue;
         }
-        /* The entry first, then the refcount: a crash leaks, never frees. */
-        if (qcow2_set_l2_entries(bs, off, 1, &zentry, &zbitmap, errp) < 0) {
-            ret = -1;
-        } else if (entry & QCOW2_OFLAG_COMPRESSED) {
-            qcow2_compressed_extent(&s->g, entry, &coff, &clen);
-            ret = qcow2_update_refcounts(bs, coff, clen, -1, errp);
-        } else if (entry & QCOW2_OFFSET_MASK) {
-            ret = qcow2_update_refcounts(bs, entry & QCOW2_OFFSET_MASK, cs,
-                                         -1, errp);
-        }
+        ret = qcow2_replace_entry(bs, off, entry, zentry, errp);
     }
     g_mutex_unlock(&s->alloc_lock);
     return ret;
