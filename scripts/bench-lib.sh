@@ -27,6 +27,19 @@ best() {
     echo "${min:-failed}"
 }
 
+# retry CMD...: run a set-up command up to 5 times. qemu-img's LUKS
+# create calibrates PBKDF2 by CPU time and fails with "Unable to get
+# accurate CPU usage" when its first round measures 0 ms, which a fast CPU
+# does about one time in three; that is qemu-img's flaw, not a result.
+retry() {
+    local i
+    for i in 1 2 3 4 5; do
+        "$@" && return 0
+        echo "retrying: $1 failed ($i of 5)" >&2
+    done
+    return 1
+}
+
 # row NAME TIME DD [QEMU_IMG_TIME]: one line of the table, with ratios.
 row() {
     awk -v n="$1" -v t="$2" -v d="$3" -v q="${4:-}" 'BEGIN {

@@ -42,7 +42,7 @@ RAW=$DIR/plain.raw
 head -c $((SIZE_MIB << 20)) /dev/urandom > "$RAW"
 "$QIL" convert --object "$SECRET" -f raw -O luks \
     -o key-secret=s0,luks-version=2,kdf=pbkdf2,iter-time=10 "$RAW" "$DIR/l2.luks"
-qemu-img convert --object "$SECRET" -f raw -O luks \
+retry qemu-img convert --object "$SECRET" -f raw -O luks \
     -o key-secret=s0,iter-time=10 "$RAW" "$DIR/l1.luks"
 OUT=$DIR/out.raw
 
