@@ -23,6 +23,7 @@
 
 #include "block/crypto.h"
 #include "block/qcow2.h"
+#include "crypto/secret.h"
 
 #define QCOW2_DEFAULT_CLUSTER_BITS 16
 /* QEMU's header: 104 bytes of v3 fields, the compression type, padding. */
@@ -48,6 +49,7 @@ typedef struct Qcow2CreateOpts {
     char *backing_file;
     char *backing_fmt;
     bool encrypt;
+    bool encrypt_aes;               /* legacy AES: crypt_method 1 */
     QCryptoBlockCreateOptions copts;
 } Qcow2CreateOpts;
 
@@ -212,6 +214,40 @@ static int qcow2_take_prealloc(GHashTable *opts, Qcow2Prealloc *p,
     return -1;
 }
 
+/*
+ * Legacy AES (encrypt.format=aes, or encryption=on): qemu-img 7.2 still
+ * creates it, so scripts that do (qemu-iotests among them) work here too.
+ * It is weak: the passphrase's first 16 bytes are the AES-128 key, CBC
+ * with plain64 IVs (docs/qcow2.md). Nothing of it is stored: the header
+ * says crypt_method 1 and the secret must exist now, as qemu-img checks.
+ */
+static int qcow2_take_encrypt_aes(GHashTable *eopts, Qcow2CreateOpts *o,
+                                  Error **errp)
+{
+    const char *id = g_hash_table_lookup(eopts, "key-secret");
+    g_autofree char *unknown = NULL;
+    uint8_t *data = NULL;
+    size_t len = 0;
+
+    if (!id) {
+        error_setg(errp, "Parameter 'encrypt.key-secret' is required for "
+                   "cipher");
+        return -1;
+    }
+    if (qcrypto_secret_lookup(id, &data, &len, errp) < 0) {
+        return -1;
+    }
+    qcrypto_secret_value_free(data, len);
+    g_hash_table_remove(eopts, "key-secret");
+    unknown = qemu_opts_first_key(eopts);
+    if (unknown) {
+        error_setg(errp, "Invalid parameter 'encrypt.%s'", unknown);
+        return -1;
+    }
+    o->encrypt_aes = true;
+    return 0;
+}
+
 static int qcow2_take_encrypt(GHashTable *opts, Qcow2CreateOpts *o,
                               Error **errp)
 {
@@ -229,12 +265,13 @@ static int qcow2_take_encrypt(GHashTable *opts, Qcow2CreateOpts *o,
                    g_str_equal(legacy, "yes"))) {
         legacy_on = true;
     }
-    if (legacy_on || (format && g_str_equal(format, "aes"))) {
-        error_setg(errp, "qcow2 AES encryption (encrypt.format=aes, "
-                   "encryption=on) is not created: it is weak (a 16-byte "
-                   "passphrase used as the key, CBC with predictable IVs) and "
-                   "deprecated in QEMU; use encrypt.format=luks");
+    if (legacy_on && format && !g_str_equal(format, "aes")) {
+        error_setg(errp, "Options 'encryption' and 'encrypt.format' are "
+                   "mutually exclusive");
         return -1;
+    }
+    if (legacy_on || (format && g_str_equal(format, "aes"))) {
+        return qcow2_take_encrypt_aes(eopts, o, errp);
     }
     if (!format) {
         if (g_hash_table_size(eopts)) {
@@ -644,7 +681,8 @@ static int qcow2_write_image(BlockDriverState *file, const Qcow2CreateOpts *o,
         .version = o->version,
         .cluster_bits = o->cluster_bits,
         .size = o->size,
-        .crypt_method = o->encrypt ? QCOW2_CRYPT_LUKS : QCOW2_CRYPT_NONE,
+        .crypt_method = o->encrypt ? QCOW2_CRYPT_LUKS :
+                        o->encrypt_aes ? QCOW2_CRYPT_AES : QCOW2_CRYPT_NONE,
         .l1_size = l->l1_size,
         .l1_table_offset = l->l1_size ? l->l1_offset : 0,
         .refcount_table_offset = l->reftable_offset,

@@ -43,7 +43,7 @@ static const struct {
     const char *name;
     const char *dflt;
 } img_qcow2_formatting[] = {
-    { "encrypt.format" }, { "encrypt.key-secret" }, { "encrypt.cipher-alg" },
+    { "encryption" }, { "encrypt.format" }, { "encrypt.key-secret" }, { "encrypt.cipher-alg" },
     { "encrypt.cipher-mode" }, { "encrypt.ivgen-alg" },
     { "encrypt.ivgen-hash-alg" }, { "encrypt.hash-alg" },
     { "encrypt.iter-time" }, { "cluster_size", "65536" },

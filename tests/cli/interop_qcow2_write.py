@@ -488,10 +488,62 @@ class Qcow2WriteInterop(TestCase):
         self.assert_check_clean(img)
         self.assertEqual(self.qemu_raw(img), data)
 
+    def test_create_legacy_aes(self):
+        """qemu-img 7.2 still creates legacy AES qcow2 images, so we do:
+        qemu-io writes through it with the passphrase, qemu-img reads the
+        same data back and finds the image clean."""
+        for opts in ["encryption=on", "encrypt.format=aes"]:
+            with self.subTest(opts=opts):
+                img = self.path("aes.qcow2")
+                if os.path.exists(img):
+                    os.unlink(img)
+                proc = qil("create", "-f", "qcow2", "--object", SECRET, "-o",
+                           f"{opts},encrypt.key-secret=sec0", img, "8M")
+                self.assertIn(f" fmt=qcow2 {opts} encrypt.key-secret=sec0 "
+                              "cluster_size=65536", proc.stdout)
+                info = json.loads(qemu_img("info", "--output=json",
+                                           img).stdout)
+                self.assertTrue(info["encrypted"])
+                self.assertEqual(
+                    info["format-specific"]["data"]["encrypt"]["format"],
+                    "aes")
+                if QEMU_IO:
+                    run([QEMU_IO, "--object", SECRET, "--image-opts",
+                         f"driver=qcow2,file.filename={img},"
+                         "encrypt.key-secret=sec0",
+                         "-c", "write -P 0x5a 64k 1M"])
+                    out = self.path("aes.raw")
+                    if os.path.exists(out):
+                        os.unlink(out)
+                    run([shutil.which("qemu-img"), "convert", "--object",
+                         SECRET, "--image-opts",
+                         f"driver=qcow2,file.filename={img},"
+                         "encrypt.key-secret=sec0", "-O", "raw", out])
+                    data = file_bytes(out)
+                    self.assertEqual(data[64 << 10:(64 << 10) + (1 << 20)],
+                                     b"\x5a" * (1 << 20))
+                    self.assertEqual(data[:64 << 10], bytes(64 << 10))
+                self.assert_check_clean(img, encrypted=True)
+
     def test_refusals(self):
         self.assertFails(["create", "-f", "qcow2", "-o", "encrypt.format=aes",
                           self.path("a.qcow2"), "1M"],
-                         "AES encryption")
+                         "Parameter 'encrypt.key-secret' is required for "
+                         "cipher")
+        self.assertFails(["create", "-f", "qcow2", "-o",
+                          "encryption=on,encrypt.key-secret=nosuch",
+                          self.path("a.qcow2"), "1M"], "nosuch")
+        self.assertFails(["create", "-f", "qcow2", "--object", SECRET, "-o",
+                          "encryption=on,encrypt.format=luks,"
+                          "encrypt.key-secret=sec0",
+                          self.path("a.qcow2"), "1M"],
+                         "Options 'encryption' and 'encrypt.format' are "
+                         "mutually exclusive")
+        self.assertFails(["create", "-f", "qcow2", "--object", SECRET, "-o",
+                          "encrypt.format=aes,encrypt.key-secret=sec0,"
+                          "encrypt.cipher-alg=aes-256",
+                          self.path("a.qcow2"), "1M"],
+                         "Invalid parameter 'encrypt.cipher-alg'")
         self.assertFalse(os.path.exists(self.path("a.qcow2")))
         self.assertFails(["create", "-f", "qcow2", "-o", "data_file=x.raw",
                           self.path("d.qcow2"), "1M"], "data_file")
