@@ -67,6 +67,14 @@ typedef struct ConvertState {
     uint64_t rate_limit;
     /* -c: whole clusters compressed, in the job's thread (qcow2). */
     bool compress;
+    /*
+     * -c: jobs start and end on the target's clusters (0: no such rule),
+     * so that a cluster the source holds partly as a hole is still one
+     * whole cluster, its hole read as zeroes, and compressed (qemu-img
+     * does the same); a job cut at the hole would leave the cluster's
+     * pieces to be stored uncompressed.
+     */
+    uint64_t align;
     /* -B: the target's backing file; blocks equal to it are not written. */
     BlockDriverState *backing;
     uint64_t backing_len;
@@ -369,8 +377,25 @@ static size_t convert_next_job(ConvertState *s, uint64_t *offset,
         }
         if (bdrv_block_status_is_data(s->src, *offset, s->size - *offset,
                                       &pnum)) {
-            *all_data = true;
-            return MIN(len, pnum);
+            uint64_t start, end;
+
+            if (!s->align) {
+                *all_data = true;
+                return MIN(len, pnum);
+            }
+            /*
+             * Whole clusters: back to the start of this one (never before
+             * the end of the last job, which ended on a cluster), to the
+             * end of the one the data ends in; the holes inside are
+             * zeroes (the worker asks block status again).
+             */
+            start = MAX(ROUND_DOWN(*offset, s->align),
+                        *offset - *skipped);
+            end = MIN(ROUND_UP(*offset + MIN(len, pnum), s->align),
+                      s->size);
+            *skipped -= *offset - start;
+            *offset = start;
+            return MIN(end - start, MAX(s->chunk, s->align));
         }
         *offset += pnum;
         *skipped += pnum;
@@ -848,6 +873,11 @@ int img_convert(int argc, char **argv)
         goto out;
     }
     s.compress = compress;
+    if (compress) {
+        g_autoptr(BlockImageInfo) info = bdrv_get_image_info(dst, NULL);
+
+        s.align = info && info->cluster_size > 0 ? info->cluster_size : 0;
+    }
     s.backing = with_backing ? bdrv_get_backing(dst) : NULL;
     if (s.backing) {
         int64_t blen = bdrv_getlength(s.backing, &err);

@@ -325,6 +325,44 @@ class Qcow2WriteInterop(TestCase):
                          "same time")
         self.assertFalse(os.path.exists(self.path("ce.qcow2")))
 
+    def test_compressed_partial_holes(self):
+        """convert -c of a sparse source whose clusters are partly holes (a
+        file system image: 4 KiB blocks of data among unwritten ones):
+        every such cluster is compressed whole, its holes as zeroes, as
+        qemu-img does (we stored them plain: 55% larger outputs)."""
+        src = self.path("holes.raw")
+        text = b"".join(b"block %d of a file\n" % i for i in range(300))
+        with open(src, "wb") as f:
+            f.truncate(4 << 20)
+            for c in range(64):
+                # one or two 4 KiB blocks at odd places in each 64 KiB
+                f.seek(c * 65536 + (c % 13) * 4096)
+                f.write(text[:4096])
+                if c % 3 == 0:
+                    f.seek(c * 65536 + 61440)
+                    f.write(text[100:4196])
+        data = file_bytes(src)
+        for threads in ("1", "2"):
+            with self.subTest(threads=threads):
+                ours = self.path(f"holes-{threads}.qcow2")
+                theirs = self.path("holes-qemu.qcow2")
+                for p in (ours, theirs):
+                    if os.path.exists(p):
+                        os.unlink(p)
+                qil("convert", "-c", "-m", threads, "-f", "raw", "-O",
+                    "qcow2", src, ours)
+                qemu_img("convert", "-c", "-f", "raw", "-O", "qcow2", src,
+                         theirs)
+                check = self.assert_check_clean(ours)
+                self.assertEqual(check.get("compressed-clusters"), 64)
+                self.assertEqual(check.get("allocated-clusters"), 64)
+                self.assertEqual(self.qemu_raw(ours), data)
+                # within a cluster of it (the layouts' ends differ; the
+                # +1% of the issue is measured on a real file system
+                # image by scripts/bench-convert-compress.sh)
+                self.assertLessEqual(os.path.getsize(ours),
+                                     os.path.getsize(theirs) + 65536)
+
     def test_backing_B(self):
         """convert -B: only what differs from the backing file is written
         (identical clusters stay unallocated, zeroed ones are zero)."""
