@@ -3,6 +3,7 @@
 generators and hashes: images qemu-img makes read right by qemu-img-lite,
 images qemu-img-lite makes read right by qemu-img (and, for AES, accepted by
 cryptsetup)."""
+import json
 import os
 
 from qiltest import (CRYPTSETUP, ITER_TIME, PASSPHRASE, SECRET, TestCase,
@@ -115,6 +116,27 @@ class QemuImgInterop(TestCase):
         if CRYPTSETUP:
             dump = run([CRYPTSETUP, "luksDump", luks]).stdout
             self.assertIn("Cipher mode:   \tecb-plain64", dump)
+
+    def test_plain64_with_hash(self):
+        """libvirt asks qemu-img for ivgen-alg=plain64,ivgen-hash-alg=sha256,
+        which writes the cipher mode "xts-plain64:sha256": the hash means
+        nothing to plain64, and qemu-img opens such images. So do we, and
+        our info shows what qemu-img's shows."""
+        luks, back = self.path("h.luks"), self.path("back.raw")
+        qemu_img("convert", "--object", SECRET, "-f", "raw", "-O", "luks",
+                 "-o", create_opts(("aes-256", "xts", "plain64", "sha256",
+                                    "sha256")), self.raw, luks)
+        with open(luks, "rb") as f:
+            self.assertEqual(f.read(72)[40:59], b"xts-plain64:sha256\0")
+        qil("convert", "--object", SECRET, "--image-opts", luks_opts(luks),
+            "-O", "raw", back)
+        self.assertEqual(file_bytes(back), file_bytes(self.raw))
+        ours = self.info_json(luks)["format-specific"]["data"]
+        theirs = qemu_img("info", "--output=json", "--object", SECRET,
+                          "--image-opts", luks_opts(luks)).stdout
+        theirs = json.loads(theirs)["format-specific"]["data"]
+        for key in ("cipher-mode", "ivgen-alg", "ivgen-hash-alg"):
+            self.assertEqual(ours.get(key), theirs.get(key), key)
 
     def test_qemu_img_writes_into_our_image(self):
         luks, back = self.path("l.luks"), self.path("back.raw")

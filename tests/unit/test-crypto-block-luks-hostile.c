@@ -158,7 +158,7 @@ static const FieldCase field_cases[] = {
       "Unsupported ESSIV hash 'md4x'" },
     { "cipher-mode-essiv-sha512", 40, 17, "xts-essiv:sha512\0",
       "ESSIV" },
-    { "cipher-mode-option", 40, 17, "xts-plain64:sha1\0", "takes no option" },
+    { "cipher-mode-option", 40, 17, "xts-plain64:md4x\0", "takes no option" },
     { "cipher-mode-ecb-ivgen", 40, 10, "ecb-bogus\0", "Unsupported IV "
       "generator 'bogus'" },
     { "hash-spec-unterminated", 72, 32, "sha256sha256sha256sha256sha256ss",
