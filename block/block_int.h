@@ -67,6 +67,16 @@ struct BlockDriverState {
      * flush fails with it.
      */
     char *flush_error;
+    /*
+     * Writes that ended (counted after each, failed ones too) and the
+     * count a flush last made durable: a protocol node's flush with
+     * nothing written since the last one is skipped (as QEMU does), so
+     * closing after a final flush asks nothing more of the disk
+     * (block/io.c). Atomic.
+     */
+    gint write_gen;
+    gint flushed_gen;
+    gboolean flushed_once;
 };
 
 /* A request's end, for asynchronous drivers: ret < 0 with err on failure. */

@@ -389,16 +389,27 @@ static int file_create_link(FileCreate *fc)
     return -1;
 }
 
-/* Make the new directory entry durable (ignored where not supported). */
-static void file_create_sync_dir(const char *path)
+/*
+ * Make the new directory entry durable. A directory that cannot be opened
+ * or synced at all (EINVAL: no fsync on this file system) is skipped; a
+ * failed sync is an error: the name may not survive a crash.
+ */
+static int file_create_sync_dir(const char *path, Error **errp)
 {
     g_autofree char *dir = g_path_get_dirname(path);
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int ret = 0;
 
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
+    if (fd < 0) {
+        return 0;
     }
+    if (fsync(fd) < 0 && errno != EINVAL && errno != EROFS) {
+        error_setg_errno(errp, errno, "Could not flush the directory of '%s'",
+                         path);
+        ret = -1;
+    }
+    close(fd);
+    return ret;
 }
 
 int file_create_commit(FileCreate *fc, Error **errp)
@@ -420,8 +431,9 @@ int file_create_commit(FileCreate *fc, Error **errp)
     }
     fc->committed = true;
     file_create_release_old(fc);
-    if (!fc->no_sync) {
-        file_create_sync_dir(fc->path);
+    /* Named: a failure from here on leaves the new image, complete. */
+    if (!fc->no_sync && file_create_sync_dir(fc->path, errp) < 0) {
+        return -1;
     }
     return 0;
 }

@@ -85,6 +85,17 @@ static int bdrv_check_write(BlockDriverState *bs, uint64_t offset,
     return bdrv_check_request(bs, offset, bytes, errp);
 }
 
+/*
+ * A write request of bs has ended (whatever its result): the next flush
+ * has something to make durable. Counted after the request, never before:
+ * a flush that starts while it runs must not count it as flushed.
+ */
+static int bdrv_write_ended(BlockDriverState *bs, int ret)
+{
+    g_atomic_int_inc(&bs->write_gen);
+    return ret;
+}
+
 /* ---- Asynchronous drivers, waited for */
 
 typedef struct BdrvSyncWait {
@@ -250,9 +261,11 @@ int bdrv_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
         return -1;
     }
     if (bdrv_is_aligned(bs, offset, bytes)) {
-        return bdrv_driver_pwrite(bs, offset, buf, bytes, flags, errp);
+        return bdrv_write_ended(bs, bdrv_driver_pwrite(bs, offset, buf, bytes,
+                                                       flags, errp));
     }
-    return bdrv_pwrite_unaligned(bs, offset, buf, bytes, errp);
+    return bdrv_write_ended(bs, bdrv_pwrite_unaligned(bs, offset, buf, bytes,
+                                                      errp));
 }
 
 bool bdrv_supports_compressed_writes(BlockDriverState *bs)
@@ -270,7 +283,8 @@ int bdrv_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
     if (bdrv_check_write(bs, offset, bytes, errp) < 0) {
         return -1;
     }
-    return bs->drv->bdrv_pwrite_compressed(bs, offset, buf, bytes, errp);
+    return bdrv_write_ended(bs, bs->drv->bdrv_pwrite_compressed(
+                                    bs, offset, buf, bytes, errp));
 }
 
 int bdrv_pwrite_zeroes(BlockDriverState *bs, uint64_t offset, size_t bytes,
@@ -282,8 +296,8 @@ int bdrv_pwrite_zeroes(BlockDriverState *bs, uint64_t offset, size_t bytes,
         return -1;
     }
     if (bs->drv->bdrv_pwrite_zeroes && bdrv_is_aligned(bs, offset, bytes)) {
-        int ret = bs->drv->bdrv_pwrite_zeroes(bs, offset, bytes, flags,
-                                              errp);
+        int ret = bdrv_write_ended(bs, bs->drv->bdrv_pwrite_zeroes(
+                                           bs, offset, bytes, flags, errp));
 
         if (ret != -ENOTSUP) {
             return ret < 0 ? -1 : 0;
@@ -314,7 +328,8 @@ int bdrv_pdiscard(BlockDriverState *bs, uint64_t offset, size_t bytes,
     if (!bs->drv->bdrv_pdiscard || !bdrv_is_aligned(bs, offset, bytes)) {
         return 0;
     }
-    return bs->drv->bdrv_pdiscard(bs, offset, bytes, errp);
+    return bdrv_write_ended(bs, bs->drv->bdrv_pdiscard(bs, offset, bytes,
+                                                       errp));
 }
 
 /*
@@ -330,6 +345,7 @@ static int bdrv_flush_node(BlockDriverState *bs, Error **errp)
 {
     g_autofree char *first = NULL;
     Error *err = NULL;
+    gint gen;
 
     g_mutex_lock(&bdrv_flush_error_lock);
     first = g_strdup(bs->flush_error);
@@ -339,7 +355,19 @@ static int bdrv_flush_node(BlockDriverState *bs, Error **errp)
                    "write may be lost)", first);
         return -1;
     }
+    /*
+     * A protocol node with nothing written since its last flush has
+     * nothing to sync. A format node always runs its flush: it writes
+     * back cached metadata, which may change without a write request.
+     */
+    gen = g_atomic_int_get(&bs->write_gen);
+    if (bs->drv->is_protocol && g_atomic_int_get(&bs->flushed_once) &&
+        g_atomic_int_get(&bs->flushed_gen) == gen) {
+        return 0;
+    }
     if (!bs->drv->bdrv_flush || bs->drv->bdrv_flush(bs, &err) == 0) {
+        g_atomic_int_set(&bs->flushed_gen, gen);
+        g_atomic_int_set(&bs->flushed_once, TRUE);
         return 0;
     }
     g_mutex_lock(&bdrv_flush_error_lock);
@@ -380,7 +408,8 @@ int bdrv_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
                    bs->drv->format_name);
         return -1;
     }
-    return bs->drv->bdrv_truncate(bs, size, prealloc, errp);
+    return bdrv_write_ended(bs, bs->drv->bdrv_truncate(bs, size, prealloc,
+                                                       errp));
 }
 
 uint32_t bdrv_get_logical_block_size(BlockDriverState *bs)
@@ -536,6 +565,7 @@ int bdrv_copy_range(BlockDriverState *src, uint64_t src_offset,
                    dst->drv->format_name);
         return -1;
     }
-    return s->drv->bdrv_copy_range(s, src_offset, d, dst_offset, bytes,
-                                   errp);
+    return bdrv_write_ended(d, s->drv->bdrv_copy_range(s, src_offset, d,
+                                                       dst_offset, bytes,
+                                                       errp));
 }

@@ -172,6 +172,7 @@ static int check_pwrite(Qcow2Check *c, uint64_t offset, const void *buf,
                         size_t len)
 {
     BlockDriverState *file = c->bs->file;
+    Error *err = NULL;
 
     if (offset > CHECK_MAX_LENGTH || len > CHECK_MAX_LENGTH - offset) {
         return -EIO;
@@ -182,7 +183,15 @@ static int check_pwrite(Qcow2Check *c, uint64_t offset, const void *buf,
         c->refblock_offset < offset + len) {
         c->refblock_offset = 0;
     }
-    if (bdrv_pwrite(file, offset, buf, len, 0, NULL) < 0) {
+    /*
+     * A repair that cannot write is an error of the check (exit 1, "Check
+     * failed"), with its cause: counted here once, whoever called.
+     */
+    if (bdrv_pwrite(file, offset, buf, len, 0, &err) < 0) {
+        check_report_error(c, "ERROR repairing the image: %s",
+                           error_get_pretty(err));
+        error_free(err);
+        c->res->check_errors++;
         return -EIO;
     }
     if (offset + len > c->file_len) {
@@ -385,7 +394,6 @@ static int fix_l2_entry_by_zero(Qcow2Check *c, uint8_t *entry,
     if (check_pwrite(c, entry_offset, entry, g->l2_entry_size) < 0) {
         check_report(c, "ERROR: Failed to overwrite L2 table entry: %s",
                      g_strerror(EIO));
-        c->res->check_errors++;
         return -EIO;
     }
     c->res->corruptions--;
@@ -1090,7 +1098,6 @@ static int check_oflag_copied(Qcow2Check *c)
             if (check_pwrite(c, l2_offset, table, c->cluster_size) < 0) {
                 check_report(c, "ERROR: Could not write L2 table: %s",
                              g_strerror(EIO));
-                res->check_errors++;
                 return -EIO;
             }
             res->corruptions -= dirty;
@@ -1405,7 +1412,6 @@ static int rebuild_refcount_structure(Qcow2Check *c)
         check_pwrite(c, 48, hdr, sizeof(hdr)) < 0) {
         check_report_error(c, "ERROR writing reftable: %s",
                            g_strerror(EIO));
-        c->res->check_errors++;
         return -EIO;
     }
     for (uint64_t i = 0; i < entries; i++) {

@@ -111,6 +111,14 @@ int img_resize(int argc, char **argv)
     /* "Image resized." only once the new size is on the disk. */
     if (bdrv_flush(bs, &err) < 0) {
         img_error_free(filename, err);
+        /*
+         * A grown image goes back to its old size (what it held is
+         * unchanged): the command failed, the image is as it was. The
+         * flush stays failed (sticky), so this is all that can be done.
+         */
+        if (size > (uint64_t)old_size) {
+            bdrv_truncate(bs, old_size, PREALLOC_MODE_OFF, NULL);
+        }
         goto out;
     }
     /*
