@@ -1141,10 +1141,10 @@ int bdrv_snapshot_list(BlockDriverState *bs, BlockSnapshotInfo **list,
 
 /* Whether bs takes snapshot operations at all; errp set if not. */
 static bool bdrv_snapshot_supported(BlockDriverState *bs, bool write,
-                                    Error **errp)
+                                    const char *unsupported, Error **errp)
 {
     if (!bs->drv->bdrv_snapshot_create) {
-        error_setg(errp, "Operation not supported");
+        error_setg(errp, "%s", unsupported);
         return false;
     }
     if (write && bdrv_is_read_only(bs)) {
@@ -1157,7 +1157,8 @@ static bool bdrv_snapshot_supported(BlockDriverState *bs, bool write,
 int bdrv_snapshot_create(BlockDriverState *bs, const char *name,
                          Error **errp)
 {
-    if (!bdrv_snapshot_supported(bs, true, errp)) {
+    if (!bdrv_snapshot_supported(bs, true, "-95 (Operation not supported)",
+                                 errp)) {
         return -1;
     }
     return bs->drv->bdrv_snapshot_create(bs, name, errp);
@@ -1166,7 +1167,9 @@ int bdrv_snapshot_create(BlockDriverState *bs, const char *name,
 int bdrv_snapshot_goto(BlockDriverState *bs, const char *id_or_name,
                        Error **errp)
 {
-    if (!bdrv_snapshot_supported(bs, true, errp)) {
+    if (!bdrv_snapshot_supported(bs, true,
+                                 "Block driver does not support snapshots",
+                                 errp)) {
         return -1;
     }
     return bs->drv->bdrv_snapshot_goto(bs, id_or_name, errp);
@@ -1175,7 +1178,8 @@ int bdrv_snapshot_goto(BlockDriverState *bs, const char *id_or_name,
 int bdrv_snapshot_delete(BlockDriverState *bs, const char *name,
                          Error **errp)
 {
-    if (!bdrv_snapshot_supported(bs, true, errp)) {
+    /* qemu-img looks the name up first: none to find. */
+    if (!bdrv_snapshot_supported(bs, true, "snapshot not found", errp)) {
         return -1;
     }
     return bs->drv->bdrv_snapshot_delete(bs, name, errp);
