@@ -254,6 +254,15 @@ static uint64_t *qcow2_read_l1_table(BlockDriverState *bs, uint64_t offset,
     BDRVQcow2State *s = bs->opaque;
     g_autofree uint64_t *l1 = g_new0(uint64_t, MAX(n, 1));
 
+    /* QEMU's words (qemu-iotests 080). */
+    if ((uint64_t)n * 8 > QCOW2_MAX_L1_BYTES) {
+        error_setg(errp, "Snapshot L1 table too large");
+        return NULL;
+    }
+    if (offset % s->g.cluster_size) {
+        error_setg(errp, "Snapshot L1 table offset invalid");
+        return NULL;
+    }
     if (n && qcow2_validate_table(offset, n, 8, QCOW2_MAX_L1_BYTES,
                                   s->g.cluster_size, s->file_size,
                                   "Snapshot L1 table", errp) < 0) {

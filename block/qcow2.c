@@ -96,11 +96,16 @@ static int qcow2_header_check_limits(const Qcow2Header *h, uint64_t file_size,
                    h->nb_snapshots, QCOW2_MAX_SNAPSHOTS);
         return -1;
     }
-    /* Snapshots are not read; their table must still be where it can be. */
+    /*
+     * As QEMU, the table may lie past the end of the file (it reads as
+     * zeroes there: qcow2_read_snapshots), not past what an offset holds.
+     */
     if (h->nb_snapshots &&
-        qcow2_validate_table(h->snapshots_offset, 1, 40, UINT64_MAX,
-                             cluster_size, file_size, "Snapshot table",
-                             errp) < 0) {
+        qcow2_validate_table(h->snapshots_offset, h->nb_snapshots,
+                             QCOW2_SNAPSHOT_HEADER_LEN,
+                             (uint64_t)QCOW2_MAX_SNAPSHOTS *
+                             QCOW2_SNAPSHOT_HEADER_LEN, cluster_size,
+                             INT64_MAX, "Snapshot table", errp) < 0) {
         return -1;
     }
     return 0;
