@@ -1119,6 +1119,87 @@ int bdrv_make_empty(BlockDriverState *bs, Error **errp)
     return bs->drv->bdrv_make_empty(bs, errp);
 }
 
+void bdrv_snapshot_info_list_free(BlockSnapshotInfo *list, size_t n)
+{
+    for (size_t i = 0; list && i < n; i++) {
+        g_free(list[i].id);
+        g_free(list[i].name);
+    }
+    g_free(list);
+}
+
+int bdrv_snapshot_list(BlockDriverState *bs, BlockSnapshotInfo **list,
+                       size_t *n, Error **errp)
+{
+    *list = NULL;
+    *n = 0;
+    if (!bs->drv->bdrv_snapshot_list) {
+        return 0;
+    }
+    return bs->drv->bdrv_snapshot_list(bs, list, n, errp);
+}
+
+/* Whether bs takes snapshot operations at all; errp set if not. */
+static bool bdrv_snapshot_supported(BlockDriverState *bs, bool write,
+                                    const char *unsupported, Error **errp)
+{
+    if (!bs->drv->bdrv_snapshot_create) {
+        error_setg(errp, "%s", unsupported);
+        return false;
+    }
+    if (write && bdrv_is_read_only(bs)) {
+        error_setg(errp, "Image is read-only");
+        return false;
+    }
+    return true;
+}
+
+int bdrv_snapshot_create(BlockDriverState *bs, const char *name,
+                         Error **errp)
+{
+    if (!bdrv_snapshot_supported(bs, true, "-95 (Operation not supported)",
+                                 errp)) {
+        return -1;
+    }
+    return bs->drv->bdrv_snapshot_create(bs, name, errp);
+}
+
+int bdrv_snapshot_goto(BlockDriverState *bs, const char *id_or_name,
+                       Error **errp)
+{
+    if (!bdrv_snapshot_supported(bs, true,
+                                 "Block driver does not support snapshots",
+                                 errp)) {
+        return -1;
+    }
+    return bs->drv->bdrv_snapshot_goto(bs, id_or_name, errp);
+}
+
+int bdrv_snapshot_delete(BlockDriverState *bs, const char *name,
+                         Error **errp)
+{
+    /* qemu-img looks the name up first: none to find. */
+    if (!bdrv_snapshot_supported(bs, true, "snapshot not found", errp)) {
+        return -1;
+    }
+    return bs->drv->bdrv_snapshot_delete(bs, name, errp);
+}
+
+int bdrv_snapshot_load_tmp(BlockDriverState *bs, const char *id,
+                           const char *name, Error **errp)
+{
+    if (!bs->drv->bdrv_snapshot_load_tmp) {
+        error_setg(errp, "Block format '%s' used by device '' does not "
+                   "support internal snapshots", bs->drv->format_name);
+        return -1;
+    }
+    if (!bdrv_is_read_only(bs)) {
+        error_setg(errp, "Device '' is writable");
+        return -1;
+    }
+    return bs->drv->bdrv_snapshot_load_tmp(bs, id, name, errp);
+}
+
 int bdrv_change_backing_file(BlockDriverState *bs, const char *backing_file,
                              const char *backing_fmt, Error **errp)
 {

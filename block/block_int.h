@@ -304,6 +304,17 @@ struct BlockDriver {
                          Error **errp);
     int (*bdrv_amend)(BlockDriverState *bs, GHashTable *opts, bool force,
                       Error **errp);
+    /* Optional: see bdrv_snapshot_list() and the others. */
+    int (*bdrv_snapshot_list)(BlockDriverState *bs, BlockSnapshotInfo **list,
+                              size_t *n, Error **errp);
+    int (*bdrv_snapshot_create)(BlockDriverState *bs, const char *name,
+                                Error **errp);
+    int (*bdrv_snapshot_goto)(BlockDriverState *bs, const char *id_or_name,
+                              Error **errp);
+    int (*bdrv_snapshot_delete)(BlockDriverState *bs, const char *name,
+                                Error **errp);
+    int (*bdrv_snapshot_load_tmp)(BlockDriverState *bs, const char *id,
+                                  const char *name, Error **errp);
     /* Optional: see bdrv_make_empty(). */
     int (*bdrv_make_empty)(BlockDriverState *bs, Error **errp);
     /* Optional: see bdrv_change_backing_file(). */

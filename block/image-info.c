@@ -24,6 +24,10 @@ BlockImageInfo *bdrv_get_image_info(BlockDriverState *bs, Error **errp)
     if (bs->drv->bdrv_get_info && bs->drv->bdrv_get_info(bs, info, errp) < 0) {
         return NULL;
     }
+    if (bdrv_snapshot_list(bs, &info->snapshots, &info->nb_snapshots,
+                           errp) < 0) {
+        return NULL;
+    }
     return g_steal_pointer(&info);
 }
 
@@ -51,5 +55,6 @@ void bdrv_image_info_free(BlockImageInfo *info)
     g_free(info->backing_filename);
     g_free(info->full_backing_filename);
     g_free(info->backing_filename_format);
+    bdrv_snapshot_info_list_free(info->snapshots, info->nb_snapshots);
     g_free(info);
 }

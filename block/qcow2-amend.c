@@ -97,6 +97,11 @@ static int qcow2_amend_compat(BlockDriverState *bs, uint32_t version,
         return 0;
     }
     /* Down to 0.10: only what version 2 can say. */
+    if (h->nb_snapshots) {
+        /* (Their entries would need rewriting: QEMU refuses it too.) */
+        error_setg(errp, "Internal snapshots prevent downgrade of image");
+        return -1;
+    }
     if (h->refcount_order != 4) {
         error_setg(errp, "compat=0.10 requires refcount_bits=16");
         return -1;

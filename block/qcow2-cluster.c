@@ -181,6 +181,8 @@ static int qcow2_walk_l2(BDRVQcow2State *s, const uint8_t *table,
             ext->host_offset = (entry & QCOW2_OFFSET_MASK) + in_cluster;
             next_host = ext->host_offset;
         } else if (type != ext->type || type == QCOW2_SC_COMPRESSED ||
+                   /* Shared with a snapshot or not: writes differ. */
+                   ((entry ^ ext->l2_entry) & QCOW2_OFLAG_COPIED) ||
                    qcow2_extent_has_host(type, entry) !=
                    qcow2_extent_has_host(type, ext->l2_entry) ||
                    (qcow2_extent_has_host(type, entry) &&

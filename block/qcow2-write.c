@@ -189,6 +189,47 @@ static int qcow2_set_l2_pending(BlockDriverState *bs, uint64_t l2_offset,
 }
 
 /*
+ * The L2 table of L1 entry l1i is shared with a snapshot (no COPIED
+ * flag): copy it to a new cluster, written before the L1 entry points at
+ * it, and only then drop the old table's reference. Its entries keep
+ * their flags: the data clusters stay shared, counted once per table.
+ */
+static int qcow2_copy_l2_table(BlockDriverState *bs, uint64_t l1i,
+                               uint64_t *l2_offset, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    g_autofree uint8_t *copy = g_malloc(s->g.cluster_size);
+    uint64_t old = *l2_offset, new_off;
+    const uint8_t *table;
+    uint8_t be[8];
+
+    if (qcow2_flush_l2_pending(bs, errp) < 0) {
+        return -1;
+    }
+    g_mutex_lock(&s->lock);
+    table = qcow2_get_l2_table(bs, old, errp);
+    if (table) {
+        memcpy(copy, table, s->g.cluster_size);
+    }
+    g_mutex_unlock(&s->lock);
+    if (!table ||
+        qcow2_alloc_clusters(bs, 1, &new_off, errp) < 0 ||
+        bdrv_pwrite(bs->file, new_off, copy, s->g.cluster_size, 0,
+                    errp) < 0 ||
+        qcow2_refcount_flush(bs, errp) < 0) {
+        return -1;
+    }
+    stq_be_p(be, new_off | QCOW2_OFLAG_COPIED);
+    if (bdrv_pwrite(bs->file, s->header.l1_table_offset + l1i * 8, be,
+                    8, 0, errp) < 0) {
+        return -1;
+    }
+    s->l1_table[l1i] = new_off | QCOW2_OFLAG_COPIED;
+    *l2_offset = new_off;
+    return qcow2_update_refcounts(bs, old, s->g.cluster_size, -1, errp);
+}
+
+/*
  * Point the n clusters from guest offset (inside one L2 table) at their
  * new entries. A missing L2 table is made with the entries in it, written
  * whole, before the L1 entry that points at it (and after the refcounts
@@ -208,6 +249,10 @@ static int qcow2_set_l2_entries(BlockDriverState *bs, uint64_t offset,
 
     g_assert(idx + n <= s->g.l2_entries);
     if (qcow2_l2_table_offset(s, offset, &l2_offset, errp) < 0) {
+        return -1;
+    }
+    if (l2_offset && !(s->l1_table[l1i] & QCOW2_OFLAG_COPIED) &&
+        qcow2_copy_l2_table(bs, l1i, &l2_offset, errp) < 0) {
         return -1;
     }
     /* The entries at their place in a table-sized buffer (a new table). */
@@ -296,8 +341,8 @@ static int qcow2_write_cluster(BlockDriverState *bs, uint64_t offset,
     uint64_t cstart = offset & ~(cs - 1);
     uint64_t a = offset - cstart, b = a + len, ra, rb;
     uint64_t entry, bitmap, host, new_entry, new_bitmap;
-    uint64_t old_coff = 0, old_clen = 0;
-    bool compressed, alloc;
+    uint64_t old_coff = 0, old_clen = 0, shared = 0;
+    bool compressed, alloc, whole;
     g_autofree uint8_t *tmp = NULL;
 
     if (qcow2_get_l2_entry(bs, cstart, &entry, &bitmap, errp) < 0) {
@@ -305,8 +350,21 @@ static int qcow2_write_cluster(BlockDriverState *bs, uint64_t offset,
     }
     compressed = entry & QCOW2_OFLAG_COMPRESSED;
     host = compressed ? 0 : entry & QCOW2_OFFSET_MASK;
+    /*
+     * A host cluster without COPIED is shared with a snapshot (refcount
+     * above 1): copied whole to a new one, then released (COW).
+     */
+    if (host && !(entry & QCOW2_OFLAG_COPIED) && !s->ext.data_file) {
+        shared = host;
+        host = 0;
+    }
     alloc = !host;
-    if (s->g.extended_l2 && !compressed) {
+    /* A new cluster that takes the place of one with data: all of it. */
+    whole = compressed || shared;
+    if (shared) {
+        ra = 0;
+        rb = cs;
+    } else if (s->g.extended_l2 && !compressed) {
         /*
          * Subclusters are the unit: others keep what they hold. An end
          * in an allocated subcluster is not padded (another thread may
@@ -348,12 +406,12 @@ static int qcow2_write_cluster(BlockDriverState *bs, uint64_t offset,
     new_entry = host | QCOW2_OFLAG_COPIED;
     new_bitmap = 0;
     if (s->g.extended_l2) {
-        uint64_t bits = compressed ? QCOW2_BITMAP_ALL_ALLOC :
+        uint64_t bits = whole ? QCOW2_BITMAP_ALL_ALLOC :
                         qcow2_sc_bits(s, ra, rb);
 
         /* (ra, rb may lie inside allocated subclusters: same bits.) */
 
-        new_bitmap = (compressed ? 0 : bitmap) | bits;
+        new_bitmap = (whole ? 0 : bitmap) | bits;
         new_bitmap &= ~(bits << QCOW2_SUBCLUSTERS_PER_CLUSTER);
     }
     if ((new_entry != entry || new_bitmap != bitmap) &&
@@ -364,6 +422,10 @@ static int qcow2_write_cluster(BlockDriverState *bs, uint64_t offset,
     /* The compressed data is no longer used by this cluster. */
     if (compressed &&
         qcow2_update_refcounts(bs, old_coff, old_clen, -1, errp) < 0) {
+        return -1;
+    }
+    /* Nor the shared cluster: the snapshot keeps its reference. */
+    if (shared && qcow2_update_refcounts(bs, shared, cs, -1, errp) < 0) {
         return -1;
     }
     return 0;
@@ -503,9 +565,13 @@ int qcow2_pwrite(BlockDriverState *bs, uint64_t offset, const void *vbuf,
             return -1;
         }
         if (ext.type == QCOW2_SC_NORMAL &&
+            (ext.l2_entry & QCOW2_OFLAG_COPIED) &&
             (!s->crypto || (offset % BDRV_SECTOR_SIZE == 0 &&
                             ext.bytes % BDRV_SECTOR_SIZE == 0))) {
-            /* Allocated: in place (no snapshots: every refcount is 1). */
+            /*
+             * Allocated, refcount 1 (COPIED; the run's clusters all
+             * alike, qcow2_get_extent): in place.
+             */
             n = ext.bytes;
             if (qcow2_write_data_from(bs, ext.host_offset, buf, n, flags,
                                       errp) < 0) {

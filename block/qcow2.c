@@ -96,11 +96,16 @@ static int qcow2_header_check_limits(const Qcow2Header *h, uint64_t file_size,
                    h->nb_snapshots, QCOW2_MAX_SNAPSHOTS);
         return -1;
     }
-    /* Snapshots are not read; their table must still be where it can be. */
+    /*
+     * As QEMU, the table may lie past the end of the file (it reads as
+     * zeroes there: qcow2_read_snapshots), not past what an offset holds.
+     */
     if (h->nb_snapshots &&
-        qcow2_validate_table(h->snapshots_offset, 1, 40, UINT64_MAX,
-                             cluster_size, file_size, "Snapshot table",
-                             errp) < 0) {
+        qcow2_validate_table(h->snapshots_offset, h->nb_snapshots,
+                             QCOW2_SNAPSHOT_HEADER_LEN,
+                             (uint64_t)QCOW2_MAX_SNAPSHOTS *
+                             QCOW2_SNAPSHOT_HEADER_LEN, cluster_size,
+                             INT64_MAX, "Snapshot table", errp) < 0) {
         return -1;
     }
     return 0;
@@ -692,6 +697,7 @@ static void qcow2_close(BlockDriverState *bs)
     g_free(s->reftable);
     g_free(s->rb.block);
     g_free(s->l2p.table);
+    qcow2_snapshots_free(s->snapshots, s->header.nb_snapshots);
     g_mutex_clear(&s->lock);
     g_mutex_clear(&s->alloc_lock);
     /* The block layer closes bs->backing. */
@@ -706,8 +712,6 @@ static int qcow2_open_writable(BlockDriverState *bs, Error **errp)
 
     if (h->crypt_method == QCOW2_CRYPT_AES) {
         why = "it uses the legacy AES encryption";
-    } else if (h->nb_snapshots) {
-        why = "it has internal snapshots";
     } else if (h->incompatible_features & QCOW2_INCOMPAT_DATA_FILE) {
         why = "its data is in an external data file";
     } else if (h->incompatible_features & QCOW2_INCOMPAT_CORRUPT) {
@@ -748,6 +752,10 @@ static int qcow2_open_image(BlockDriverState *bs, GHashTable *opts, int flags,
         qcow2_open_data_file(bs, opts, flags, errp) < 0 ||
         qcow2_open_crypto(bs, opts, flags, errp) < 0 ||
         qcow2_open_backing(bs, opts, flags, errp) < 0) {
+        return -1;
+    }
+    /* "check" reads (and reports on) the snapshot table itself. */
+    if (!(flags & BDRV_O_CHECK) && qcow2_read_snapshots(bs, errp) < 0) {
         return -1;
     }
     /*
@@ -1198,6 +1206,11 @@ const BlockDriver bdrv_qcow2 = {
     .bdrv_amend = qcow2_amend,
     .bdrv_change_backing_file = qcow2_change_backing_file,
     .bdrv_make_empty = qcow2_make_empty,
+    .bdrv_snapshot_list = qcow2_snapshot_list,
+    .bdrv_snapshot_create = qcow2_snapshot_create,
+    .bdrv_snapshot_goto = qcow2_snapshot_goto,
+    .bdrv_snapshot_delete = qcow2_snapshot_delete,
+    .bdrv_snapshot_load_tmp = qcow2_snapshot_load_tmp,
     .bdrv_pwrite_zeroes = qcow2_pwrite_zeroes,
     .create_opts = qcow2_create_opts,
     .amend_opts = qcow2_amend_opts,

@@ -412,6 +412,65 @@ QCryptoBlockInfo *qcow2_crypto_get_info(Qcow2Crypto *c, Error **errp);
 int qcow2_check(BlockDriverState *bs, BdrvCheckResult *res,
                 BdrvCheckMode fix);
 
+/* ---- qcow2-snapshot.c: internal snapshots (spec, "Snapshots") */
+
+/* Spec: the fixed part of a snapshot table entry. */
+#define QCOW2_SNAPSHOT_HEADER_LEN 40
+/* The extra data we write: VM state size (64 bits), disk size, icount. */
+#define QCOW2_SNAPSHOT_EXTRA_LEN 24
+/* Spec: version 3 entries have at least the first two extra fields. */
+#define QCOW2_SNAPSHOT_V3_MIN_EXTRA 16
+/* QEMU's bounds: extra data of one entry, and the whole table. */
+#define QCOW2_SNAPSHOT_MAX_EXTRA 1024
+#define QCOW2_SNAPSHOT_TABLE_MAX_BYTES (64 * 1024 * 1024)
+/* QEMU's bound on a snapshot name (256-byte buffer with its NUL). */
+#define QCOW2_SNAPSHOT_MAX_NAME 255
+
+typedef struct Qcow2Snapshot {
+    uint64_t l1_table_offset;
+    uint32_t l1_size;
+    char *id;
+    char *name;
+    uint64_t disk_size;
+    uint64_t vm_state_size;
+    uint32_t date_sec;
+    uint32_t date_nsec;
+    uint64_t vm_clock_nsec;
+    uint64_t icount;                /* UINT64_MAX: not recorded */
+    /* Extra data past the fields we know, kept when the table is rewritten */
+    uint8_t *unknown_extra;
+    uint32_t unknown_extra_size;
+} Qcow2Snapshot;
+
+void qcow2_snapshots_free(Qcow2Snapshot *sn, uint32_t nb);
+
+/*
+ * Parse nb snapshot table entries from buf (len bytes: the table's start,
+ * zero-padded past the end of the file). default_disk_size stands for an
+ * entry without that field. Returns 0 (*out, *table_size: the bytes the
+ * entries take), 1 if the entries run past len (read more and call again;
+ * not when len reached QCOW2_SNAPSHOT_TABLE_MAX_BYTES: an error), or -1.
+ */
+int qcow2_snapshots_parse(const uint8_t *buf, size_t len, uint32_t nb,
+                          uint64_t default_disk_size, Qcow2Snapshot **out,
+                          uint64_t *table_size, Error **errp);
+/* The table's bytes (each entry with our 24 bytes of extra data). */
+uint8_t *qcow2_snapshots_serialize(const Qcow2Snapshot *sn, uint32_t nb,
+                                   size_t *len);
+/* Read the table the header points at into s->snapshots (open). */
+int qcow2_read_snapshots(BlockDriverState *bs, Error **errp);
+
+int qcow2_snapshot_list(BlockDriverState *bs, BlockSnapshotInfo **list,
+                        size_t *n, Error **errp);
+int qcow2_snapshot_create(BlockDriverState *bs, const char *name,
+                          Error **errp);
+int qcow2_snapshot_goto(BlockDriverState *bs, const char *id_or_name,
+                        Error **errp);
+int qcow2_snapshot_delete(BlockDriverState *bs, const char *name,
+                          Error **errp);
+int qcow2_snapshot_load_tmp(BlockDriverState *bs, const char *id,
+                            const char *name, Error **errp);
+
 /* ---- The driver state (qcow2.c) */
 
 struct BDRVQcow2State {
@@ -462,6 +521,9 @@ struct BDRVQcow2State {
     /* Block status: preallocation=metadata looked for, and found. */
     bool prealloc_checked;
     bool metadata_prealloc;
+    /* The snapshot table (header.nb_snapshots entries), and its bytes. */
+    Qcow2Snapshot *snapshots;
+    uint64_t snapshots_size;
 };
 
 /* ---- qcow2-amend.c: amend and resize */

@@ -582,6 +582,7 @@ static BlockDriverState *convert_open_target(const char *name,
 int img_convert(int argc, char **argv)
 {
     g_autofree char *fmt = NULL, *out_fmt = NULL, *cache = NULL;
+    g_autofree char *snapshot = NULL, *sn_id = NULL, *sn_name = NULL;
     g_autofree char *src_cache = NULL, *sparse_str = NULL;
     g_autofree char *threads_str = NULL, *rate_str = NULL;
     g_autofree char *backing = NULL, *backing_fmt = NULL;
@@ -650,6 +651,9 @@ int img_convert(int argc, char **argv)
         { "out-of-order", 'W', 0, G_OPTION_ARG_NONE, &out_of_order,
           "accepted for qemu-img compatibility (writes are always out of "
           "order)", NULL },
+        { "snapshot", 'l', 0, G_OPTION_ARG_STRING, &snapshot,
+          "read SRC as its internal snapshot SNAPSHOT was: snapshot.id=ID,"
+          "snapshot.name=NAME, or an id or name", "SNAPSHOT" },
         { "force-share", 'U', 0, G_OPTION_ARG_NONE, &force_share,
           "take no lock on the source, and read it even while another "
           "process writes it (the copy may be inconsistent)", NULL },
@@ -679,6 +683,11 @@ int img_convert(int argc, char **argv)
                        "      driver=luks,key-secret=s0,file.filename="
                        "disk.luks -O raw disk.raw",
                        entries, &common) < 0) {
+        goto out;
+    }
+    /* qemu-img checks -l's form while it parses the options. */
+    if (snapshot && img_parse_snapshot_param(snapshot, &sn_id,
+                                             &sn_name) < 0) {
         goto out;
     }
     opts = img_parse_create_opts(opt_strs);
@@ -805,6 +814,9 @@ int img_convert(int argc, char **argv)
     /* The source is opened read-only: it is never written. */
     src = img_open(src_name, fmt, image_opts, src_flags);
     if (!src) {
+        goto out;
+    }
+    if (snapshot && img_load_snapshot(src, snapshot, sn_id, sn_name) < 0) {
         goto out;
     }
     len = bdrv_getlength(src, &err);

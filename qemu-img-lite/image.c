@@ -106,3 +106,55 @@ char *img_size_to_str(uint64_t size)
     }
     return g_strdup_printf("%0.3g %s", value, suffixes[i]);
 }
+
+int img_parse_snapshot_param(const char *param, char **id, char **name)
+{
+    g_autoptr(GHashTable) sn = NULL;
+    g_autofree char *unknown = NULL;
+
+    *id = *name = NULL;
+    if (!g_str_has_prefix(param, "snapshot.")) {
+        /* A bare word: an id or a name (img_load_snapshot). */
+        *name = g_strdup(param);
+        return 0;
+    }
+    sn = qemu_opts_parse(param, NULL, NULL);
+    if (sn) {
+        *id = qemu_opt_take(sn, "snapshot.id");
+        *name = qemu_opt_take(sn, "snapshot.name");
+        unknown = qemu_opts_first_key(sn);
+    }
+    if (!sn || unknown) {
+        if (unknown) {
+            img_error(NULL, "Invalid parameter '%s'", unknown);
+        }
+        img_error(NULL, "Failed in parsing snapshot param '%s'", param);
+        g_clear_pointer(id, g_free);
+        g_clear_pointer(name, g_free);
+        return -1;
+    }
+    return 0;
+}
+
+int img_load_snapshot(BlockDriverState *bs, const char *param,
+                      const char *id, const char *name)
+{
+    Error *err = NULL;
+    int ret;
+
+    if (g_str_has_prefix(param, "snapshot.")) {
+        ret = bdrv_snapshot_load_tmp(bs, id, name, &err);
+    } else {
+        /* As qemu-img: the word as an id first, then as a name. */
+        ret = bdrv_snapshot_load_tmp(bs, name, NULL, NULL);
+        if (ret < 0) {
+            ret = bdrv_snapshot_load_tmp(bs, NULL, name, &err);
+        }
+    }
+    if (ret < 0) {
+        img_error(NULL, "Failed to load snapshot: %s", error_get_pretty(err));
+        error_free(err);
+        return -1;
+    }
+    return 0;
+}

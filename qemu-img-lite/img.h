@@ -100,6 +100,16 @@ BlockDriverState *img_open(const char *name, const char *fmt,
                            bool image_opts, int flags);
 
 /*
+ * -l SNAPSHOT of convert and measure (image.c): "snapshot.id=ID,
+ * snapshot.name=NAME" (either or both) or a bare id or name (in *name).
+ * Prints qemu-img's errors.
+ */
+int img_parse_snapshot_param(const char *param, char **id, char **name);
+/* Read bs (read-only) as the snapshot param names from now on. */
+int img_load_snapshot(BlockDriverState *bs, const char *param,
+                      const char *id, const char *name);
+
+/*
  * A user-given size ("1G", "1.5G", "512M", "4k", "0x100"); prints errors
  * ("Invalid image size specified...") and qemu-img's warning for a hex
  * number with a suffix.
@@ -143,5 +153,9 @@ int img_reencrypt(int argc, char **argv);
 int img_rebase(int argc, char **argv);
 int img_commit(int argc, char **argv);
 int img_check(int argc, char **argv);
+int img_snapshot(int argc, char **argv);
+
+/* "Snapshot list:" and qemu-img 7.2's table of snapshots (snapshot.c). */
+void img_print_snapshot_list(const BlockSnapshotInfo *list, size_t n);
 
 #endif

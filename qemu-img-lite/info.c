@@ -243,6 +243,31 @@ static void info_add_qcow2_json(JsonBuilder *b, const BlockImageInfoQcow2 *q)
 }
 
 
+/* "snapshots": qemu-img 7.2's SnapshotInfo objects, in its key order. */
+static void info_add_snapshots_json(JsonBuilder *b,
+                                    const BlockSnapshotInfo *list, size_t n)
+{
+    json_builder_set_member_name(b, "snapshots");
+    json_builder_begin_array(b);
+    for (size_t i = 0; i < n; i++) {
+        const BlockSnapshotInfo *sn = &list[i];
+
+        json_builder_begin_object(b);
+        if (sn->icount != UINT64_MAX) {
+            json_add_int(b, "icount", sn->icount);
+        }
+        json_add_int(b, "vm-clock-nsec", sn->vm_clock_nsec % 1000000000ull);
+        json_add_str(b, "name", sn->name);
+        json_add_int(b, "date-sec", sn->date_sec);
+        json_add_int(b, "date-nsec", sn->date_nsec);
+        json_add_int(b, "vm-clock-sec", sn->vm_clock_nsec / 1000000000ull);
+        json_add_str(b, "id", sn->id);
+        json_add_int(b, "vm-state-size", sn->vm_state_size);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+}
+
 /* One image's object, keys in qemu-img 7.2's order. */
 static void info_add_image_json(JsonBuilder *b, const BlockImageInfo *info)
 {
@@ -250,6 +275,9 @@ static void info_add_image_json(JsonBuilder *b, const BlockImageInfo *info)
     if (info->backing_filename_format) {
         json_add_str(b, "backing-filename-format",
                      info->backing_filename_format);
+    }
+    if (info->nb_snapshots) {
+        info_add_snapshots_json(b, info->snapshots, info->nb_snapshots);
     }
     json_add_int(b, "virtual-size", info->virtual_size);
     json_add_str(b, "filename", info->filename);
@@ -572,6 +600,9 @@ static void info_print_human(const BlockImageInfo *info)
     }
     if (info->backing_filename_format) {
         printf("backing file format: %s\n", info->backing_filename_format);
+    }
+    if (info->nb_snapshots) {
+        img_print_snapshot_list(info->snapshots, info->nb_snapshots);
     }
     if (info->luks) {
         printf("Format specific information:\n");

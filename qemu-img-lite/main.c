@@ -220,6 +220,9 @@ static const ImgCommand img_commands[] = {
       "driver=luks,key-secret=ID,file.filename=FILE | [--resilience "
       "checksum|journal|none] [-o NEW_OPTIONS] --image-opts "
       "driver=luks,key-secret=ID,file.filename=FILE (new volume key)" },
+    { "snapshot", img_snapshot,
+      "snapshot [--object OBJ] [--image-opts] [-U] [-q] [-l | -a SNAPSHOT | "
+      "-c SNAPSHOT | -d SNAPSHOT] FILENAME" },
     { "resize", img_resize,
       "resize [--object OBJ] [--image-opts] [-f FMT] [--preallocation=MODE] "
       "[-q] [--shrink] FILENAME [+|-]SIZE" },

@@ -11,6 +11,7 @@ int img_measure(int argc, char **argv)
 {
     g_autofree char *fmt = NULL, *out_fmt = NULL, *output = NULL;
     g_autofree char *size_str = NULL, *snapshot = NULL;
+    g_autofree char *sn_id = NULL, *sn_name = NULL;
     g_auto(GStrv) opt_strs = NULL;
     g_autoptr(GHashTable) opts = NULL;
     g_autoptr(BlockDriverState) bs = NULL;
@@ -52,23 +53,9 @@ int img_measure(int argc, char **argv)
         goto out;
     }
     /* qemu-img checks -l's form while it parses the options. */
-    if (snapshot && g_str_has_prefix(snapshot, "snapshot.")) {
-        g_autoptr(GHashTable) sn = qemu_opts_parse(snapshot, NULL, NULL);
-        g_autofree char *id = NULL, *name = NULL, *unknown = NULL;
-
-        if (sn) {
-            id = qemu_opt_take(sn, "snapshot.id");
-            name = qemu_opt_take(sn, "snapshot.name");
-            unknown = qemu_opts_first_key(sn);
-        }
-        if (!sn || unknown) {
-            if (unknown) {
-                img_error(NULL, "Invalid parameter '%s'", unknown);
-            }
-            img_error(NULL, "Failed in parsing snapshot param '%s'",
-                      snapshot);
-            goto out;
-        }
+    if (snapshot && img_parse_snapshot_param(snapshot, &sn_id,
+                                             &sn_name) < 0) {
+        goto out;
     }
     if (img_parse_output_format(output, &json) < 0) {
         goto out;
@@ -111,15 +98,16 @@ int img_measure(int argc, char **argv)
         if (img_parse_size(size_str, &size) < 0) {
             goto out;
         }
-    } else if (snapshot) {
-        img_error(argv[1], "Internal snapshots are not supported yet (-l)");
-        goto out;
     } else {
         int64_t len;
 
         bs = img_open(argv[1], fmt, image_opts,
                       force_share ? BDRV_O_FORCE_SHARE : 0);
         if (!bs) {
+            goto out;
+        }
+        if (snapshot &&
+            img_load_snapshot(bs, snapshot, sn_id, sn_name) < 0) {
             goto out;
         }
         len = bdrv_getlength(bs, &err);

@@ -339,6 +339,43 @@ typedef struct BlockImageInfoQcow2 {
     size_t nb_bitmaps;
 } BlockImageInfoQcow2;
 
+/*
+ * An internal snapshot, as QEMU's QEMUSnapshotInfo ("snapshot -l", info's
+ * "snapshots"). icount is UINT64_MAX when the image does not record one.
+ */
+typedef struct BlockSnapshotInfo {
+    char *id;
+    char *name;
+    uint64_t vm_state_size;
+    uint32_t date_sec;
+    uint32_t date_nsec;
+    uint64_t vm_clock_nsec;
+    uint64_t icount;
+} BlockSnapshotInfo;
+
+void bdrv_snapshot_info_list_free(BlockSnapshotInfo *list, size_t n);
+
+/*
+ * Internal snapshots (qcow2; other formats: "not supported"). The list is
+ * the image's table in order; *n may be 0. Create, goto and delete need
+ * the image read-write: create names it name (ids are numbered), goto
+ * takes an id or a name (the id first, as qemu-img), delete a name.
+ */
+int bdrv_snapshot_list(BlockDriverState *bs, BlockSnapshotInfo **list,
+                       size_t *n, Error **errp);
+int bdrv_snapshot_create(BlockDriverState *bs, const char *name,
+                         Error **errp);
+int bdrv_snapshot_goto(BlockDriverState *bs, const char *id_or_name,
+                       Error **errp);
+int bdrv_snapshot_delete(BlockDriverState *bs, const char *name,
+                         Error **errp);
+/*
+ * Read the image as it was in a snapshot from now on (convert -l,
+ * measure -l): read-only images only. id, name or both (both must match).
+ */
+int bdrv_snapshot_load_tmp(BlockDriverState *bs, const char *id,
+                           const char *name, Error **errp);
+
 /* What "qemu-img info" shows. */
 typedef struct BlockImageInfo {
     char *filename;
@@ -353,6 +390,8 @@ typedef struct BlockImageInfo {
     char *backing_filename;         /* as the image names it, or NULL */
     char *full_backing_filename;    /* as opened */
     char *backing_filename_format;  /* NULL: not recorded */
+    BlockSnapshotInfo *snapshots;   /* nb_snapshots of them, or NULL */
+    size_t nb_snapshots;
 } BlockImageInfo;
 
 BlockImageInfo *bdrv_get_image_info(BlockDriverState *bs, Error **errp);
