@@ -496,8 +496,10 @@ bool bdrv_names_local_file(const char *filename)
     return drv && g_str_equal(drv->protocol_name, "file");
 }
 
-const char *bdrv_parse_filename(const char *filename, Error **errp)
+char *bdrv_parse_filename(const char *filename, Error **errp)
 {
+    const char *rest;
+
     const BlockDriver *drv = bdrv_find_protocol(filename, errp);
     size_t n = bdrv_protocol_prefix_len(filename);
 
@@ -509,14 +511,19 @@ const char *bdrv_parse_filename(const char *filename, Error **errp)
      * bdrv_create_file() finds the protocol in it again.
      */
     if (!g_str_equal(drv->protocol_name, "file") && drv->bdrv_create_file) {
-        return filename;
+        return g_strdup(filename);
     }
     if (!g_str_equal(drv->protocol_name, "file")) {
         error_setg(errp, "Protocol '%s' does not support image creation",
                    drv->protocol_name);
         return NULL;
     }
-    return filename + (n ? n + 1 : 0);
+    rest = filename + (n ? n + 1 : 0);
+    /* "file:a:b" is the file "a:b", which alone would read as protocol a. */
+    if (bdrv_protocol_prefix_len(rest)) {
+        return g_strconcat("./", rest, NULL);
+    }
+    return g_strdup(rest);
 }
 
 /*

@@ -862,12 +862,21 @@ static int file_copy_range(BlockDriverState *src, uint64_t src_offset,
     return 0;
 }
 
-/* "file:x" is the file x; a name without a prefix is the file itself. */
+/*
+ * "file:x" is the file x; a name without a prefix is the file itself.
+ * "file:a:b" is "./a:b", as QEMU names it: the name, given again, must not
+ * read as protocol a (backing files are resolved against it too).
+ */
 static int file_parse_filename(const char *filename, GHashTable *opts,
                                Error **errp)
 {
     if (g_str_has_prefix(filename, "file:")) {
         filename += strlen("file:");
+        if (filename[strcspn(filename, ":/")] == ':') {
+            g_hash_table_insert(opts, g_strdup("filename"),
+                                g_strconcat("./", filename, NULL));
+            return 0;
+        }
     }
     g_hash_table_insert(opts, g_strdup("filename"), g_strdup(filename));
     return 0;
@@ -893,13 +902,11 @@ static char *file_get_identity(BlockDriverState *bs)
  */
 static char *file_dirname(BlockDriverState *bs, Error **errp)
 {
-    g_autofree char *dir = g_path_get_dirname(bs->filename);
+    /* Up to the last '/', as QEMU's path_combine(): "./a" gives "./". */
+    const char *slash = strrchr(bs->filename, '/');
 
-    if (g_str_equal(dir, ".")) {
-        return g_strdup("");
-    }
-    return g_str_has_suffix(dir, "/") ? g_steal_pointer(&dir)
-                                      : g_strconcat(dir, "/", NULL);
+    return slash ? g_strndup(bs->filename, slash - bs->filename + 1)
+                 : g_strdup("");
 }
 
 /* "-o help" with a file name: what the protocol adds (qemu-img's words). */

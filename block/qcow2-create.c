@@ -549,6 +549,13 @@ static int qcow2_plan(const Qcow2CreateOpts *o, uint64_t luks_len,
                  (o->prealloc ? 0 : l->l1_size));
     l->reftable_clusters = div_round_up(div_round_up(cover, per_block) * 8,
                                         cs);
+    /*
+     * An image near qcow2's limits (32 PiB with 256 KiB clusters, as
+     * qemu-img creates): twice over does not fit in the largest table
+     * QEMU opens; the table gets that size, and grows later if needed.
+     */
+    l->reftable_clusters = MIN(l->reftable_clusters,
+                               QCOW2_MAX_REFTABLE_BYTES / cs);
     for (;;) {
         uint64_t total = fixed + l->reftable_clusters + l->refblocks;
         uint64_t need = div_round_up(total, per_block);

@@ -307,17 +307,27 @@ static int qcow2_ext_string(const uint8_t *data, uint32_t len, size_t max,
     return 0;
 }
 
-/* Spec, "Feature name table": 48-byte entries. */
+/*
+ * Spec, "Feature name table": 48-byte entries, read as QEMU reads them:
+ * a short last entry is padded with zeroes, the table ends at an entry
+ * without a name, and the first name of a bit counts. Incompatible
+ * features' names are kept in table order (the order of the message).
+ */
 static void qcow2_ext_feature_table(const uint8_t *data, uint32_t len,
                                     Qcow2Extensions *ext)
 {
-    for (uint32_t i = 0; i + 48 <= len; i += 48) {
-        uint8_t type = data[i], bit = data[i + 1];
+    for (uint32_t i = 0; i < len; i += 48) {
+        uint8_t entry[48] = { 0 };
+        uint8_t bit;
 
-        if (type == 0 && bit < 64) {
-            g_free(ext->incompat_names[bit]);
-            ext->incompat_names[bit] =
-                g_strndup((const char *)data + i + 2, 46);
+        memcpy(entry, data + i, MIN(48, len - i));
+        if (!entry[2]) {
+            break;
+        }
+        bit = entry[1];
+        if (entry[0] == 0 && bit < 64 && !ext->incompat_names[bit]) {
+            ext->incompat_names[bit] = g_strndup((const char *)entry + 2, 46);
+            ext->incompat_order[ext->nb_incompat_order++] = bit;
         }
     }
 }
@@ -442,20 +452,22 @@ static int qcow2_check_features(const Qcow2Header *h,
     g_autoptr(GString) names = NULL;
 
     if (unknown) {
+        /* Named ones in table order, then the rest as one mask (QEMU). */
         names = g_string_new(NULL);
-        for (int bit = 0; bit < 64; bit++) {
-            if (!(unknown & (1ull << bit))) {
-                continue;
+        for (int i = 0; i < ext->nb_incompat_order; i++) {
+            uint64_t bit = 1ull << ext->incompat_order[i];
+
+            if (unknown & bit) {
+                g_string_append_printf(names, "%s%s", names->len ? ", " : "",
+                                       ext->incompat_names[
+                                           ext->incompat_order[i]]);
+                unknown &= ~bit;
             }
-            if (names->len) {
-                g_string_append(names, ", ");
-            }
-            if (ext->incompat_names[bit] && *ext->incompat_names[bit]) {
-                g_string_append(names, ext->incompat_names[bit]);
-            } else {
-                g_string_append_printf(names, "Unknown incompatible feature: "
-                                       "%" PRIx64, (uint64_t)1 << bit);
-            }
+        }
+        if (unknown) {
+            g_string_append_printf(names, "%sUnknown incompatible feature: "
+                                   "%" PRIx64, names->len ? ", " : "",
+                                   unknown);
         }
         error_setg(errp, "Unsupported qcow2 feature(s): %s", names->str);
         return -1;

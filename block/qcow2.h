@@ -125,6 +125,9 @@ typedef struct Qcow2Extensions {
     uint64_t bitmap_directory_offset;
     /* Names of incompatible features (feature name table), bit -> name */
     char *incompat_names[64];
+    /* The bits named, in the table's order */
+    uint8_t incompat_order[64];
+    int nb_incompat_order;
 } Qcow2Extensions;
 
 void qcow2_extensions_clear(Qcow2Extensions *ext);

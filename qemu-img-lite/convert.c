@@ -660,7 +660,8 @@ int img_convert(int argc, char **argv)
         { NULL }
     };
     ConvertState s = { 0 };
-    const char *src_name, *dst_name, *dst_path = NULL;
+    const char *src_name, *dst_name;
+    g_autofree char *dst_path = NULL;
     int dst_flags = BDRV_O_RDWR, src_flags = 0;
     bool created = false, flush, direct, src_direct, src_flush;
     bool with_backing = false;
@@ -788,6 +789,13 @@ int img_convert(int argc, char **argv)
     if (img_add_objects(common.objects) < 0) {
         goto out;
     }
+    /* As qemu-img: -o backing_file= and backing_fmt= stand for -B and -F. */
+    if (!backing && g_hash_table_lookup(opts, "backing_file")) {
+        backing = g_strdup(g_hash_table_lookup(opts, "backing_file"));
+    }
+    if (!backing_fmt && g_hash_table_lookup(opts, "backing_fmt")) {
+        backing_fmt = g_strdup(g_hash_table_lookup(opts, "backing_fmt"));
+    }
     if (backing) {
         if (no_create) {
             img_error(NULL, "-B cannot be used with -n (the target exists "
@@ -846,14 +854,13 @@ int img_convert(int argc, char **argv)
         }
     } else {
         /* The new file's path: "file:x" is x (bdrv_parse_filename()). */
-        const char *path = bdrv_parse_filename(dst_name, &err);
         bool on_device;
 
-        if (!path) {
+        dst_path = bdrv_parse_filename(dst_name, &err);
+        if (!dst_path) {
             img_error_free(dst_name, err);
             goto out;
         }
-        dst_path = path;
         /*
          * A block device is written in place, as by qemu-img; an existing
          * file is replaced when the new image is complete (never before:

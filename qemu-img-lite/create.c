@@ -359,7 +359,8 @@ int img_create(int argc, char **argv)
           "is then needed", NULL },
         { NULL }
     };
-    const char *filename, *path;
+    const char *filename;
+    g_autofree char *path = NULL;
     Error *err = NULL;
     bool padding_possible;
     uint64_t size = 0;

@@ -162,14 +162,15 @@ bool bdrv_names_local_file(const char *filename);
  */
 /*
  * A file name given as such, as QEMU reads it: "PROTO:rest" with the
- * colon before any '/' names a protocol. "file:x" is the file x (the
- * result points into filename); a protocol that creates images of its
- * own ("rbd:pool/image") keeps its whole name; any other protocol,
- * "json:" among them (options, which bdrv_open() alone takes), is
- * unknown: NULL, errp set. A name without a protocol is returned as it
- * is.
+ * colon before any '/' names a protocol. "file:x" is the file x ("./x"
+ * when x itself would read as "PROTO:rest", so that the result, opened
+ * again, is still that file); a protocol that creates images of its own
+ * ("rbd:pool/image") keeps its whole name; any other protocol, "json:"
+ * among them (options, which bdrv_open() alone takes), is unknown: NULL,
+ * errp set. A name without a protocol is returned as it is. Free the
+ * result with g_free().
  */
-const char *bdrv_parse_filename(const char *filename, Error **errp);
+char *bdrv_parse_filename(const char *filename, Error **errp);
 /* Close a node and its children, flushing them first. NULL is allowed. */
 void bdrv_close(BlockDriverState *bs);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(BlockDriverState, bdrv_close)

@@ -391,6 +391,19 @@ class Qcow2WriteInterop(TestCase):
                           self.path("nf.qcow2")],
                          "Use of backing file requires explicit backing "
                          "format")
+        # As qemu-img (qemu-iotests 019): -o backing_fmt= stands for -F,
+        # -o backing_file= for -B.
+        for args in (["-B", base, "-o", "backing_fmt=raw"],
+                     ["-o", f"backing_file={base},backing_fmt=raw"]):
+            with self.subTest(args=args):
+                dst = self.path("o.qcow2")
+                qil("convert", *args, "-O", "qcow2", src, dst)
+                self.assertEqual(self.info(dst)["backing-filename-format"],
+                                 "raw")
+                ours = json.loads(qil("info", "--output=json", dst).stdout)
+                self.assertEqual(ours["backing-filename"], base)
+                self.assertEqual(self.qemu_raw(dst), bytes(data))
+                os.unlink(dst)
 
     def test_amend_luks_slots(self):
         """A slot added by our amend opens the image in qemu-img; the

@@ -186,6 +186,23 @@ class TestFileProtocol(FilenameCase):
             self.assertEqual(proc.stderr, "qemu-img-lite: x:y.img: Unknown "
                              "protocol 'x'\n")
             self.assertFalse(os.path.exists("x:y.img"))
+            # "file:a:b" creates the file a:b (qemu-iotests 126), named
+            # "./a:b" as QEMU names it: a backing file beside it has an
+            # actual path of "./base".
+            qil("create", "-f", "qcow2", "base.qcow2", "1M")
+            qil("create", "-f", "qcow2", "file:image:base.qcow2", "1M")
+            self.assertTrue(os.path.exists("image:base.qcow2"))
+            qil("create", "-f", "qcow2", "-b", "base.qcow2", "-F", "qcow2",
+                "file:image:top.qcow2")
+            qil("convert", "-O", "raw", "file:image:top.qcow2", "file:x:y")
+            self.assertEqual(os.path.getsize("x:y"), 1 << 20)
+            info = qil("info", "file:image:top.qcow2").stdout
+            self.assertIn("image: ./image:top.qcow2\n", info)
+            self.assertIn("backing file: base.qcow2 (actual path: "
+                          "./base.qcow2)\n", info)
+            if QEMU_IMG:
+                self.assertEqual(info, qemu_img(
+                    "info", "file:image:top.qcow2").stdout)
         finally:
             os.chdir(cwd)
 

@@ -140,6 +140,41 @@ class InfoQcow2(TestCase):
         info = json.loads(qil("info", "--output=json", dirty).stdout)
         self.assertIs(info["dirty-flag"], True)
 
+    def test_unknown_features_named(self):
+        """Unknown incompatible features are refused with the names the
+        image's feature table gives them, in its order, the rest as one
+        mask (qemu-iotests 036)."""
+        import struct
+        path = self.make("feat.qcow2")
+        with open(path, "r+b") as f:
+            f.seek(72)
+            f.write(struct.pack(">Q", (1 << 61) | (1 << 62) | (1 << 63)))
+        variants = [
+            b"",                                      # no names
+            b"\x00\x3fTest feature",                  # short entry
+            b"\x00\x3etest2".ljust(48, b"\0") +       # table order
+            b"\x00\x3dtest1".ljust(48, b"\0"),
+        ]
+        with open(path, "rb") as f:
+            header = f.read(4096)
+        for table in variants:
+            with self.subTest(table=table):
+                with open(path, "r+b") as f:
+                    f.write(header)
+                    if table:
+                        # Replace the feature table extension with ours.
+                        at = header.index(bytes.fromhex("6803f857"))
+                        ext = struct.pack(">II", 0x6803f857, len(table)) + \
+                            table + bytes(-len(table) % 8) + bytes(8)
+                        f.seek(at)
+                        f.write(ext)
+                ours = qil("info", path, check=False)
+                theirs = qemu_img("info", path, check=False)
+                self.assertEqual(ours.returncode, 1)
+                self.assertIn("Unsupported qcow2 feature(s): ", ours.stderr)
+                self.assertEqual(ours.stderr.split("feature(s): ")[1],
+                                 theirs.stderr.split("feature(s): ")[1])
+
     def test_bitmaps(self):
         img = self.make("bm.qcow2", size="100M")
         qemu_img("bitmap", "--add", img, "first")
