@@ -13,6 +13,7 @@
 
 #include "block/crypto.h"
 #include "block/qcow2.h"
+#include "block/qcow2-bitmap.h"
 
 #define DIV_ROUND_UP_U64(n, d) ((n) / (d) + !!((n) % (d)))
 
@@ -32,6 +33,13 @@ static int qcow2_rewrite_header(BlockDriverState *bs, Error **errp)
     uint64_t clen = s->ext.has_crypto_header ? s->ext.crypto_header_length : 0;
     size_t n;
 
+    /* The header writer does not carry the bitmaps extension over. */
+    if (qcow2_has_bitmaps(bs)) {
+        error_setg(errp, "Cannot change the header of an image with "
+                   "persistent bitmaps in qemu-img-lite: remove them first "
+                   "('qemu-img bitmap --remove')");
+        return -1;
+    }
     n = qcow2_header_build(&s->header, s->backing_file,
                            s->ext.backing_format, coff, clen, true, buf,
                            hlen);
@@ -293,6 +301,12 @@ int qcow2_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
     if (prealloc != PREALLOC_MODE_OFF) {
         error_setg(errp, "Preallocation is not supported when resizing a "
                    "qcow2 image in qemu-img-lite");
+        return -1;
+    }
+    if (qcow2_has_bitmaps(bs)) {
+        error_setg(errp, "Cannot resize an image with persistent bitmaps in "
+                   "qemu-img-lite: remove them first ('qemu-img bitmap "
+                   "--remove')");
         return -1;
     }
     if (size == s->header.size) {

@@ -143,5 +143,6 @@ int img_reencrypt(int argc, char **argv);
 int img_rebase(int argc, char **argv);
 int img_commit(int argc, char **argv);
 int img_check(int argc, char **argv);
+int img_bitmap(int argc, char **argv);
 
 #endif
