@@ -1225,6 +1225,12 @@ int bdrv_check(BlockDriverState *bs, BdrvCheckResult *res, BdrvCheckMode fix)
 
 /* ---- Persistent dirty bitmaps */
 
+bool bdrv_supports_persistent_bitmaps(BlockDriverState *bs)
+{
+    return bs->drv->bdrv_supports_persistent_bitmaps &&
+           bs->drv->bdrv_supports_persistent_bitmaps(bs);
+}
+
 int bdrv_bitmap_list(BlockDriverState *bs, BlockImageInfoBitmap **out,
                      size_t *nb, Error **errp)
 {

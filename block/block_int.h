@@ -308,6 +308,7 @@ struct BlockDriver {
                                   const void *buf, size_t bytes,
                                   Error **errp);
     /* Optional: persistent dirty bitmaps (see bdrv_bitmap_op()). */
+    bool (*bdrv_supports_persistent_bitmaps)(BlockDriverState *bs);
     int (*bdrv_bitmap_list)(BlockDriverState *bs, BlockImageInfoBitmap **out,
                             size_t *nb, Error **errp);
     int (*bdrv_bitmap_op)(BlockDriverState *bs, BdrvBitmapOp op,

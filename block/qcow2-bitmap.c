@@ -819,8 +819,10 @@ static Qcow2Bitmap *qcow2_bitmap_lookup(BlockDriverState *bs,
         return NULL;
     }
     if (bm->inconsistent && !allow_broken) {
-        error_setg(errp, "Bitmap '%s' is inconsistent and cannot be used",
-                   name);
+        /* With qemu-img's hint, on the line after. */
+        error_setg(errp, "Bitmap '%s' is inconsistent and cannot be used\n"
+                   "Try block-dirty-bitmap-remove to delete this bitmap "
+                   "from disk", name);
         return NULL;
     }
     return bm;
@@ -978,7 +980,8 @@ int qcow2_bitmap_get(BlockDriverState *bs, const char *name,
         }
         if (bm->inconsistent) {
             error_setg(errp, "Bitmap '%s' is inconsistent and cannot be "
-                       "used", name);
+                       "used\nTry block-dirty-bitmap-remove to delete this "
+                       "bitmap from disk", name);
             return -1;
         }
         if (qcow2_bitmap_load(bs, bm, errp) < 0) {

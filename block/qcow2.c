@@ -1170,6 +1170,14 @@ static int qcow2_make_empty_tracked(BlockDriverState *bs, Error **errp)
     return qcow2_make_empty(bs, errp);
 }
 
+/* Spec: the bitmaps extension needs version 3 (autoclear_features). */
+static bool qcow2_supports_bitmaps(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    return s->header.version >= 3;
+}
+
 /* "-o help" (qemu-img's options and words; what qcow2-create.c takes). */
 static const BlockOptionDesc qcow2_create_opts[] = {
     { "size", "size", "Virtual disk size" },
@@ -1245,6 +1253,7 @@ const BlockDriver bdrv_qcow2 = {
     .bdrv_change_backing_file = qcow2_change_backing_file,
     .bdrv_make_empty = qcow2_make_empty_tracked,
     .bdrv_pwrite_zeroes = qcow2_pwrite_zeroes_tracked,
+    .bdrv_supports_persistent_bitmaps = qcow2_supports_bitmaps,
     .bdrv_bitmap_list = qcow2_read_bitmaps,
     .bdrv_bitmap_op = qcow2_bitmap_op,
     .bdrv_bitmap_get = qcow2_bitmap_get,

@@ -523,6 +523,8 @@ typedef struct BdrvBitmapBits {
     uint64_t len;
 } BdrvBitmapBits;
 
+/* Whether bs can hold persistent bitmaps (qcow2 v3). */
+bool bdrv_supports_persistent_bitmaps(BlockDriverState *bs);
 /* The image's bitmaps (as info lists them); none: *out NULL, *nb 0. */
 int bdrv_bitmap_list(BlockDriverState *bs, BlockImageInfoBitmap **out,
                      size_t *nb, Error **errp);
