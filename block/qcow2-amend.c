@@ -33,13 +33,6 @@ static int qcow2_rewrite_header(BlockDriverState *bs, Error **errp)
     uint64_t clen = s->ext.has_crypto_header ? s->ext.crypto_header_length : 0;
     size_t n;
 
-    /* The header writer does not carry the bitmaps extension over. */
-    if (qcow2_has_bitmaps(bs)) {
-        error_setg(errp, "Cannot change the header of an image with "
-                   "persistent bitmaps in qemu-img-lite: remove them first "
-                   "('qemu-img bitmap --remove')");
-        return -1;
-    }
     n = qcow2_header_build(&s->header, s->backing_file,
                            s->ext.backing_format, coff, clen, true, buf,
                            hlen);
@@ -50,6 +43,14 @@ static int qcow2_rewrite_header(BlockDriverState *bs, Error **errp)
     }
     if (n > cs) {
         error_setg(errp, "The new header does not fit in the first cluster");
+        return -1;
+    }
+    /* The bitmaps extension, as the image has it (qcow2-bitmap.c). */
+    if (s->ext.nb_bitmaps &&
+        qcow2_header_set_bitmaps_ext(buf, cs, s->ext.nb_bitmaps,
+                                     s->ext.bitmap_directory_size,
+                                     s->ext.bitmap_directory_offset,
+                                     errp) < 0) {
         return -1;
     }
     /* One write of one cluster: the old header or the new one. */
@@ -111,6 +112,12 @@ static int qcow2_amend_compat(BlockDriverState *bs, uint32_t version,
     }
     if (s->g.extended_l2) {
         error_setg(errp, "Cannot downgrade an image with extended L2 entries");
+        return -1;
+    }
+    if (qcow2_has_bitmaps(bs)) {
+        /* Version 2 has no autoclear bits, hence no bitmaps. */
+        error_setg(errp, "Cannot downgrade an image with persistent bitmaps: "
+                   "remove them first ('qemu-img bitmap --remove')");
         return -1;
     }
     if (h->compression_type != QCOW2_COMPRESSION_ZLIB) {
@@ -361,9 +368,9 @@ out:
 
 /*
  * rebase: a new backing file name and format in the header (one write
- * of the first cluster: the old header or the new). The extensions the
- * header writer does not carry over (an external data file, bitmaps)
- * would be lost: refused.
+ * of the first cluster: the old header or the new), the bitmaps
+ * extension kept. An external data file's name the header writer does
+ * not carry over: refused.
  */
 int qcow2_change_backing_file(BlockDriverState *bs, const char *backing_file,
                               const char *backing_fmt, Error **errp)
@@ -371,10 +378,9 @@ int qcow2_change_backing_file(BlockDriverState *bs, const char *backing_file,
     BDRVQcow2State *s = bs->opaque;
     char *old_file = s->backing_file, *old_fmt = s->ext.backing_format;
 
-    if (s->ext.data_file || s->ext.nb_bitmaps) {
-        error_setg(errp, "Changing the backing file of an image with %s is "
-                   "not supported by qemu-img-lite",
-                   s->ext.data_file ? "an external data file" : "bitmaps");
+    if (s->ext.data_file) {
+        error_setg(errp, "Changing the backing file of an image with an "
+                   "external data file is not supported by qemu-img-lite");
         return -1;
     }
     if (backing_file && strlen(backing_file) > QCOW2_MAX_BACKING_NAME) {

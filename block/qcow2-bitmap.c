@@ -12,15 +12,17 @@
  * bits (bit 0 set: of one bits). Bit i of data byte j is granule 8j + i.
  *
  * The life of a read-write open (QEMU's order):
- *  - open: every enabled, consistent bitmap is loaded into memory and
- *    marked in_use on disk (the directory rewritten in place, flushed)
- *    before the first data write, so a crash leaves it "inconsistent",
- *    never silently stale;
- *  - writes set the bits of the ranges they touch, in memory;
+ *  - open: every consistent bitmap is loaded into memory and marked
+ *    in_use on disk (the directory rewritten in place, flushed) before
+ *    the first data write, so a crash leaves it "inconsistent", never
+ *    silently stale;
+ *  - writes set the bits of the enabled ones, in memory;
  *  - close (or bdrv_bitmaps_store()): each loaded bitmap gets new data
  *    clusters and a new table, then a new directory, all flushed before
  *    the header extension points at them; the old ones are freed last.
- *    A crash in between leaks clusters and loses nothing.
+ *    A crash in between leaks clusters and loses nothing. New clusters
+ *    go where QEMU's allocator would put them (first free run), so the
+ *    file sizes match qemu-img's.
  * Bitmaps found in_use at open ("inconsistent") keep their clusters and
  * their flag: only --remove takes them.
  */
@@ -74,8 +76,20 @@ typedef struct Qcow2BitmapOldTable {
     uint32_t size;
 } Qcow2BitmapOldTable;
 
+/*
+ * Where a store puts new clusters: as QEMU's allocator, the first run of
+ * free clusters from a cursor that only moves forward, so the holes the
+ * last store left are reused (file sizes as qemu-img's).
+ */
+typedef struct Qcow2BitmapAlloc {
+    uint8_t *used;                  /* per cluster below next_free */
+    uint64_t n;
+    uint64_t cursor;
+} Qcow2BitmapAlloc;
+
 struct Qcow2BitmapSet {
     GPtrArray *list;                /* Qcow2Bitmap *, in directory order */
+    Qcow2BitmapAlloc alloc;         /* during a store */
     GArray *old_tables;             /* Qcow2BitmapOldTable */
     GMutex lock;                    /* writes set bits from many threads */
     bool changed;                   /* something to store at close */
@@ -258,8 +272,7 @@ int qcow2_read_bitmaps(BlockDriverState *bs, BlockImageInfoBitmap **out,
 
         (*out)[i].name = g_strdup(bm->name);
         (*out)[i].granularity = 1u << bm->gran_bits;
-        (*out)[i].in_use = bm->inconsistent ||
-                           (s->bitmaps && bm->enabled);
+        (*out)[i].in_use = bm->inconsistent;
         (*out)[i].autoload = bm->enabled;
     }
     *nb = live->len;
@@ -412,29 +425,25 @@ static void qcow2_bitmap_mark(Qcow2Bitmap *bm, uint64_t offset,
 
 /* ---- The header extension */
 
-/*
- * Rewrite the first cluster with the bitmaps extension saying nb, size,
- * offset (none when nb is 0) and the autoclear bit to match; the other
- * extensions and the backing file name are kept as they are.
- */
-static int qcow2_bitmap_write_ext(BlockDriverState *bs, uint32_t nb,
-                                  uint64_t dir_size, uint64_t dir_offset,
-                                  Error **errp)
+int qcow2_header_set_bitmaps_ext(uint8_t *buf, uint64_t cs, uint32_t nb,
+                                 uint64_t dir_size, uint64_t dir_offset,
+                                 Error **errp)
 {
-    BDRVQcow2State *s = bs->opaque;
-    Qcow2Header *h = &s->header;
-    uint64_t cs = s->g.cluster_size;
-    g_autofree uint8_t *old = g_malloc(cs);
-    g_autofree uint8_t *buf = g_malloc0(cs);
-    uint64_t end = h->backing_file_offset ? MIN(cs, h->backing_file_offset)
-                                          : cs;
-    uint64_t off = h->header_length, pos = h->header_length;
-    uint64_t autoclear = h->autoclear_features;
+    g_autofree uint8_t *old = g_memdup2(buf, cs);
+    uint32_t header_length = ldl_be_p(old + 100);
+    uint64_t backing_offset = ldq_be_p(old + 8);
+    uint32_t backing_size = ldl_be_p(old + 16);
+    uint64_t autoclear = ldq_be_p(old + 88);
+    uint64_t end = backing_offset ? MIN(cs, backing_offset) : cs;
+    uint64_t off = header_length, pos = header_length;
 
-    if (bdrv_pread(bs->file, 0, old, cs, errp) < 0) {
+    if (ldl_be_p(old + 4) < 3 || header_length > cs ||
+        (backing_offset && (backing_offset > cs ||
+                            backing_size > cs - backing_offset))) {
+        error_setg(errp, "The image header cannot hold bitmaps");
         return -1;
     }
-    memcpy(buf, old, h->header_length);
+    memset(buf + header_length, 0, cs - header_length);
     while (off + 8 <= end) {
         uint32_t type = ldl_be_p(old + off);
         uint64_t elen = 8 + ROUND_UP((uint64_t)ldl_be_p(old + off + 4), 8);
@@ -463,32 +472,48 @@ static int qcow2_bitmap_write_ext(BlockDriverState *bs, uint32_t nb,
         autoclear &= ~QCOW2_AUTOCLEAR_BITMAPS;
     }
     pos += 8;   /* the end marker: zeroes */
-    if (h->backing_file_offset) {
-        if (pos + h->backing_file_size > cs) {
+    if (backing_offset) {
+        if (pos + backing_size > cs) {
             goto too_big;
         }
-        memcpy(buf + pos, old + h->backing_file_offset, h->backing_file_size);
+        memcpy(buf + pos, old + backing_offset, backing_size);
         stq_be_p(buf + 8, pos);
     }
     stq_be_p(buf + 88, autoclear);
+    return 0;
+
+too_big:
+    memcpy(buf, old, cs);
+    error_setg(errp, "The bitmaps extension does not fit in the header "
+               "cluster");
+    return -1;
+}
+
+/* The header on disk with the bitmaps extension saying nb, size, offset. */
+static int qcow2_bitmap_write_ext(BlockDriverState *bs, uint32_t nb,
+                                  uint64_t dir_size, uint64_t dir_offset,
+                                  Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t cs = s->g.cluster_size;
+    g_autofree uint8_t *buf = g_malloc(cs);
+
+    if (bdrv_pread(bs->file, 0, buf, cs, errp) < 0 ||
+        qcow2_header_set_bitmaps_ext(buf, cs, nb, dir_size, dir_offset,
+                                     errp) < 0) {
+        return -1;
+    }
     /* One write of one cluster: the old header or the new one. */
     if (bdrv_pwrite(bs->file, 0, buf, cs, 0, errp) < 0 ||
         bdrv_flush(bs->file, errp) < 0) {
         return -1;
     }
-    if (h->backing_file_offset) {
-        h->backing_file_offset = pos;
-    }
-    h->autoclear_features = autoclear;
+    s->header.backing_file_offset = ldq_be_p(buf + 8);
+    s->header.autoclear_features = ldq_be_p(buf + 88);
     s->ext.nb_bitmaps = nb;
     s->ext.bitmap_directory_size = nb ? dir_size : 0;
     s->ext.bitmap_directory_offset = nb ? dir_offset : 0;
     return 0;
-
-too_big:
-    error_setg(errp, "The bitmaps extension does not fit in the header "
-               "cluster");
-    return -1;
 }
 
 /* ---- Storing */
@@ -500,7 +525,7 @@ static uint32_t qcow2_bitmap_disk_flags(const Qcow2Bitmap *bm, bool in_use)
            (in_use || bm->inconsistent ? QCOW2_BITMAP_FLAG_IN_USE : 0);
 }
 
-/* The directory bytes for list; tracking bitmaps in_use when still open. */
+/* The directory bytes for list; the loaded bitmaps in_use while open. */
 static uint8_t *qcow2_bitmap_dir_build(GPtrArray *list, bool open,
                                        uint64_t *len)
 {
@@ -520,8 +545,7 @@ static uint8_t *qcow2_bitmap_dir_build(GPtrArray *list, bool open,
 
         stq_be_p(dir + pos, bm->table_offset);
         stl_be_p(dir + pos + 8, bm->table_size);
-        stl_be_p(dir + pos + 12,
-                 qcow2_bitmap_disk_flags(bm, open && bm->enabled));
+        stl_be_p(dir + pos + 12, qcow2_bitmap_disk_flags(bm, open));
         dir[pos + 16] = QCOW2_BITMAP_TYPE_DIRTY;
         dir[pos + 17] = bm->gran_bits;
         stw_be_p(dir + pos + 18, name_len);
@@ -537,7 +561,71 @@ static uint8_t *qcow2_bitmap_dir_build(GPtrArray *list, bool open,
     return dir;
 }
 
-/* Write len bytes to new clusters (padded with zeroes). alloc_lock held. */
+/*
+ * Which clusters below next_free are in use, from the refcount blocks
+ * on disk (flushed first). alloc_lock held.
+ */
+static int qcow2_bitmap_alloc_init(BlockDriverState *bs, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    Qcow2BitmapAlloc *a = &s->bitmaps->alloc;
+    uint64_t cs = s->g.cluster_size;
+    unsigned order = s->header.refcount_order;
+    uint64_t per_block = (cs * 8) >> order;
+    g_autofree uint8_t *block = g_malloc(cs);
+
+    if (qcow2_flush_metadata_locked(bs, errp) < 0) {
+        return -1;
+    }
+    a->n = s->next_free / cs;
+    a->cursor = 0;
+    a->used = g_malloc0(MAX(a->n, 1));
+    for (uint64_t t = 0; t * per_block < a->n; t++) {
+        if (t >= s->reftable_entries || !s->reftable[t]) {
+            continue;
+        }
+        if (bdrv_pread(bs->file, s->reftable[t], block, cs, errp) < 0) {
+            return -1;
+        }
+        for (uint64_t i = 0; i < per_block && t * per_block + i < a->n;
+             i++) {
+            a->used[t * per_block + i] =
+                qcow2_refcount_block_entry(block, i, order) != 0;
+        }
+    }
+    return 0;
+}
+
+/* count clusters: the first free run from the cursor, or the file's end. */
+static int qcow2_bitmap_alloc(BlockDriverState *bs, uint64_t count,
+                              uint64_t *offset, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    Qcow2BitmapAlloc *a = &s->bitmaps->alloc;
+    uint64_t cs = s->g.cluster_size;
+
+    for (uint64_t i = a->cursor; i + count <= a->n; i++) {
+        uint64_t j = 0;
+
+        while (j < count && !a->used[i + j]) {
+            j++;
+        }
+        if (j == count) {
+            memset(a->used + i, 1, count);
+            a->cursor = i + count;
+            *offset = i * cs;
+            return qcow2_update_refcounts(bs, *offset, count * cs, 1, errp);
+        }
+        i += j;
+    }
+    a->cursor = a->n;
+    return qcow2_alloc_clusters(bs, count, offset, errp);
+}
+
+/*
+ * Write len bytes to new clusters. alloc_lock held. As QEMU, the bytes
+ * alone: at the file's end the last cluster stays short.
+ */
 static int qcow2_bitmap_write_new(BlockDriverState *bs, const void *data,
                                   uint64_t len, uint64_t *offset,
                                   Error **errp)
@@ -545,13 +633,11 @@ static int qcow2_bitmap_write_new(BlockDriverState *bs, const void *data,
     BDRVQcow2State *s = bs->opaque;
     uint64_t cs = s->g.cluster_size;
     uint64_t n = len / cs + (len % cs != 0);
-    g_autofree uint8_t *buf = g_malloc0(n * cs);
 
-    memcpy(buf, data, len);
-    if (qcow2_alloc_clusters(bs, n, offset, errp) < 0) {
+    if (qcow2_bitmap_alloc(bs, n, offset, errp) < 0) {
         return -1;
     }
-    return bdrv_pwrite(bs->file, *offset, buf, n * cs, 0, errp);
+    return bdrv_pwrite(bs->file, *offset, data, len, 0, errp);
 }
 
 /* New data clusters and table for a loaded bitmap. alloc_lock held. */
@@ -630,6 +716,9 @@ static int qcow2_bitmaps_write(BlockDriverState *bs, bool open, Error **errp)
     int ret = -1;
 
     g_mutex_lock(&s->alloc_lock);
+    if (qcow2_bitmap_alloc_init(bs, errp) < 0) {
+        goto out;
+    }
     for (guint i = 0; i < set->list->len; i++) {
         Qcow2Bitmap *bm = g_ptr_array_index(set->list, i);
 
@@ -665,13 +754,14 @@ static int qcow2_bitmaps_write(BlockDriverState *bs, bool open, Error **errp)
     ret = qcow2_flush_metadata_locked(bs, errp);
     set->changed = false;
 out:
+    g_clear_pointer(&set->alloc.used, g_free);
     g_mutex_unlock(&s->alloc_lock);
     return ret;
 }
 
 /* ---- Open and close */
 
-/* Rewrite the directory where it is with the tracking bitmaps in_use. */
+/* Rewrite the directory where it is with the loaded bitmaps in_use. */
 static int qcow2_bitmaps_mark_in_use(BlockDriverState *bs, Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
@@ -718,7 +808,8 @@ int qcow2_bitmaps_open_rw(BlockDriverState *bs, Error **errp)
     for (guint i = 0; i < set->list->len; i++) {
         Qcow2Bitmap *bm = g_ptr_array_index(set->list, i);
 
-        if (bm->enabled && !bm->inconsistent) {
+        /* All of them, as QEMU: each is written back at close. */
+        if (!bm->inconsistent) {
             if (qcow2_bitmap_load(bs, bm, errp) < 0) {
                 error_prepend(errp, "qcow2 image '%s' cannot be written: ",
                               bdrv_get_filename(bs->file));

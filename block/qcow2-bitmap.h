@@ -37,6 +37,16 @@ int qcow2_bitmap_table_validate(const uint64_t *table, uint32_t n,
                                 Error **errp);
 
 /*
+ * Re-lay the header cluster buf (cs bytes, version 3) with the bitmaps
+ * extension saying nb, dir_size, dir_offset (none for nb 0) and the
+ * autoclear bit to match; the other extensions and the backing file
+ * name are kept (the name moves). buf is unchanged on failure.
+ */
+int qcow2_header_set_bitmaps_ext(uint8_t *buf, uint64_t cs, uint32_t nb,
+                                 uint64_t dir_size, uint64_t dir_offset,
+                                 Error **errp);
+
+/*
  * Read-write open: load the directory and the enabled bitmaps, and mark
  * those in_use on disk before any write (refused if the directory or a
  * table is invalid).

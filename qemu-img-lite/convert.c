@@ -591,7 +591,8 @@ static int convert_check_bitmaps(BlockDriverState *src, bool skip_broken)
         img_error_free(bdrv_get_filename(src), err);
         return -1;
     }
-    for (size_t i = 0; i < nb && !skip_broken; i++) {
+    /* In qemu-img's order: the last bitmap of the directory first. */
+    for (size_t i = nb; i-- > 0 && !skip_broken;) {
         if (list[i].in_use) {
             img_error(NULL, "Cannot copy inconsistent bitmap '%s'",
                       list[i].name);
@@ -621,12 +622,18 @@ static int convert_copy_bitmaps(BlockDriverState *src, BlockDriverState *dst,
         img_error_free(bdrv_get_filename(src), err);
         return -1;
     }
+    /* qemu-img's warnings come last bitmap first (its in-memory order). */
+    for (size_t i = nb; i-- > 0;) {
+        if (list[i].in_use) {
+            img_error(NULL, "warning: Skipping inconsistent bitmap '%s'",
+                      list[i].name);
+        }
+    }
+    /* Added in the directory's order, which the target's keeps. */
     for (size_t i = 0; i < nb; i++) {
         const char *name = list[i].name;
 
-        if (list[i].in_use && skip_broken) {
-            img_error(NULL, "warning: Skipping inconsistent bitmap '%s'",
-                      name);
+        if (list[i].in_use) {
             continue;
         }
         if (bdrv_bitmap_op(dst, BDRV_BITMAP_ADD, name, list[i].granularity,
