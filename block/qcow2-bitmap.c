@@ -372,6 +372,12 @@ static int qcow2_bitmap_load(BlockDriverState *bs, Qcow2Bitmap *bm,
                    bm->table_size, want);
         return -1;
     }
+    /* QEMU's BME_MAX_PHYS_SIZE: what a table may map, in memory too. */
+    if ((uint64_t)want * cs > QCOW2_MAX_BITMAP_DATA) {
+        error_setg(errp, "Bitmap '%s' is too large (%" PRIu64 " bytes of "
+                   "data)", bm->name, (uint64_t)want * cs);
+        return -1;
+    }
     table = qcow2_bitmap_read_table(bs, bm, errp);
     if (!table) {
         return -1;
