@@ -310,14 +310,12 @@ int qcow2_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
                    "qcow2 image in qemu-img-lite");
         return -1;
     }
-    if (qcow2_has_bitmaps(bs)) {
-        error_setg(errp, "Cannot resize an image with persistent bitmaps in "
-                   "qemu-img-lite: remove them first ('qemu-img bitmap "
-                   "--remove')");
-        return -1;
-    }
     if (size == s->header.size) {
         return 0;
+    }
+    /* The bitmaps follow the size, as QEMU's (their bits in memory). */
+    if (qcow2_bitmaps_check_resize(bs, errp) < 0) {
+        return -1;
     }
     g_mutex_lock(&s->alloc_lock);
     /* Tables are read from and written to the file below: all of it there. */
@@ -329,6 +327,9 @@ int qcow2_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
         ret = qcow2_shrink(bs, size, errp);
     }
     g_mutex_unlock(&s->alloc_lock);
+    if (ret == 0) {
+        qcow2_bitmaps_resize(bs, size);
+    }
     return ret;
 }
 

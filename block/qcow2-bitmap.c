@@ -1128,6 +1128,57 @@ int qcow2_bitmap_merge(BlockDriverState *bs, const char *name,
     return 0;
 }
 
+/* ---- resize */
+
+int qcow2_bitmaps_check_resize(BlockDriverState *bs, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    for (guint i = 0; s->bitmaps && i < s->bitmaps->list->len; i++) {
+        Qcow2Bitmap *bm = g_ptr_array_index(s->bitmaps->list, i);
+
+        if (bm->inconsistent) {
+            /* qemu-img's words (its resize fails the same way). */
+            error_setg(errp, "Bitmap '%s' is inconsistent and cannot be "
+                       "used\nTry block-dirty-bitmap-remove to delete this "
+                       "bitmap from disk", bm->name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void qcow2_bitmaps_resize(BlockDriverState *bs, uint64_t size)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    for (guint i = 0; s->bitmaps && i < s->bitmaps->list->len; i++) {
+        Qcow2Bitmap *bm = g_ptr_array_index(s->bitmaps->list, i);
+        uint64_t len = (uint64_t)qcow2_bitmap_table_entries(
+            size, bm->gran_bits, s->g.cluster_size) * s->g.cluster_size;
+        uint64_t granules = (size >> bm->gran_bits) +
+                            ((size & ((1ull << bm->gran_bits) - 1)) != 0);
+
+        bm->bits = g_realloc(bm->bits, MAX(len, 1));
+        if (len > bm->bits_len) {
+            memset(bm->bits + bm->bits_len, 0, len - bm->bits_len);
+        }
+        bm->bits_len = len;
+        /* Past the new end nothing is dirty (a later grow reads clean). */
+        if (granules % 8 && granules / 8 < len) {
+            bm->bits[granules / 8] &= (1u << (granules % 8)) - 1;
+        }
+        if (granules / 8 + (granules % 8 != 0) < len) {
+            memset(bm->bits + granules / 8 + (granules % 8 != 0), 0,
+                   len - granules / 8 - (granules % 8 != 0));
+        }
+        bm->table_size = len / s->g.cluster_size;
+    }
+    if (s->bitmaps) {
+        s->bitmaps->changed = true;
+    }
+}
+
 /* ---- Other writers of the header */
 
 bool qcow2_has_bitmaps(BlockDriverState *bs)

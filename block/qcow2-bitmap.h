@@ -59,7 +59,11 @@ void qcow2_bitmaps_close(BlockDriverState *bs);
 /* Before a write of [offset, offset + bytes): set the enabled ones' bits. */
 int qcow2_bitmaps_before_write(BlockDriverState *bs, uint64_t offset,
                                uint64_t bytes, Error **errp);
-/* Whether the image has persistent bitmaps (resize and amend refuse). */
+/* resize: refused with inconsistent bitmaps (their size would not fit). */
+int qcow2_bitmaps_check_resize(BlockDriverState *bs, Error **errp);
+/* After a resize to size: the loaded bitmaps cover the new disk. */
+void qcow2_bitmaps_resize(BlockDriverState *bs, uint64_t size);
+/* Whether the image has persistent bitmaps (a downgrade refuses). */
 bool qcow2_has_bitmaps(BlockDriverState *bs);
 
 /* The driver's bitmap operations (see bdrv_bitmap_op() and below). */

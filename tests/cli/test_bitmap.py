@@ -358,11 +358,24 @@ class Bitmap(TestCase):
                          "Format driver 'raw' does not support bitmaps")
         self.assertSame(a, b)
 
-    def test_resize_refused_with_bitmaps(self):
-        a = self.mk("a.qcow2")
-        qil("bitmap", "--add", a, "b0")
-        self.assertFails(["resize", a, "16M"], "persistent bitmaps")
-        self.assertClean(a)
+    def test_resize_as_qemu_img(self):
+        a, b = self.twins()
+        for img in (a, b):
+            qemu_img("bitmap", "--add", "-g", "4k", img, "b0")
+            qemu_img("bitmap", "--add", "-g", "512", img, "b1")
+            self.io(img, "write 2M 1M", "write -z 7M 1M")
+        for size in ("20M", "--shrink 7700k", "30M"):
+            qil("resize", "-q", a, *size.split())
+            qemu_img("resize", "-q", b, *size.split())
+        self.assertSame(a, b)
+        self.assertEqual(os.path.getsize(a), os.path.getsize(b))
+        # An inconsistent bitmap cannot follow: refused as by qemu-img.
+        for img in (a, b):
+            self.mark_in_use(img, "b1")
+        ours = qil("resize", a, "40M", check=False)
+        theirs = qemu_img("resize", b, "40M", check=False)
+        self.assertEqual(ours.returncode, 1)
+        self.assertEqual(*ours_and_qemu_error(ours, theirs))
 
     # ---- LUKS-encrypted qcow2, measure
 
