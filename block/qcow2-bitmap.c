@@ -757,7 +757,9 @@ static int qcow2_bitmaps_write(BlockDriverState *bs, bool open, Error **errp)
                                           errp) < 0) {
         goto out;
     }
-    ret = qcow2_flush_metadata_locked(bs, errp);
+    /* The frees on disk too: otherwise a power loss leaks them. */
+    ret = qcow2_flush_metadata_locked(bs, errp) < 0 ||
+          bdrv_flush(bs->file, errp) < 0 ? -1 : 0;
     set->changed = false;
 out:
     g_clear_pointer(&set->alloc.used, g_free);
