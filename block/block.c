@@ -1310,3 +1310,80 @@ int bdrv_check(BlockDriverState *bs, BdrvCheckResult *res, BdrvCheckMode fix)
     res->report_opaque = opaque;
     return bs->drv->bdrv_check(bs, res, fix);
 }
+
+/* ---- Persistent dirty bitmaps */
+
+bool bdrv_supports_persistent_bitmaps(BlockDriverState *bs)
+{
+    return bs->drv->bdrv_supports_persistent_bitmaps &&
+           bs->drv->bdrv_supports_persistent_bitmaps(bs);
+}
+
+int bdrv_bitmap_list(BlockDriverState *bs, BlockImageInfoBitmap **out,
+                     size_t *nb, Error **errp)
+{
+    *out = NULL;
+    *nb = 0;
+    return bs->drv->bdrv_bitmap_list ?
+           bs->drv->bdrv_bitmap_list(bs, out, nb, errp) : 0;
+}
+
+void bdrv_bitmap_list_free(BlockImageInfoBitmap *list, size_t nb)
+{
+    for (size_t i = 0; i < nb; i++) {
+        g_free(list[i].name);
+    }
+    g_free(list);
+}
+
+int bdrv_bitmap_op(BlockDriverState *bs, BdrvBitmapOp op, const char *name,
+                   uint32_t granularity, Error **errp)
+{
+    if (!bs->drv->bdrv_bitmap_op) {
+        if (op == BDRV_BITMAP_ADD) {
+            /* qemu-img's words, less its node name ("#block123"). */
+            error_setg(errp, "Can't store persistent bitmaps to '%s': "
+                       "Operation not supported", bdrv_get_filename(bs));
+        } else {
+            error_setg(errp, "Dirty bitmap '%s' not found", name);
+        }
+        return -1;
+    }
+    return bs->drv->bdrv_bitmap_op(bs, op, name, granularity, errp);
+}
+
+int bdrv_bitmap_get(BlockDriverState *bs, const char *name,
+                    BdrvBitmapBits *out, Error **errp)
+{
+    memset(out, 0, sizeof(*out));
+    if (!bs->drv->bdrv_bitmap_get) {
+        error_setg(errp, "Dirty bitmap '%s' not found", name);
+        return -1;
+    }
+    return bs->drv->bdrv_bitmap_get(bs, name, out, errp);
+}
+
+int bdrv_bitmap_merge(BlockDriverState *bs, const char *name,
+                      BlockDriverState *src, const char *src_name,
+                      Error **errp)
+{
+    BdrvBitmapBits bits;
+    int ret;
+
+    if (!bs->drv->bdrv_bitmap_merge) {
+        error_setg(errp, "Dirty bitmap '%s' not found", name);
+        return -1;
+    }
+    if (bdrv_bitmap_get(src ? src : bs, src_name, &bits, errp) < 0) {
+        return -1;
+    }
+    ret = bs->drv->bdrv_bitmap_merge(bs, name, &bits, errp);
+    g_free(bits.bits);
+    return ret;
+}
+
+int bdrv_bitmaps_store(BlockDriverState *bs, Error **errp)
+{
+    return bs->drv->bdrv_bitmaps_store ?
+           bs->drv->bdrv_bitmaps_store(bs, errp) : 0;
+}

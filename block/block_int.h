@@ -328,6 +328,18 @@ struct BlockDriver {
     int (*bdrv_pwrite_compressed)(BlockDriverState *bs, uint64_t offset,
                                   const void *buf, size_t bytes,
                                   Error **errp);
+    /* Optional: persistent dirty bitmaps (see bdrv_bitmap_op()). */
+    bool (*bdrv_supports_persistent_bitmaps)(BlockDriverState *bs);
+    int (*bdrv_bitmap_list)(BlockDriverState *bs, BlockImageInfoBitmap **out,
+                            size_t *nb, Error **errp);
+    int (*bdrv_bitmap_op)(BlockDriverState *bs, BdrvBitmapOp op,
+                          const char *name, uint32_t granularity,
+                          Error **errp);
+    int (*bdrv_bitmap_get)(BlockDriverState *bs, const char *name,
+                           BdrvBitmapBits *out, Error **errp);
+    int (*bdrv_bitmap_merge)(BlockDriverState *bs, const char *name,
+                             const BdrvBitmapBits *src, Error **errp);
+    int (*bdrv_bitmaps_store)(BlockDriverState *bs, Error **errp);
 };
 
 /* Block status, drivers only: ask the file below as well (QEMU's value). */

@@ -64,6 +64,7 @@ void nbd_conn_config_clear(NBDConnConfig *cfg)
     g_free(cfg->tls_psk_file);
     g_free(cfg->tls_username);
     g_free(cfg->tls_hostname);
+    g_free(cfg->meta_context);
     memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -121,7 +122,8 @@ static struct nbd_handle *nbd_conn_new_handle(const NBDConnConfig *cfg,
         return NULL;
     }
     if (nbd_set_export_name(h, cfg->export) < 0 ||
-        nbd_add_meta_context(h, LIBNBD_CONTEXT_BASE_ALLOCATION) < 0) {
+        nbd_add_meta_context(h, cfg->meta_context ? cfg->meta_context :
+                             LIBNBD_CONTEXT_BASE_ALLOCATION) < 0) {
         goto fail;
     }
     if (cfg->tls) {

@@ -28,6 +28,11 @@ typedef struct NBDConnConfig {
     bool tls_verify_peer;
     /* The most a connection and its handshake may take, 0: no limit. */
     gint64 timeout_us;
+    /*
+     * The block status context: NULL for base:allocation, or QEMU's
+     * x-dirty-bitmap ("qemu:dirty-bitmap:NAME": dirty reads as a hole).
+     */
+    char *meta_context;
     /* How errors name the server (the node's filename). */
     const char *name;
 } NBDConnConfig;

@@ -343,6 +343,7 @@ static int nbd_open_config(BlockDriverState *bs, NBDConnConfig *cfg,
     cfg->tls_psk_file = qemu_opt_take(opts, "tls-psk-file");
     cfg->tls_username = qemu_opt_take(opts, "tls-username");
     cfg->tls_hostname = qemu_opt_take(opts, "tls-hostname");
+    cfg->meta_context = qemu_opt_take(opts, "x-dirty-bitmap");
     cfg->tls_verify_peer = true;
     if (qemu_opt_take_bool(opts, "tls", false, &tls, errp) < 0 ||
         qemu_opt_take_uint(opts, "open-timeout", NBD_OPEN_TIMEOUT_DEFAULT,
@@ -401,6 +402,13 @@ static void nbd_close_node(BlockDriverState *bs)
     g_mutex_clear(&s->extent.lock);
 }
 
+/* base:allocation, or the dirty bitmap x-dirty-bitmap names. */
+static const char *nbd_status_context(BDRVNBDState *s)
+{
+    return s->cfg.meta_context ? s->cfg.meta_context
+                               : LIBNBD_CONTEXT_BASE_ALLOCATION;
+}
+
 static int nbd_open(BlockDriverState *bs, GHashTable *opts, int flags,
                     Error **errp)
 {
@@ -445,8 +453,12 @@ static int nbd_open(BlockDriverState *bs, GHashTable *opts, int flags,
     s->can_flush = nbd_can_flush(h) == 1;
     s->can_zero = nbd_can_zero(h) == 1;
     s->can_trim = nbd_can_trim(h) == 1;
-    s->allocation = nbd_can_meta_context(
-        h, LIBNBD_CONTEXT_BASE_ALLOCATION) == 1;
+    s->allocation = nbd_can_meta_context(h, nbd_status_context(s)) == 1;
+    if (s->cfg.meta_context && !s->allocation) {
+        error_setg(errp, "requested x-dirty-bitmap %s not found",
+                   s->cfg.meta_context);
+        goto fail;
+    }
     /*
      * The others connect in the background: the node is usable now, and a
      * server that takes one client only (qemu-nbd's default --shared=1)
@@ -488,6 +500,7 @@ static const char *const nbd_op_what[] = {
 
 /* The first extent of a base:allocation answer. */
 typedef struct NBDExtent {
+    const char *context;            /* the one asked for */
     uint64_t length;
     uint32_t flags;
     bool seen;
@@ -588,9 +601,8 @@ static int nbd_extent_cb(void *opaque, const char *context, uint64_t offset,
 {
     NBDExtent *e = opaque;
 
-    /* The first extent of base:allocation: (length, flags) pairs. */
-    if (!e->seen && nr_entries >= 2 &&
-        g_str_equal(context, LIBNBD_CONTEXT_BASE_ALLOCATION)) {
+    /* The first extent of the context: (length, flags) pairs. */
+    if (!e->seen && nr_entries >= 2 && g_str_equal(context, e->context)) {
         e->length = entries[0];
         e->flags = entries[1];
         e->seen = true;
@@ -867,7 +879,7 @@ static int nbd_block_status_node(BlockDriverState *bs, uint64_t offset,
                                  Error **errp)
 {
     BDRVNBDState *s = bs->opaque;
-    NBDExtent e = { 0 };
+    NBDExtent e = { .context = nbd_status_context(s) };
     int ret = BDRV_BLOCK_DATA;
 
     *pnum = bytes;

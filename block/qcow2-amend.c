@@ -13,6 +13,7 @@
 
 #include "block/crypto.h"
 #include "block/qcow2.h"
+#include "block/qcow2-bitmap.h"
 
 #define DIV_ROUND_UP_U64(n, d) ((n) / (d) + !!((n) % (d)))
 
@@ -42,6 +43,14 @@ static int qcow2_rewrite_header(BlockDriverState *bs, Error **errp)
     }
     if (n > cs) {
         error_setg(errp, "The new header does not fit in the first cluster");
+        return -1;
+    }
+    /* The bitmaps extension, as the image has it (qcow2-bitmap.c). */
+    if (s->ext.nb_bitmaps &&
+        qcow2_header_set_bitmaps_ext(buf, cs, s->ext.nb_bitmaps,
+                                     s->ext.bitmap_directory_size,
+                                     s->ext.bitmap_directory_offset,
+                                     errp) < 0) {
         return -1;
     }
     /* One write of one cluster: the old header or the new one. */
@@ -108,6 +117,12 @@ static int qcow2_amend_compat(BlockDriverState *bs, uint32_t version,
     }
     if (s->g.extended_l2) {
         error_setg(errp, "Cannot downgrade an image with extended L2 entries");
+        return -1;
+    }
+    if (qcow2_has_bitmaps(bs)) {
+        /* Version 2 has no autoclear bits, hence no bitmaps. */
+        error_setg(errp, "Cannot downgrade an image with persistent bitmaps: "
+                   "remove them first ('qemu-img bitmap --remove')");
         return -1;
     }
     if (h->compression_type != QCOW2_COMPRESSION_ZLIB) {
@@ -303,6 +318,10 @@ int qcow2_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
     if (size == s->header.size) {
         return 0;
     }
+    /* The bitmaps follow the size, as QEMU's (their bits in memory). */
+    if (qcow2_bitmaps_check_resize(bs, errp) < 0) {
+        return -1;
+    }
     g_mutex_lock(&s->alloc_lock);
     /* Tables are read from and written to the file below: all of it there. */
     if (qcow2_flush_metadata_locked(bs, errp) < 0) {
@@ -313,6 +332,9 @@ int qcow2_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
         ret = qcow2_shrink(bs, size, errp);
     }
     g_mutex_unlock(&s->alloc_lock);
+    if (ret == 0) {
+        qcow2_bitmaps_resize(bs, size);
+    }
     return ret;
 }
 
@@ -352,9 +374,9 @@ out:
 
 /*
  * rebase: a new backing file name and format in the header (one write
- * of the first cluster: the old header or the new). The extensions the
- * header writer does not carry over (an external data file, bitmaps)
- * would be lost: refused.
+ * of the first cluster: the old header or the new), the bitmaps
+ * extension kept. An external data file's name the header writer does
+ * not carry over: refused.
  */
 int qcow2_change_backing_file(BlockDriverState *bs, const char *backing_file,
                               const char *backing_fmt, Error **errp)
@@ -362,10 +384,9 @@ int qcow2_change_backing_file(BlockDriverState *bs, const char *backing_file,
     BDRVQcow2State *s = bs->opaque;
     char *old_file = s->backing_file, *old_fmt = s->ext.backing_format;
 
-    if (s->ext.data_file || s->ext.nb_bitmaps) {
-        error_setg(errp, "Changing the backing file of an image with %s is "
-                   "not supported by qemu-img-lite",
-                   s->ext.data_file ? "an external data file" : "bitmaps");
+    if (s->ext.data_file) {
+        error_setg(errp, "Changing the backing file of an image with an "
+                   "external data file is not supported by qemu-img-lite");
         return -1;
     }
     if (backing_file && strlen(backing_file) > QCOW2_MAX_BACKING_NAME) {

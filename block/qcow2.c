@@ -695,6 +695,7 @@ static void qcow2_close(BlockDriverState *bs)
      * bdrv_close() flushed already; if that failed, the image is left
      * marked dirty (lazy refcounts) for check -r to repair.
      */
+    qcow2_bitmaps_close(bs);
     if (qcow2_flush_metadata(bs, NULL) == 0 && s->dirty) {
         /* Every refcount was written before its cluster was used. */
         qcow2_mark_dirty(bs, false, NULL);
@@ -731,8 +732,8 @@ static int qcow2_open_writable(BlockDriverState *bs, Error **errp)
     } else if (h->incompatible_features & QCOW2_INCOMPAT_DIRTY) {
         why = "its dirty bit is set: its refcounts may be stale (run "
               "'qemu-img check -r all')";
-    } else if (h->autoclear_features) {
-        why = "it has bitmaps or other autoclear features";
+    } else if (h->autoclear_features & ~QCOW2_AUTOCLEAR_BITMAPS) {
+        why = "it has autoclear features other than bitmaps";
     }
     if (why) {
         error_setg(errp, "qcow2 image '%s' cannot be written by "
@@ -740,7 +741,11 @@ static int qcow2_open_writable(BlockDriverState *bs, Error **errp)
         return -1;
     }
     s->next_free = ROUND_UP(s->file_size, s->g.cluster_size);
-    return qcow2_refcount_init(bs, errp);
+    if (qcow2_refcount_init(bs, errp) < 0) {
+        return -1;
+    }
+    /* Writes keep the enabled bitmaps up to date (qcow2-bitmap.c). */
+    return qcow2_bitmaps_open_rw(bs, errp);
 }
 
 static int qcow2_open_image(BlockDriverState *bs, GHashTable *opts, int flags,
@@ -1144,6 +1149,55 @@ static int qcow2_get_info(BlockDriverState *bs, BlockImageInfo *info,
     return 0;
 }
 
+/* ---- Writes: the enabled bitmaps' bits set first (qcow2-bitmap.c) */
+
+static int qcow2_pwrite_tracked(BlockDriverState *bs, uint64_t offset,
+                                const void *buf, size_t bytes, int flags,
+                                Error **errp)
+{
+    if (qcow2_bitmaps_before_write(bs, offset, bytes, errp) < 0) {
+        return -1;
+    }
+    return qcow2_pwrite(bs, offset, buf, bytes, flags, errp);
+}
+
+static int qcow2_pwrite_zeroes_tracked(BlockDriverState *bs, uint64_t offset,
+                                       size_t bytes, int flags, Error **errp)
+{
+    if (qcow2_bitmaps_before_write(bs, offset, bytes, errp) < 0) {
+        return -1;
+    }
+    return qcow2_pwrite_zeroes(bs, offset, bytes, flags, errp);
+}
+
+static int qcow2_pwrite_compressed_tracked(BlockDriverState *bs,
+                                           uint64_t offset, const void *buf,
+                                           size_t bytes, Error **errp)
+{
+    if (qcow2_bitmaps_before_write(bs, offset, bytes, errp) < 0) {
+        return -1;
+    }
+    return qcow2_pwrite_compressed(bs, offset, buf, bytes, errp);
+}
+
+static int qcow2_make_empty_tracked(BlockDriverState *bs, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    if (qcow2_bitmaps_before_write(bs, 0, s->header.size, errp) < 0) {
+        return -1;
+    }
+    return qcow2_make_empty(bs, errp);
+}
+
+/* Spec: the bitmaps extension needs version 3 (autoclear_features). */
+static bool qcow2_supports_bitmaps(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    return s->header.version >= 3;
+}
+
 /* "-o help" (qemu-img's options and words; what qcow2-create.c takes). */
 static const BlockOptionDesc qcow2_create_opts[] = {
     { "size", "size", "Virtual disk size" },
@@ -1209,21 +1263,27 @@ const BlockDriver bdrv_qcow2 = {
     .bdrv_get_info = qcow2_get_info,
     .bdrv_measure = qcow2_measure,
     .bdrv_check = qcow2_check,
-    .bdrv_pwrite = qcow2_pwrite,
+    .bdrv_pwrite = qcow2_pwrite_tracked,
     .bdrv_flush = qcow2_flush,
     .bdrv_has_zero_init = qcow2_has_zero_init,
     .bdrv_create = qcow2_create,
-    .bdrv_pwrite_compressed = qcow2_pwrite_compressed,
+    .bdrv_pwrite_compressed = qcow2_pwrite_compressed_tracked,
     .bdrv_truncate = qcow2_truncate,
     .bdrv_amend = qcow2_amend,
     .bdrv_change_backing_file = qcow2_change_backing_file,
-    .bdrv_make_empty = qcow2_make_empty,
+    .bdrv_make_empty = qcow2_make_empty_tracked,
     .bdrv_snapshot_list = qcow2_snapshot_list,
     .bdrv_snapshot_create = qcow2_snapshot_create,
     .bdrv_snapshot_goto = qcow2_snapshot_goto,
     .bdrv_snapshot_delete = qcow2_snapshot_delete,
     .bdrv_snapshot_load_tmp = qcow2_snapshot_load_tmp,
-    .bdrv_pwrite_zeroes = qcow2_pwrite_zeroes,
+    .bdrv_pwrite_zeroes = qcow2_pwrite_zeroes_tracked,
+    .bdrv_supports_persistent_bitmaps = qcow2_supports_bitmaps,
+    .bdrv_bitmap_list = qcow2_read_bitmaps,
+    .bdrv_bitmap_op = qcow2_bitmap_op,
+    .bdrv_bitmap_get = qcow2_bitmap_get,
+    .bdrv_bitmap_merge = qcow2_bitmap_merge,
+    .bdrv_bitmaps_store = qcow2_bitmaps_store,
     .create_opts = qcow2_create_opts,
     .amend_opts = qcow2_amend_opts,
 };

@@ -225,6 +225,8 @@ bool qcow2_extent_has_host(Qcow2SubclusterType type, uint64_t l2_entry);
 
 typedef struct Qcow2Cache Qcow2Cache;
 typedef struct BDRVQcow2State BDRVQcow2State;
+/* Persistent bitmaps of a read-write open (qcow2-bitmap.c). */
+typedef struct Qcow2BitmapSet Qcow2BitmapSet;
 
 /*
  * Map [offset, offset + bytes) of the guest disk: fills ext with the first
@@ -527,6 +529,8 @@ struct BDRVQcow2State {
     /* The snapshot table (header.nb_snapshots entries), and its bytes. */
     Qcow2Snapshot *snapshots;
     uint64_t snapshots_size;
+    /* Persistent bitmaps, read-write opens only (qcow2-bitmap.c). */
+    Qcow2BitmapSet *bitmaps;
 };
 
 /* ---- qcow2-amend.c: amend and resize */

@@ -579,6 +579,90 @@ static BlockDriverState *convert_open_target(const char *name,
     return bs;
 }
 
+/* --bitmaps: qemu-img refuses inconsistent bitmaps before the copy. */
+static int convert_check_bitmaps(BlockDriverState *src, bool skip_broken)
+{
+    BlockImageInfoBitmap *list;
+    size_t nb;
+    Error *err = NULL;
+    int ret = 0;
+
+    if (bdrv_bitmap_list(src, &list, &nb, &err) < 0) {
+        img_error_free(bdrv_get_filename(src), err);
+        return -1;
+    }
+    /* In qemu-img's order: the last bitmap of the directory first. */
+    for (size_t i = nb; i-- > 0 && !skip_broken;) {
+        if (list[i].in_use) {
+            img_error(NULL, "Cannot copy inconsistent bitmap '%s'",
+                      list[i].name);
+            fprintf(stderr, "Try --skip-broken-bitmaps, or use 'qemu-img "
+                    "bitmap --remove' to delete it\n");
+            ret = -1;
+            break;
+        }
+    }
+    bdrv_bitmap_list_free(list, nb);
+    return ret;
+}
+
+/*
+ * --bitmaps, after the data: each bitmap of src added to dst with its
+ * granularity and state, its bits merged in, and all written.
+ */
+static int convert_copy_bitmaps(BlockDriverState *src, BlockDriverState *dst,
+                                bool skip_broken)
+{
+    BlockImageInfoBitmap *list;
+    size_t nb;
+    Error *err = NULL;
+    int ret = -1;
+
+    if (bdrv_bitmap_list(src, &list, &nb, &err) < 0) {
+        img_error_free(bdrv_get_filename(src), err);
+        return -1;
+    }
+    /* qemu-img's warnings come last bitmap first (its in-memory order). */
+    for (size_t i = nb; i-- > 0;) {
+        if (list[i].in_use) {
+            img_error(NULL, "warning: Skipping inconsistent bitmap '%s'",
+                      list[i].name);
+        }
+    }
+    /* Added in the directory's order, which the target's keeps. */
+    for (size_t i = 0; i < nb; i++) {
+        const char *name = list[i].name;
+
+        if (list[i].in_use) {
+            continue;
+        }
+        if (bdrv_bitmap_op(dst, BDRV_BITMAP_ADD, name, list[i].granularity,
+                           &err) < 0 ||
+            (!list[i].autoload &&
+             bdrv_bitmap_op(dst, BDRV_BITMAP_DISABLE, name, 0, &err) < 0)) {
+            img_error(NULL, "Failed to create bitmap %s: %s", name,
+                      error_get_pretty(err));
+            error_free(err);
+            goto out;
+        }
+        if (bdrv_bitmap_merge(dst, name, src, name, &err) < 0) {
+            img_error(NULL, "Failed to populate bitmap %s: %s", name,
+                      error_get_pretty(err));
+            error_free(err);
+            bdrv_bitmap_op(dst, BDRV_BITMAP_REMOVE, name, 0, NULL);
+            goto out;
+        }
+    }
+    if (bdrv_bitmaps_store(dst, &err) < 0) {
+        img_error_free(bdrv_get_filename(dst), err);
+        goto out;
+    }
+    ret = 0;
+out:
+    bdrv_bitmap_list_free(list, nb);
+    return ret;
+}
+
 int img_convert(int argc, char **argv)
 {
     g_autofree char *fmt = NULL, *out_fmt = NULL, *cache = NULL;
@@ -594,6 +678,7 @@ int img_convert(int argc, char **argv)
     gboolean no_create = FALSE, progress = FALSE, out_of_order = FALSE;
     gboolean force_share = FALSE, copy_range = FALSE, compress = FALSE;
     gboolean target_is_zero = FALSE, salvage = FALSE;
+    gboolean bitmaps = FALSE, skip_broken = FALSE;
     gint64 num_threads = 0;
     ImgCommonOpts common = { 0 };
     const GOptionEntry entries[] = {
@@ -654,6 +739,11 @@ int img_convert(int argc, char **argv)
         { "snapshot", 'l', 0, G_OPTION_ARG_STRING, &snapshot,
           "read SRC as its internal snapshot SNAPSHOT was: snapshot.id=ID,"
           "snapshot.name=NAME, or an id or name", "SNAPSHOT" },
+        { "bitmaps", 0, 0, G_OPTION_ARG_NONE, &bitmaps,
+          "copy the persistent bitmaps (qcow2 to qcow2)", NULL },
+        { "skip-broken-bitmaps", 0, 0, G_OPTION_ARG_NONE, &skip_broken,
+          "with --bitmaps, leave out the inconsistent ones (a warning "
+          "each) instead of failing", NULL },
         { "force-share", 'U', 0, G_OPTION_ARG_NONE, &force_share,
           "take no lock on the source, and read it even while another "
           "process writes it (the copy may be inconsistent)", NULL },
@@ -715,6 +805,10 @@ int img_convert(int argc, char **argv)
     }
     if (target_is_zero && !no_create) {
         img_error(NULL, "--target-is-zero requires use of -n flag");
+        goto out;
+    }
+    if (skip_broken && !bitmaps) {
+        img_error(NULL, "Use of --skip-broken-bitmaps requires --bitmaps");
         goto out;
     }
     if (target_image_opts && out_fmt) {
@@ -832,6 +926,9 @@ int img_convert(int argc, char **argv)
         img_error_free(src_name, err);
         goto out;
     }
+    if (bitmaps && convert_check_bitmaps(src, skip_broken) < 0) {
+        goto out;
+    }
 
     if (no_create) {
         int64_t dst_len;
@@ -882,6 +979,11 @@ int img_convert(int argc, char **argv)
         created = true;
     }
 
+    if (bitmaps && !bdrv_supports_persistent_bitmaps(dst)) {
+        img_error(NULL, "Format driver '%s' does not support bitmaps",
+                  bdrv_get_format_name(dst));
+        goto out;
+    }
     if (compress && !bdrv_supports_compressed_writes(dst)) {
         img_error(NULL, "Compression not supported for this file format");
         goto out;
@@ -930,6 +1032,9 @@ int img_convert(int argc, char **argv)
     }
     if (convert_copy(&s, convert_threads(num_threads, &s),
                      progress && !common.quiet) < 0) {
+        goto out;
+    }
+    if (bitmaps && convert_copy_bitmaps(src, dst, skip_broken) < 0) {
         goto out;
     }
     /*

@@ -153,6 +153,7 @@ int img_reencrypt(int argc, char **argv);
 int img_rebase(int argc, char **argv);
 int img_commit(int argc, char **argv);
 int img_check(int argc, char **argv);
+int img_bitmap(int argc, char **argv);
 int img_snapshot(int argc, char **argv);
 
 /* "Snapshot list:" and qemu-img 7.2's table of snapshots (snapshot.c). */

@@ -183,6 +183,10 @@ static const ImgCommand img_commands[] = {
     { "amend", img_amend,
       "amend [--object OBJ] [--image-opts] [-f FMT] [--force] -o OPTIONS "
       "FILENAME" },
+    { "bitmap", img_bitmap,
+      "bitmap (--merge SOURCE | --add | --remove | --clear | --enable | "
+      "--disable)... [-b SOURCE_FILE [-F SOURCE_FMT]] [-g GRANULARITY] "
+      "[--object OBJ] [--image-opts | -f FMT] FILENAME BITMAP" },
     { "check", img_check,
       "check [--object OBJ] [--image-opts] [-f FMT] [--output=human|json] "
       "[-q] [-r leaks|all] [-T CACHE] [-U] FILENAME" },

@@ -540,4 +540,49 @@ int bdrv_make_empty(BlockDriverState *bs, Error **errp);
 int bdrv_amend(BlockDriverState *bs, GHashTable *opts, bool force,
                Error **errp);
 
+/*
+ * Persistent dirty bitmaps (qcow2: docs/qcow2.md, "Persistent dirty
+ * bitmaps"). Changes are made in memory and written when the image is
+ * closed, or by bdrv_bitmaps_store(); the image is open read-write.
+ * Errors are QEMU's ("Dirty bitmap 'x' not found", ...).
+ */
+typedef enum BdrvBitmapOp {
+    BDRV_BITMAP_ADD,        /* enabled, granularity given or the default */
+    BDRV_BITMAP_REMOVE,
+    BDRV_BITMAP_CLEAR,
+    BDRV_BITMAP_ENABLE,
+    BDRV_BITMAP_DISABLE,
+} BdrvBitmapOp;
+
+/* A copy of a bitmap's bits: bit i of byte j is granule 8j + i. */
+typedef struct BdrvBitmapBits {
+    uint64_t disk_size;     /* bytes of disk it covers */
+    uint32_t granularity;
+    bool enabled;
+    uint8_t *bits;          /* len bytes */
+    uint64_t len;
+} BdrvBitmapBits;
+
+/* Whether bs can hold persistent bitmaps (qcow2 v3). */
+bool bdrv_supports_persistent_bitmaps(BlockDriverState *bs);
+/* The image's bitmaps (as info lists them); none: *out NULL, *nb 0. */
+int bdrv_bitmap_list(BlockDriverState *bs, BlockImageInfoBitmap **out,
+                     size_t *nb, Error **errp);
+void bdrv_bitmap_list_free(BlockImageInfoBitmap *list, size_t nb);
+/* granularity: for BDRV_BITMAP_ADD, 0 for the default. */
+int bdrv_bitmap_op(BlockDriverState *bs, BdrvBitmapOp op, const char *name,
+                   uint32_t granularity, Error **errp);
+/* Set in bitmap name of bs the bits of bitmap src_name of src (or bs). */
+int bdrv_bitmap_merge(BlockDriverState *bs, const char *name,
+                      BlockDriverState *src, const char *src_name,
+                      Error **errp);
+/* A copy of a bitmap's bits (free out->bits). */
+int bdrv_bitmap_get(BlockDriverState *bs, const char *name,
+                    BdrvBitmapBits *out, Error **errp);
+/*
+ * Write the bitmaps now, with their errors (close would only drop them,
+ * leaving the bitmaps marked in-use); no data writes may follow.
+ */
+int bdrv_bitmaps_store(BlockDriverState *bs, Error **errp);
+
 #endif
