@@ -721,14 +721,18 @@ int qcow2_snapshot_goto(BlockDriverState *bs, const char *id_or_name,
         error_prepend(errp, "Failed to load snapshot: ");
         return -1;
     }
+    sn_l1 = qcow2_read_l1_table(bs, sn->l1_table_offset, sn->l1_size, errp);
+    if (!sn_l1) {
+        error_prepend(errp, "Failed to load snapshot: ");
+        return -1;
+    }
     if (sn->l1_size > h->l1_size) {
         error_setg(errp, "Failed to load snapshot: its L1 table (%" PRIu32
                    " entries) is larger than the image's (%" PRIu32 ")",
                    sn->l1_size, h->l1_size);
         return -1;
     }
-    sn_l1 = qcow2_read_l1_table(bs, sn->l1_table_offset, sn->l1_size, errp);
-    if (!sn_l1 || qcow2_flush_metadata(bs, errp) < 0) {
+    if (qcow2_flush_metadata(bs, errp) < 0) {
         return -1;
     }
     old_l1 = qcow2_read_l1_table(bs, h->l1_table_offset, h->l1_size, errp);
