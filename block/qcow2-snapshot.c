@@ -667,7 +667,9 @@ int qcow2_snapshot_create(BlockDriverState *bs, const char *name,
     }
 
     table = g_new0(Qcow2Snapshot, nb + 1);
-    memcpy(table, s->snapshots, nb * sizeof(*table));
+    if (nb) {
+        memcpy(table, s->snapshots, nb * sizeof(*table));
+    }
     sn = &table[nb];
     *sn = (Qcow2Snapshot) {
         .l1_table_offset = l1_off,
