@@ -100,6 +100,10 @@ static int qcow2_amend_compat(BlockDriverState *bs, uint32_t version,
         return 0;
     }
     if (version == 3) {
+        /* Entries of v2 may lack the extra data v3 requires (spec). */
+        if (qcow2_snapshots_rewrite(bs, errp) < 0) {
+            return -1;
+        }
         h->version = 3;
         h->header_length = QCOW2_V3_CREATE_HEADER_LEN;
         h->refcount_order = 4;

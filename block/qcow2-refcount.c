@@ -313,6 +313,10 @@ static int qcow2_add_refs(BlockDriverState *bs, uint64_t first,
     if (delta < 0 && qcow2_flush_l2_pending(bs, errp) < 0) {
         return -1;
     }
+    if (delta < 0) {
+        /* QEMU's BLKDBG_CLUSTER_FREE (qemu-iotests 217 fails it). */
+        bdrv_debug_event(bs->file, "cluster_free");
+    }
     while (count) {
         uint64_t idx = first / per_block, i0 = first % per_block;
         uint64_t n = MIN(count, per_block - i0);

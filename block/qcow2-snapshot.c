@@ -22,6 +22,7 @@
  * These run alone on an image (qemu-img-lite snapshot), not beside
  * guest writes.
  */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "block/qcow2.h"
@@ -238,11 +239,34 @@ static int qcow2_write_snapshot_table(BlockDriverState *bs, Qcow2Snapshot *sn,
         g_free(s->snapshots);
         s->snapshots = sn;
     }
-    if (old_size &&
-        qcow2_update_refcounts(bs, old_off, old_size, -1, errp) < 0) {
-        return -1;
+    /*
+     * The new table is in use: an old one that cannot be freed is a leak,
+     * noted, not a failure (as QEMU).
+     */
+    if (old_size) {
+        Error *err = NULL;
+
+        if (qcow2_update_refcounts(bs, old_off, old_size, -1, &err) < 0) {
+            g_free(s->warning);
+            s->warning = g_strdup_printf("qcow2_free_clusters failed: %s",
+                                         g_strerror(error_get_errno(err) ?
+                                                    error_get_errno(err) :
+                                                    EIO));
+            error_free(err);
+        }
     }
     return 0;
+}
+
+int qcow2_snapshots_rewrite(BlockDriverState *bs, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    if (!s->header.nb_snapshots) {
+        return 0;
+    }
+    return qcow2_write_snapshot_table(bs, s->snapshots,
+                                      s->header.nb_snapshots, errp);
 }
 
 /* ---- Walking a tree */
@@ -643,7 +667,9 @@ int qcow2_snapshot_create(BlockDriverState *bs, const char *name,
     }
 
     table = g_new0(Qcow2Snapshot, nb + 1);
-    memcpy(table, s->snapshots, nb * sizeof(*table));
+    if (nb) {
+        memcpy(table, s->snapshots, nb * sizeof(*table));
+    }
     sn = &table[nb];
     *sn = (Qcow2Snapshot) {
         .l1_table_offset = l1_off,
@@ -697,14 +723,18 @@ int qcow2_snapshot_goto(BlockDriverState *bs, const char *id_or_name,
         error_prepend(errp, "Failed to load snapshot: ");
         return -1;
     }
+    sn_l1 = qcow2_read_l1_table(bs, sn->l1_table_offset, sn->l1_size, errp);
+    if (!sn_l1) {
+        error_prepend(errp, "Failed to load snapshot: ");
+        return -1;
+    }
     if (sn->l1_size > h->l1_size) {
         error_setg(errp, "Failed to load snapshot: its L1 table (%" PRIu32
                    " entries) is larger than the image's (%" PRIu32 ")",
                    sn->l1_size, h->l1_size);
         return -1;
     }
-    sn_l1 = qcow2_read_l1_table(bs, sn->l1_table_offset, sn->l1_size, errp);
-    if (!sn_l1 || qcow2_flush_metadata(bs, errp) < 0) {
+    if (qcow2_flush_metadata(bs, errp) < 0) {
         return -1;
     }
     old_l1 = qcow2_read_l1_table(bs, h->l1_table_offset, h->l1_size, errp);
@@ -745,6 +775,7 @@ int qcow2_snapshot_delete(BlockDriverState *bs, const char *name,
     uint64_t cs = s->g.cluster_size;
     g_autofree uint64_t *l1 = NULL;
     Qcow2Snapshot *table, gone;
+    Error *err = NULL;
     int i;
 
     if (qcow2_snapshot_writable(bs, errp) < 0) {
@@ -771,11 +802,17 @@ int qcow2_snapshot_delete(BlockDriverState *bs, const char *name,
     g_free(gone.id);
     g_free(gone.name);
     g_free(gone.unknown_extra);
-    if (qcow2_tree_update_refcounts(bs, l1, gone.l1_size, -1, errp) < 0 ||
+    if (qcow2_tree_update_refcounts(bs, l1, gone.l1_size, -1, &err) < 0 ||
         (gone.l1_size &&
          qcow2_update_refcounts(bs, gone.l1_table_offset,
                                 ROUND_UP((uint64_t)gone.l1_size * 8, cs), -1,
-                                errp) < 0)) {
+                                &err) < 0)) {
+        /* Gone from the table; its clusters leaked (qemu-iotests 217). */
+        int e = error_get_errno(err);
+
+        error_setg(errp, "Failed to free the cluster and L1 table: %s",
+                   e ? g_strerror(e) : error_get_pretty(err));
+        error_free(err);
         return -1;
     }
     return qcow2_fix_copied_flags(bs, errp);

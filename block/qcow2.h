@@ -462,6 +462,11 @@ int qcow2_snapshots_parse(const uint8_t *buf, size_t len, uint32_t nb,
 /* The table's bytes (each entry with our 24 bytes of extra data). */
 uint8_t *qcow2_snapshots_serialize(const Qcow2Snapshot *sn, uint32_t nb,
                                    size_t *len);
+/*
+ * Write the table again, each entry with our 24 bytes of extra data
+ * (amend compat=1.1: version 3 entries need at least 16).
+ */
+int qcow2_snapshots_rewrite(BlockDriverState *bs, Error **errp);
 /* Read the table the header points at into s->snapshots (open). */
 int qcow2_read_snapshots(BlockDriverState *bs, Error **errp);
 

@@ -74,7 +74,7 @@ int img_snapshot(int argc, char **argv)
     BlockSnapshotInfo *sns = NULL;
     size_t nb = 0;
     Error *err = NULL;
-    const char *what = NULL, *name = NULL;
+    const char *what = NULL, *name = NULL, *warning;
     int actions, flags = BDRV_O_NO_BACKING | BDRV_O_NO_IO;
     int ret = 1;
 
@@ -136,6 +136,7 @@ int img_snapshot(int argc, char **argv)
         ret = 0;
         goto out;
     }
+    warning = bdrv_get_warning(bs);
     if (create) {
         ret = bdrv_snapshot_create(bs, name, &err);
     } else if (apply) {
@@ -145,6 +146,10 @@ int img_snapshot(int argc, char **argv)
     }
     if (ret == 0 && bdrv_flush(bs, &err) < 0) {
         ret = -1;
+    }
+    /* What the driver noted on the way (a leak), as qemu-img prints it. */
+    if (bdrv_get_warning(bs) && bdrv_get_warning(bs) != warning) {
+        fprintf(stderr, "%s\n", bdrv_get_warning(bs));
     }
     if (ret < 0) {
         img_error(NULL, "Could not %s snapshot '%s': %s", what, name,

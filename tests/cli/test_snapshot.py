@@ -234,6 +234,18 @@ class Snapshot(TestCase):
         self.assertFails(["amend", "-o", "compat=0.10", path],
                          "Internal snapshots prevent downgrade of image")
 
+    def test_amend_upgrade_rewrites_table(self):
+        """compat=0.10 entries may lack the extra data version 3 needs:
+        amend compat=1.1 writes the table again, as qemu-img does."""
+        path = self.image(opts="compat=0.10")
+        qemu_io(path, "write -P 0x61 0 64k")
+        qemu_img("snapshot", "-c", "old", path)
+        qil("amend", "-o", "compat=1.1", path)
+        self.check_clean(path)
+        self.assertEqual(self.info_json(path)["snapshots"][0]["name"], "old")
+        qemu_img("snapshot", "-a", "old", path)
+        qemu_io(path, "read -P 0x61 0 64k")
+
     def test_hostile_table(self):
         path = self.image(size="1M")
         qemu_img("snapshot", "-c", "s", path)
