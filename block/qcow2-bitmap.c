@@ -556,8 +556,10 @@ static uint8_t *qcow2_bitmap_dir_build(GPtrArray *list, bool open,
         dir[pos + 17] = bm->gran_bits;
         stw_be_p(dir + pos + 18, name_len);
         stl_be_p(dir + pos + 20, bm->extra_len);
-        memcpy(dir + pos + QCOW2_BITMAP_DIR_ENTRY_LEN, bm->extra,
-               bm->extra_len);
+        if (bm->extra_len) {
+            memcpy(dir + pos + QCOW2_BITMAP_DIR_ENTRY_LEN, bm->extra,
+                   bm->extra_len);
+        }
         memcpy(dir + pos + QCOW2_BITMAP_DIR_ENTRY_LEN + bm->extra_len,
                bm->name, name_len);
         pos += ROUND_UP(QCOW2_BITMAP_DIR_ENTRY_LEN + bm->extra_len +
