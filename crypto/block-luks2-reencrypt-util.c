@@ -677,14 +677,15 @@ JsonObject *reenc_find_keyslot(Reenc *r, const char **mode, Error **errp)
 
 bool qcrypto_reencrypt_unfinished(const QCryptoReencryptIO *io)
 {
+    QCryptoBlock *probe = qcrypto_block_new(QCRYPTO_BLOCK_FORMAT_LUKS, NULL);
+    bool luks2 = qcrypto_luks2_probe(probe, reenc_block_read, (void *)io);
     Reenc r = { 0 };
     JsonObject *config, *req;
     JsonArray *mand;
     bool ret = false;
 
-    r.block = qcrypto_block_new(QCRYPTO_BLOCK_FORMAT_LUKS, NULL);
-    if (!qcrypto_luks2_probe(r.block, reenc_block_read, (void *)io) ||
-        reenc_load(&r, io, NULL) < 0) {
+    qcrypto_block_free(probe);
+    if (!luks2 || reenc_load(&r, io, NULL) < 0) {
         goto out;
     }
     config = luks2_json_get_object(json_node_get_object(r.root), "metadata",
