@@ -81,14 +81,29 @@ static int block_crypto_decrypt_header_read(void *opaque, uint64_t offset,
     return bdrv_pread(opaque, offset, buf, len, errp);
 }
 
+/*
+ * A file by its literal name (no "file:" parsing), and without locks: the
+ * reencrypt command holds it open for writing meanwhile. NULL if it does
+ * not open.
+ */
+static BlockDriverState *block_crypto_open_unlocked(const char *path)
+{
+    g_autoptr(GHashTable) opts = qemu_opts_new();
+
+    g_hash_table_insert(opts, g_strdup("driver"), g_strdup("file"));
+    g_hash_table_insert(opts, g_strdup("filename"), g_strdup(path));
+    g_hash_table_insert(opts, g_strdup("locking"), g_strdup("off"));
+    return bdrv_open(NULL, NULL, opts, BDRV_O_FORCE_SHARE, NULL);
+}
+
 bool block_crypto_decrypt_in_progress(const char *filename)
 {
     /* LUKS2 on-disk format, section 2.1: magic, then version 2 (BE). */
     static const uint8_t luks2_magic[8] = {
         'L', 'U', 'K', 'S', 0xba, 0xbe, 0, 2
     };
-    g_autoptr(GHashTable) opts = qemu_opts_new();
     g_autoptr(BlockDriverState) hdr = NULL;
+    g_autofree char *path = NULL;
     QCryptoReencryptIO io = { .hdr_read = block_crypto_decrypt_header_read };
     QCryptoReencryptDecryptState state;
     uint8_t magic[sizeof(luks2_magic)];
@@ -97,15 +112,8 @@ bool block_crypto_decrypt_in_progress(const char *filename)
     if (!filename || !*filename) {
         return false;
     }
-    /*
-     * By its literal name (no "file:" parsing), and without locks: the
-     * reencrypt command holds the header file open for writing meanwhile.
-     */
-    g_hash_table_insert(opts, g_strdup("driver"), g_strdup("file"));
-    g_hash_table_insert(opts, g_strdup("filename"),
-                        g_strconcat(filename, ".luks2-header", NULL));
-    g_hash_table_insert(opts, g_strdup("locking"), g_strdup("off"));
-    hdr = bdrv_open(NULL, NULL, opts, BDRV_O_FORCE_SHARE, NULL);
+    path = g_strconcat(filename, ".luks2-header", NULL);
+    hdr = block_crypto_open_unlocked(path);
     if (!hdr || bdrv_pread(hdr, 0, magic, sizeof(magic), NULL) < 0 ||
         memcmp(magic, luks2_magic, sizeof(magic))) {
         return false;
@@ -114,6 +122,18 @@ bool block_crypto_decrypt_in_progress(const char *filename)
     /* A LUKS2 header we cannot read may hide one: refuse rather than guess. */
     if (qcrypto_reencrypt_decrypt_state(&io, &state, &size, NULL) < 0) {
         return true;
+    }
+    /*
+     * Exported, init not done (PLAIN): the image is still itself while
+     * its own header is there; an init that failed may have overwritten
+     * that header already (the moved copy goes to the start of the data
+     * file), and then it is neither LUKS nor raw.
+     */
+    if (state == QCRYPTO_REENCRYPT_DECRYPT_PLAIN) {
+        g_autoptr(BlockDriverState) data = block_crypto_open_unlocked(filename);
+
+        return data && (bdrv_pread(data, 0, magic, sizeof(magic), NULL) < 0 ||
+                        memcmp(magic, luks2_magic, 6));
     }
     return state == QCRYPTO_REENCRYPT_DECRYPT_RUNNING ||
            state == QCRYPTO_REENCRYPT_DECRYPT_NONE;
@@ -138,18 +158,65 @@ int block_crypto_check_not_decrypting(BlockDriverState *file, int flags,
 }
 
 /*
+ * The file's own LUKS2 header (either copy) says it is being re-encrypted.
+ * Read through a node of its own when the name opens as a file, so that
+ * these reads are not requests of the caller's node (blkdebug counts
+ * those); else (another protocol) through file.
+ */
+static bool block_crypto_file_reencrypting(BlockDriverState *file)
+{
+    const char *path = bdrv_get_filename(file);
+    g_autoptr(BlockDriverState) own = path && *path ?
+        block_crypto_open_unlocked(path) : NULL;
+    QCryptoReencryptIO io = {
+        .read = block_crypto_decrypt_header_read,
+        .opaque = own ? own : file,
+    };
+
+    return qcrypto_reencrypt_unfinished(&io);
+}
+
+int block_crypto_check_not_reencrypting(BlockDriverState *file, int flags,
+                                        Error **errp)
+{
+    const char *filename = bdrv_get_filename(file);
+
+    if (block_crypto_check_not_decrypting(file, flags, errp) < 0) {
+        return -1;
+    }
+    if ((flags & BDRV_O_REENCRYPT) || !block_crypto_file_reencrypting(file)) {
+        return 0;
+    }
+    error_setg(errp, "'%s' is being re-encrypted in place (LUKS2 with an "
+               "unfinished re-encryption): finish with 'qemu-img-lite "
+               "reencrypt --resume-only --image-opts driver=luks,"
+               "key-secret=ID,file.filename=%s' or cryptsetup reencrypt "
+               "--resume-only --force-offline-reencrypt %s",
+               filename, filename, filename);
+    return -1;
+}
+
+/*
  * A LUKS1 or LUKS2 header: its magic and version. An image being
  * decrypted in place is LUKS too, whatever its start now holds: its
- * header is in its default detached header file, next to it.
+ * header is in its default detached header file, next to it; so is one
+ * being encrypted whose primary header was not written yet.
  */
 static int block_crypto_probe(const uint8_t *buf, int buf_size,
                               const char *filename)
 {
+    g_autoptr(BlockDriverState) file = NULL;
+    QCryptoReencryptIO io = { .read = block_crypto_decrypt_header_read };
+
     if (qcrypto_block_has_format(QCRYPTO_BLOCK_FORMAT_LUKS, buf, buf_size) ||
         block_crypto_decrypt_in_progress(filename)) {
         return 100;
     }
-    return 0;
+    /* An encryption stopped before its primary header: the secondary. */
+    file = filename && *filename ? block_crypto_open_unlocked(filename)
+                                 : NULL;
+    io.opaque = file;
+    return file && qcrypto_reencrypt_unfinished(&io) ? 100 : 0;
 }
 
 /* The secret named by option key ("key-secret", ...). */
@@ -264,7 +331,7 @@ static int block_crypto_open(BlockDriverState *bs, GHashTable *opts, int flags,
     int ret = -1;
 
     /* First: no secret or header can make such an image readable. */
-    if (block_crypto_check_not_decrypting(bs->file, flags, errp) < 0) {
+    if (block_crypto_check_not_reencrypting(bs->file, flags, errp) < 0) {
         return -1;
     }
     if (block_crypto_take_secret(opts, "key-secret", !(flags & BDRV_O_NO_IO),

@@ -63,8 +63,8 @@ static int raw_open(BlockDriverState *bs, GHashTable *opts, int flags,
                    BDRV_SECTOR_SIZE);
         return -1;
     }
-    /* A LUKS image being decrypted may be named raw (-f raw). */
-    if (block_crypto_check_not_decrypting(bs->file, flags, errp) < 0) {
+    /* An image being re-encrypted in place may be named raw (-f raw). */
+    if (block_crypto_check_not_reencrypting(bs->file, flags, errp) < 0) {
         return -1;
     }
     return raw_check_window(bs, errp);

@@ -599,7 +599,7 @@ int reenc_decrypt_resume(Reenc *r, JsonObject *ks,
                          Error **errp)
 {
     Dec dec = { .r = r }, *d = &dec;
-    g_autofree uint8_t *buf = NULL;
+    uint8_t *buf = NULL;
     uint64_t bufsize = 0;
     DecPos p;
     int ret = -1;
@@ -620,7 +620,7 @@ int reenc_decrypt_resume(Reenc *r, JsonObject *ks,
         return -1;
     }
     bufsize = MAX(MAX(hotzone, p.h), r->moved_size);
-    buf = g_malloc(bufsize);
+    buf = reenc_zone_buf_new(bufsize);
     if (p.moved_zone) {
         if (dec_moved_recover(d, buf, errp) < 0) {
             goto out;
@@ -664,7 +664,7 @@ int reenc_decrypt_resume(Reenc *r, JsonObject *ks,
     }
     ret = 0;
 out:
-    explicit_bzero(buf, bufsize);
+    reenc_zone_buf_free(buf, bufsize);
     return ret;
 }
 

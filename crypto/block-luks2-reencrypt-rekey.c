@@ -366,6 +366,43 @@ static int rekey_zone(Rekey *k, uint64_t pos, uint64_t len, uint8_t *buf,
 }
 
 /*
+ * A checksum block [pos, pos + csum_block) whose hash is not the old
+ * ciphertext's must be the new ciphertext, whole: taken back to the old
+ * key (the sector ciphers are deterministic), it must give the hash
+ * stored for it. A block written in part (a torn write: half new, half
+ * old) gives neither; it is refused, before anything is written, rather
+ * than left as wrong data.
+ */
+static int rekey_check_new(Rekey *k, uint64_t pos, const uint8_t *block,
+                           const uint8_t *old_sum, Error **errp)
+{
+    uint8_t *tmp = reenc_zone_buf_new(k->csum_block);
+    g_autofree uint8_t *sum = g_malloc(k->csum_len);
+    int ret = -1;
+
+    memcpy(tmp, block, k->csum_block);
+    if (qcrypto_block_decrypt(k->newblock, pos, tmp, k->csum_block,
+                              errp) < 0 ||
+        qcrypto_block_encrypt(k->r->block, pos, tmp, k->csum_block,
+                              errp) < 0 ||
+        rekey_checksums(k, tmp, k->csum_block, sum, errp) < 0) {
+        goto out;
+    }
+    if (memcmp(sum, old_sum, k->csum_len)) {
+        error_setg(errp, "LUKS2 re-encryption: bytes %" PRIu64 "..%" PRIu64
+                   " of the data are neither the old ciphertext nor the "
+                   "new one (a write cut short inside a block?); refusing "
+                   "to resume rather than write wrong data",
+                   pos, pos + k->csum_block);
+        goto out;
+    }
+    ret = 0;
+out:
+    reenc_zone_buf_free(tmp, k->csum_block);
+    return ret;
+}
+
+/*
  * A zone cut short by a crash: [pos, pos + len) holds old and new blocks.
  * Finish it from the resilience data and record it done.
  */
@@ -397,10 +434,15 @@ static int rekey_recover(Rekey *k, uint64_t pos, uint64_t len, uint8_t *buf,
         for (uint64_t i = 0; i < len / k->csum_block; i++) {
             uint64_t b = i * k->csum_block;
 
-            /* Still the old ciphertext: re-encrypt; else it is new. */
+            /* Still the old ciphertext: re-encrypt; else it must be new. */
             if (!memcmp(got + i * k->csum_len, sums + i * k->csum_len,
-                        k->csum_len) &&
-                rekey_crypt(k, pos + b, buf + b, k->csum_block, errp) < 0) {
+                        k->csum_len)) {
+                if (rekey_crypt(k, pos + b, buf + b, k->csum_block,
+                                errp) < 0) {
+                    return -1;
+                }
+            } else if (rekey_check_new(k, pos + b, buf + b,
+                                       sums + i * k->csum_len, errp) < 0) {
                 return -1;
             }
         }
@@ -789,7 +831,7 @@ int reenc_rekey_resume(Reenc *r, JsonObject *ks,
     const QCryptoReencryptIO *io = r->io;
     Rekey k = { .r = r };
     g_autoptr(QCryptoSecureBuf) old_key = NULL, new_key = NULL;
-    g_autofree uint8_t *buf = NULL;
+    uint8_t *buf = NULL;
     uint64_t pos, zone, cap, bufsize = 0;
     int ret = -1;
 
@@ -820,7 +862,7 @@ int reenc_rekey_resume(Reenc *r, JsonObject *ks,
         goto out;
     }
     bufsize = MAX(hotzone, zone);
-    buf = g_malloc(bufsize);
+    buf = reenc_zone_buf_new(bufsize);
     if (zone && rekey_recover(&k, pos, zone, buf, errp) < 0) {
         goto out;
     }
@@ -856,9 +898,7 @@ int reenc_rekey_resume(Reenc *r, JsonObject *ks,
     }
     ret = 0;
 out:
-    if (buf) {
-        explicit_bzero(buf, bufsize);
-    }
+    reenc_zone_buf_free(buf, bufsize);
     qcrypto_block_free(k.newblock);
     return ret;
 }

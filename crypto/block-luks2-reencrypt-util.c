@@ -512,6 +512,30 @@ int reenc_write_root(Reenc *r, JsonNode *root, Error **errp)
     return 0;
 }
 
+/*
+ * Aligned to the largest LUKS2 sector (4 KiB, a page): a write from it
+ * reaches the file in whole sectors and pages, never split inside one
+ * by a bounce buffer or the kernel, which a crash would leave torn
+ * (half old, half new: no resilience can tell what it was).
+ */
+uint8_t *reenc_zone_buf_new(uint64_t len)
+{
+    void *p = NULL;
+
+    if (posix_memalign(&p, REENC_ZONE_ALIGN, MAX(len, 1)) != 0) {
+        g_error("out of memory for a hot zone of %" PRIu64 " bytes", len);
+    }
+    return p;
+}
+
+void reenc_zone_buf_free(uint8_t *buf, uint64_t len)
+{
+    if (buf) {
+        explicit_bzero(buf, len);
+        free(buf);
+    }
+}
+
 /* Copy len bytes from src to dst in the file, in 1 MiB pieces. */
 int reenc_io_copy(const QCryptoReencryptIO *io, uint64_t src, uint64_t dst,
                    uint64_t len, Error **errp)
@@ -649,4 +673,44 @@ JsonObject *reenc_find_keyslot(Reenc *r, const char **mode, Error **errp)
     }
     *mode = luks2_json_get_string(ks, "reencrypt keyslot", "mode", errp);
     return *mode ? ks : NULL;
+}
+
+bool qcrypto_reencrypt_unfinished(const QCryptoReencryptIO *io)
+{
+    QCryptoBlock *probe = qcrypto_block_new(QCRYPTO_BLOCK_FORMAT_LUKS, NULL);
+    bool luks2 = qcrypto_luks2_probe(probe, reenc_block_read, (void *)io);
+    Reenc r = { 0 };
+    JsonObject *config, *req;
+    JsonArray *mand;
+    bool ret = false;
+
+    qcrypto_block_free(probe);
+    if (!luks2 || reenc_load(&r, io, NULL) < 0) {
+        goto out;
+    }
+    config = luks2_json_get_object(json_node_get_object(r.root), "metadata",
+                                   "config", NULL);
+    if (!config || !json_object_has_member(config, "requirements") ||
+        !JSON_NODE_HOLDS_OBJECT(json_object_get_member(config,
+                                                       "requirements"))) {
+        goto out;
+    }
+    req = json_object_get_object_member(config, "requirements");
+    if (!json_object_has_member(req, "mandatory") ||
+        !JSON_NODE_HOLDS_ARRAY(json_object_get_member(req, "mandatory"))) {
+        goto out;
+    }
+    mand = json_object_get_array_member(req, "mandatory");
+    for (guint i = 0; i < json_array_get_length(mand); i++) {
+        JsonNode *n = json_array_get_element(mand, i);
+        const char *s = JSON_NODE_HOLDS_VALUE(n) &&
+            json_node_get_value_type(n) == G_TYPE_STRING ?
+            json_node_get_string(n) : "";
+
+        ret |= g_str_has_prefix(s, "online-reencrypt") ||
+               g_str_has_prefix(s, "offline-reencrypt");
+    }
+out:
+    reenc_clear(&r);
+    return ret;
 }

@@ -260,12 +260,69 @@ static int mem_read(QCryptoBlock *block, uint64_t offset, uint8_t *buf,
     return 0;
 }
 
-/* The secondary copy only, into the memory image. */
-static int mem_secondary_write(QCryptoBlock *block, uint64_t offset,
-                               const uint8_t *buf, size_t len, void *opaque,
-                               Error **errp)
+/*
+ * Undo an init that stopped before its first header was durable: the
+ * start of the data back from the copy (a failed header write may have
+ * reached the disk in part), the file back to its size. Best effort: the
+ * error that got us here is the one reported.
+ */
+static void reenc_init_rollback(Reenc *r, uint64_t len, uint64_t touched)
 {
-    return offset ? mem_write(block, offset, buf, len, opaque, errp) : 0;
+    const QCryptoReencryptIO *io = r->io;
+    Error *local = NULL;
+
+    if ((touched && reenc_io_copy(io, r->moved_offset, 0,
+                                  MIN(touched, r->moved_size), &local) < 0) ||
+        io->truncate(io->opaque, len, &local) < 0 ||
+        io->sync(io->opaque, &local) < 0) {
+        error_free(local);
+    }
+}
+
+/*
+ * Put the first state on the disk (docs/reencrypt.md, "Crash safety"):
+ * nothing of the data is overwritten before everything a resume needs is
+ * durable elsewhere. First the moved copy of the start of the data and
+ * the whole header image (both header copies and the key-slot area) at
+ * staging = V + 2 S, beyond everything, synced; then the secondary header
+ * and the primary, each synced; then the key-slot area; the staging room
+ * is given back last. A failure before the secondary header is durable
+ * restores the raw image; any later one leaves a header whose resume
+ * (ours) takes the key-slot area from the staging copy when it is not
+ * whole.
+ */
+static int reenc_init_write(Reenc *r, const MemHeader *m, uint64_t len,
+                            Error **errp)
+{
+    const QCryptoReencryptIO *io = r->io;
+    uint64_t hs = r->hdr->bin.hdr_size;
+    uint64_t staging = r->moved_offset + r->shift;
+
+    g_assert(m->len == r->shift && 2 * hs <= m->len);
+    if (io->truncate(io->opaque, staging + r->shift, errp) < 0 ||
+        reenc_io_copy(io, 0, r->moved_offset, r->moved_size, errp) < 0 ||
+        io->write(io->opaque, staging, m->buf, m->len, errp) < 0 ||
+        io->sync(io->opaque, errp) < 0) {
+        reenc_init_rollback(r, len, 0);
+        error_prepend(errp, "The raw image is left as it was: ");
+        return -1;
+    }
+    if (io->write(io->opaque, hs, m->buf + hs, hs, errp) < 0 ||
+        io->sync(io->opaque, errp) < 0) {
+        reenc_init_rollback(r, len, 2 * hs);
+        error_prepend(errp, "The raw image is left as it was: ");
+        return -1;
+    }
+    if (io->write(io->opaque, 0, m->buf, hs, errp) < 0 ||
+        io->sync(io->opaque, errp) < 0 ||
+        io->write(io->opaque, 2 * hs, m->buf + 2 * hs, m->len - 2 * hs,
+                  errp) < 0 ||
+        io->sync(io->opaque, errp) < 0 ||
+        io->truncate(io->opaque, staging, errp) < 0 ||
+        io->sync(io->opaque, errp) < 0) {
+        return -1;
+    }
+    return 0;
 }
 
 
@@ -432,27 +489,12 @@ int qcrypto_reencrypt_encrypt_init(const QCryptoBlockCreateOptions *options,
 
         json = reenc_json_text(state);
     }
-    /* The copy first, durable before its source is overwritten. */
-    if (io->truncate(io->opaque, len + 2 * r.shift, errp) < 0 ||
-        reenc_io_copy(io, 0, r.moved_offset, r.moved_size, errp) < 0 ||
-        io->sync(io->opaque, errp) < 0) {
+    /* Both header copies of the first state in the image in memory. */
+    if (qcrypto_luks2_header_write(r.hdr, json, r.block, mem_write, NULL, &m,
+                                   errp) < 0) {
         goto out;
     }
-    /*
-     * The secondary header and the key-slot area behind it in one write,
-     * so that no kill between two writes leaves key material without a
-     * header that says where the data went (cryptsetup and we both find
-     * a header by its secondary copy); then both copies.
-     */
-    if (qcrypto_luks2_header_write(r.hdr, json, r.block, mem_secondary_write,
-                                   NULL, &m, errp) < 0 ||
-        io->write(io->opaque, r.hdr->bin.hdr_size,
-                  m.buf + r.hdr->bin.hdr_size,
-                  m.len - r.hdr->bin.hdr_size, errp) < 0 ||
-        io->sync(io->opaque, errp) < 0 ||
-        qcrypto_luks2_header_write(r.hdr, json, r.block, reenc_block_write,
-                                   reenc_block_flush, (void *)io, errp) < 0 ||
-        io->sync(io->opaque, errp) < 0) {
+    if (reenc_init_write(&r, &m, len, errp) < 0) {
         goto out;
     }
     ret = 0;
@@ -630,15 +672,60 @@ static int reenc_finish(Reenc *r, Error **errp)
             return -1;
         }
     }
-    if (io->sync(io->opaque, errp) < 0 ||
-        reenc_write_root(r, fin, errp) < 0) {
+    if (io->sync(io->opaque, errp) < 0) {
         return -1;
     }
+    /*
+     * The room given back before the final header: a failure in between
+     * leaves the state "all done", which the resume finishes (the copy is
+     * no longer needed), never a finished image of the wrong size.
+     */
     if (io->truncate && (uint64_t)len > r->shift + r->size &&
         (io->truncate(io->opaque, r->shift + r->size, errp) < 0 ||
          io->sync(io->opaque, errp) < 0)) {
         return -1;
     }
+    return reenc_write_root(r, fin, errp);
+}
+
+/*
+ * The key-slot area of an init cut short after its headers (see
+ * reenc_init_write()): taken again from the staging copy at V + 2 S, if
+ * the file still has one of this very header (its UUID), and the staging
+ * room given back. Only while nothing is encrypted: no zone runs before
+ * the staging is gone (the init or this gave it back).
+ */
+static int reenc_restore_keyslots(Reenc *r, int64_t flen, Error **errp)
+{
+    static const uint8_t magic[6] = { 'L', 'U', 'K', 'S', 0xba, 0xbe };
+    const QCryptoReencryptIO *io = r->io;
+    uint64_t staging = r->moved_offset + r->shift;
+    uint64_t hs = r->hdr->bin.hdr_size;
+    g_autofree uint8_t *buf = NULL;
+    /* LUKS2 on-disk format, section 2.1: uuid at byte 168, 40 bytes. */
+    uint8_t bin[208];
+
+    if ((uint64_t)flen < staging + r->shift || 2 * hs > r->shift) {
+        return 0;
+    }
+    if (io->read(io->opaque, staging, bin, sizeof(bin), errp) < 0) {
+        return -1;
+    }
+    if (memcmp(bin, magic, sizeof(magic)) ||
+        memcmp(bin + 168, r->hdr->bin.uuid, 40)) {
+        return 0;
+    }
+    buf = g_malloc(r->shift - 2 * hs);
+    if (io->read(io->opaque, staging + 2 * hs, buf, r->shift - 2 * hs,
+                 errp) < 0 ||
+        io->write(io->opaque, 2 * hs, buf, r->shift - 2 * hs, errp) < 0 ||
+        io->sync(io->opaque, errp) < 0 ||
+        io->truncate(io->opaque, staging, errp) < 0 ||
+        io->sync(io->opaque, errp) < 0) {
+        explicit_bzero(buf, r->shift - 2 * hs);
+        return -1;
+    }
+    explicit_bzero(buf, r->shift - 2 * hs);
     return 0;
 }
 
@@ -648,21 +735,24 @@ static int reenc_encrypt_resume(Reenc *r, JsonObject *ks,
                                 uint64_t hotzone, Error **errp)
 {
     const QCryptoReencryptIO *io = r->io;
-    g_autofree uint8_t *buf = NULL;
+    uint8_t *buf = NULL;
     uint64_t lin, zone, bufsize = 0;
     int64_t flen;
     int ret = -1;
 
     if (reenc_parse(r, ks, errp) < 0 ||
-        reenc_position(r, &lin, &zone, errp) < 0 ||
-        reenc_unlock(r, secret, errp) < 0) {
+        reenc_position(r, &lin, &zone, errp) < 0) {
         goto out;
     }
     flen = io->length(io->opaque, errp);
-    if (flen < 0) {
+    if (flen < 0 ||
+        (lin == r->size && !zone && io->truncate &&
+         reenc_restore_keyslots(r, flen, errp) < 0) ||
+        reenc_unlock(r, secret, errp) < 0) {
         goto out;
     }
-    if (r->moved_offset + r->moved_size > (uint64_t)flen) {
+    /* All done (the final header was not written): the copy is not needed */
+    if ((lin || zone) && r->moved_offset + r->moved_size > (uint64_t)flen) {
         error_setg(errp, "The moved data lies beyond the end of the file: "
                    "was it truncated?");
         goto out;
@@ -680,7 +770,7 @@ static int reenc_encrypt_resume(Reenc *r, JsonObject *ks,
     }
     /* A zone is at most the hot zone, a cut one, or the moved copy. */
     bufsize = MAX(MAX(hotzone, zone), r->moved_size);
-    buf = g_malloc(bufsize);
+    buf = reenc_zone_buf_new(bufsize);
     /* A zone cut short: its source is intact, do it again. */
     if (zone && reenc_zone(r, lin, zone, buf, errp) < 0) {
         goto out;
@@ -716,9 +806,7 @@ static int reenc_encrypt_resume(Reenc *r, JsonObject *ks,
     }
     ret = 0;
 out:
-    if (buf) {
-        explicit_bzero(buf, bufsize);
-    }
+    reenc_zone_buf_free(buf, bufsize);
     return ret;
 }
 

@@ -119,6 +119,13 @@ int reenc_rekey_resume(Reenc *r, JsonObject *ks,
 
 /* Write root as both header copies, then sync. */
 int reenc_write_root(Reenc *r, JsonNode *root, Error **errp);
+/*
+ * A hot-zone buffer of len bytes aligned to REENC_ZONE_ALIGN, and its
+ * end (zeroed: it held plain text or keys' work).
+ */
+#define REENC_ZONE_ALIGN 4096
+uint8_t *reenc_zone_buf_new(uint64_t len);
+void reenc_zone_buf_free(uint8_t *buf, uint64_t len);
 /* Copy len bytes from src to dst in the file. */
 int reenc_io_copy(const QCryptoReencryptIO *io, uint64_t src, uint64_t dst,
                   uint64_t len, Error **errp);

@@ -145,6 +145,67 @@ static bool file_is_luks(BlockDriverState *file)
     return false;
 }
 
+/*
+ * --image-opts: the file node as its "file." options describe it (a
+ * blkdebug filter over the file, as the fault-injection tests use), else
+ * the file named by file.filename. *name is the file's own name (the
+ * deepest *.filename), for messages and the --decrypt header's default.
+ */
+static GHashTable *file_node_opts(GHashTable *iopts, const char **name)
+{
+    static const char *const names[] = {
+        "file.filename", "file.file.filename", "file.image.filename",
+    };
+    GHashTable *opts = qemu_opts_new();
+    GHashTableIter it;
+    gpointer k, v;
+
+    *name = NULL;
+    for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
+        *name = *name ? *name : g_hash_table_lookup(iopts, names[i]);
+    }
+    g_hash_table_iter_init(&it, iopts);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        if (g_str_has_prefix(k, "file.")) {
+            g_hash_table_insert(opts, g_strdup((char *)k + 5), g_strdup(v));
+        }
+    }
+    if (!g_hash_table_contains(opts, "driver")) {
+        g_hash_table_destroy(opts);
+        return NULL;
+    }
+    return opts;
+}
+
+/*
+ * The image's file node: its --image-opts file options, or
+ * FILENAME's.
+ */
+static BlockDriverState *reenc_open_file(GHashTable *fopts,
+                                         const char *filename, bool protocol,
+                                         Error **errp)
+{
+    if (fopts) {
+        return bdrv_open(NULL, NULL, fopts, BDRV_O_RDWR, errp);
+    }
+    return protocol ? bdrv_open_protocol(filename, BDRV_O_RDWR, errp)
+                    : bdrv_open(filename, "file", NULL, BDRV_O_RDWR, errp);
+}
+
+/*
+ * After a failure of a run that started it: if the image is left in
+ * re-encryption, how to finish it (the error said what went wrong, not
+ * what state it left).
+ */
+static void reencrypt_resume_hint(const QCryptoReencryptIO *io,
+                                  const char *filename)
+{
+    if (qcrypto_reencrypt_unfinished(io)) {
+        img_error(filename, "The image is left being re-encrypted: finish "
+                  "with 'qemu-img-lite reencrypt --resume-only'");
+    }
+}
+
 /* ---- --decrypt: the header lives in its own file meanwhile ---- */
 
 static int ctx_hdr_read(void *opaque, uint64_t off, void *buf, size_t len,
@@ -303,7 +364,7 @@ static int reencrypt_decrypt(ReencCtx *ctx, QCryptoReencryptIO *io,
 
 /* The --decrypt command: the file node opened, errors printed. */
 static int img_reencrypt_decrypt(ReencCtx *ctx, QCryptoReencryptIO *io,
-                                 const char *filename,
+                                 GHashTable *fopts, const char *filename,
                                  const QCryptoBlockSecret *secret,
                                  uint64_t hotzone, bool init_only,
                                  bool resume_only)
@@ -311,7 +372,7 @@ static int img_reencrypt_decrypt(ReencCtx *ctx, QCryptoReencryptIO *io,
     Error *err = NULL;
     int r;
 
-    ctx->file = bdrv_open(filename, "file", NULL, BDRV_O_RDWR, &err);
+    ctx->file = reenc_open_file(fopts, filename, false, &err);
     if (!ctx->file) {
         img_error_free(filename, err);
         return 1;
@@ -326,6 +387,11 @@ static int img_reencrypt_decrypt(ReencCtx *ctx, QCryptoReencryptIO *io,
     bdrv_close(ctx->file);
     if (r < 0) {
         img_error_free(filename, err);
+        if (!resume_only && access(ctx->hdr_path, F_OK) == 0) {
+            img_error(filename, "The image is left being decrypted: finish "
+                      "with 'qemu-img-lite reencrypt --resume-only' (keep "
+                      "'%s')", ctx->hdr_path);
+        }
         return 1;
     }
     if (r > 0) {
@@ -444,6 +510,7 @@ int img_reencrypt(int argc, char **argv)
     g_auto(GStrv) opt_strs = NULL;
     g_autoptr(GHashTable) opts = NULL;
     g_autoptr(GHashTable) iopts = NULL;
+    g_autoptr(GHashTable) fopts = NULL;
     g_autofree char *resilience = NULL, *hotzone_str = NULL;
     g_autofree char *header = NULL, *default_header = NULL;
     gboolean image_opts = FALSE, encrypt = FALSE, decrypt = FALSE;
@@ -559,7 +626,7 @@ int img_reencrypt(int argc, char **argv)
             img_error(filename, "Invalid --image-opts string");
             goto out;
         }
-        filename = g_hash_table_lookup(iopts, "file.filename");
+        fopts = file_node_opts(iopts, &filename);
         if (!filename) {
             img_error(NULL, "--image-opts needs file.filename");
             goto out;
@@ -597,7 +664,8 @@ int img_reencrypt(int argc, char **argv)
     ctx.hdr_path = header ? header : default_header;
     if (decrypt ||
         (resume_only && (header || access(ctx.hdr_path, F_OK) == 0))) {
-        ret = img_reencrypt_decrypt(&ctx, &io, filename, &secret, hotzone,
+        ret = img_reencrypt_decrypt(&ctx, &io, fopts,
+                                    filename, &secret, hotzone,
                                     init_only, resume_only);
         goto out;
     }
@@ -606,7 +674,8 @@ int img_reencrypt(int argc, char **argv)
         goto out;
     }
     /* The header inside: any protocol (a file, an RBD image). */
-    ctx.file = bdrv_open_protocol(filename, BDRV_O_RDWR, &err);
+    ctx.file = reenc_open_file(fopts, filename, true,
+                               &err);
     if (!ctx.file) {
         img_error_free(filename, err);
         goto out;
@@ -619,6 +688,7 @@ int img_reencrypt(int argc, char **argv)
     if (rekey) {
         if (reencrypt_rekey_init(opts, &secret, resilience, &io, &err) < 0) {
             img_error_free(filename, err);
+            reencrypt_resume_hint(&io, filename);
             goto close;
         }
         if (init_only) {
@@ -633,6 +703,7 @@ int img_reencrypt(int argc, char **argv)
         }
         if (qcrypto_reencrypt_encrypt_init(&copts, &io, &err) < 0) {
             img_error_free(filename, err);
+            reencrypt_resume_hint(&io, filename);
             goto close;
         }
         if (init_only) {
@@ -650,6 +721,9 @@ int img_reencrypt(int argc, char **argv)
     }
     if (r < 0) {
         img_error_free(filename, err);
+        if (!resume_only) {
+            reencrypt_resume_hint(&io, filename);
+        }
         goto close;
     }
     if (r > 0) {

@@ -46,7 +46,7 @@ void block_crypto_clear_luks_amend_opts(QCryptoBlockAmendOptions *aopts);
  * place (qemu-img-lite reencrypt --decrypt, cryptsetup reencrypt
  * --decrypt --header): its default detached header, FILENAME.luks2-header,
  * is a LUKS2 header with a re-encryption requirement (or one too damaged
- * to tell). The file then holds part plain text, part ciphertext, and no
+ * to tell, or one exported whose init has not finished). The file then holds part plain text, part ciphertext, and no
  * header of its own. The header file is read through a "file" node.
  */
 bool block_crypto_decrypt_in_progress(const char *filename);
@@ -58,5 +58,13 @@ bool block_crypto_decrypt_in_progress(const char *filename);
  */
 int block_crypto_check_not_decrypting(BlockDriverState *file, int flags,
                                       Error **errp);
+
+/*
+ * The same, and an image whose own LUKS2 header (either copy) is being
+ * re-encrypted (an encryption in place, a new volume key): every format
+ * refuses it, saying how to finish, unless flags has BDRV_O_REENCRYPT.
+ */
+int block_crypto_check_not_reencrypting(BlockDriverState *file, int flags,
+                                        Error **errp);
 
 #endif

@@ -164,6 +164,14 @@ int qcrypto_reencrypt_decrypt_state(const QCryptoReencryptIO *io,
                                     uint64_t *size, Error **errp);
 
 /*
+ * Whether the image behind io->read holds a LUKS2 header (either copy: a
+ * run may have stopped before its primary) that is being re-encrypted
+ * (an online- or offline-reencrypt requirement). Never fails: a header
+ * that does not read says no.
+ */
+bool qcrypto_reencrypt_unfinished(const QCryptoReencryptIO *io);
+
+/*
  * Finish the re-encryption the image behind io is in (started by us or by
  * cryptsetup), hot zone by hot zone. 0 when done, 1 when progress asked to
  * stop (resumable), -1 and errp on failure.

@@ -3,8 +3,10 @@
 progress, sparse targets, and never a half-written target."""
 import os
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 
 from qiltest import (ITER_TIME, SECRET, TOOL, TestCase, file_bytes, luks_opts,
                      main, qil, random_file)
@@ -230,6 +232,57 @@ class ConvertLuks(TestCase):
         self.assertIn("Interrupted", err)
         self.assertFalse(os.path.exists(dst))
         self.assertEqual(os.listdir(os.path.dirname(dst)), ["big.raw"])
+
+
+class ConvertDurable(TestCase):
+    """convert -n onto an existing target, a block device included, syncs
+    it (default cache mode) and fails, naming the target, when the
+    write-back fails; -t unsafe is the opt-out (issue 27, item 7)."""
+
+    def setUp(self):
+        super().setUp()
+        self.src = self.path("src.raw")
+        random_file(self.src, 4 << 20)
+
+    def test_flush_error_fails(self):
+        dst = self.path("dst.raw")
+        with open(dst, "wb") as f:
+            f.truncate(4 << 20)
+        opts = ("driver=raw,file.driver=blkdebug,file.fail-flush=1,"
+                f"file.file.filename={dst}")
+        for cache in ([], ["-t", "writeback"], ["-t", "none"]):
+            self.assertFails(["convert", "-n", *cache, "-f", "raw", self.src,
+                              "--target-image-opts", opts],
+                             f"Could not flush '{dst}'")
+        qil("convert", "-n", "-t", "unsafe", "-f", "raw", self.src,
+            "--target-image-opts", opts)
+
+    def test_block_device_write_back_error(self):
+        """A loop device over a file on a full tmpfs: the writes land in
+        the page cache, the write-back fails, fdatasync says EIO."""
+        if os.geteuid() != 0 or not shutil.which("losetup"):
+            self.skipTest("needs root and losetup")
+        # Outside the scratch directory, which goes before the cleanups.
+        mnt = tempfile.mkdtemp(prefix="qil-mnt-")
+        self.addCleanup(os.rmdir, mnt)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1M", "tmpfs",
+                           mnt], capture_output=True).returncode:
+            self.skipTest("cannot mount a tmpfs here")
+        self.addCleanup(subprocess.run, ["umount", mnt])
+        backing = os.path.join(mnt, "sparse")
+        with open(backing, "wb") as f:
+            f.truncate(8 << 20)
+        proc = subprocess.run(["losetup", "-f", "--show", backing],
+                              capture_output=True, text=True)
+        if proc.returncode:
+            self.skipTest(f"losetup: {proc.stderr.strip()}")
+        dev = proc.stdout.strip()
+        self.addCleanup(subprocess.run, ["losetup", "-d", dev])
+        self.assertFails(["convert", "-n", "-f", "raw", self.src, "-O", "raw",
+                          dev], f"Could not flush '{dev}'")
+        # The opt-out says nothing: the loss is the user's choice.
+        qil("convert", "-n", "-t", "unsafe", "-f", "raw", self.src, "-O",
+            "raw", dev)
 
 
 if __name__ == "__main__":

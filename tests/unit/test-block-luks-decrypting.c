@@ -10,10 +10,13 @@
  *   to tell;
  * - BDRV_O_REENCRYPT opens it (for the tool that finishes the job);
  * - the "file" protocol opens it: bytes are all it knows;
- * - a header only exported (no requirement yet), or none, changes nothing.
+ * - a header only exported (no requirement yet), or none, changes nothing
+ *   while the image still starts with its own header; once an init that
+ *   failed has overwritten that header, the image is refused too.
  *
  * The decryption is started as the tool starts it, through "file" nodes.
  */
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -217,6 +220,26 @@ static void test_not_running(Fixture *f, gconstpointer data)
     bdrv_close(bs);
 }
 
+/*
+ * Exported, and the init failed after overwriting the image's own header
+ * (a full disk, an I/O error): neither LUKS nor raw, refused.
+ */
+static void test_init_failed(Fixture *f, gconstpointer data)
+{
+    Error *err = NULL;
+    FILE *fp;
+
+    start_decryption(f, false);
+    fp = fopen(f->img, "r+b");
+    g_assert_nonnull(fp);
+    g_assert_cmpint(fwrite("garbage!", 1, 8, fp), ==, 8);
+    g_assert_cmpint(fclose(fp), ==, 0);
+    g_assert_true(block_crypto_decrypt_in_progress(f->img));
+    g_assert_null(bdrv_open(f->img, "raw", NULL, BDRV_O_NO_IO, &err));
+    g_assert_nonnull(strstr(error_get_pretty(err), REFUSED));
+    error_free(err);
+}
+
 /* A LUKS2 magic with nothing readable behind it: refused; other bytes not. */
 static void test_damaged_header(Fixture *f, gconstpointer data)
 {
@@ -247,6 +270,7 @@ int main(int argc, char **argv)
     ADD("/block/luks/decrypting/file-protocol-opens",
         test_file_protocol_opens);
     ADD("/block/luks/decrypting/not-running", test_not_running);
+    ADD("/block/luks/decrypting/init-failed", test_init_failed);
     ADD("/block/luks/decrypting/damaged-header", test_damaged_header);
     return g_test_run();
 }
