@@ -1387,3 +1387,11 @@ int bdrv_bitmaps_store(BlockDriverState *bs, Error **errp)
     return bs->drv->bdrv_bitmaps_store ?
            bs->drv->bdrv_bitmaps_store(bs, errp) : 0;
 }
+
+int bdrv_flush_final(BlockDriverState *bs, Error **errp)
+{
+    if (!bdrv_is_read_only(bs) && bdrv_bitmaps_store(bs, errp) < 0) {
+        return -1;
+    }
+    return bdrv_flush(bs, errp);
+}

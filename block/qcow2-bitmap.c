@@ -1178,7 +1178,8 @@ void qcow2_bitmaps_resize(BlockDriverState *bs, uint64_t size)
         }
         bm->table_size = len / s->g.cluster_size;
     }
-    if (s->bitmaps) {
+    /* Without bitmaps there is nothing to store (no header write). */
+    if (s->bitmaps && s->bitmaps->list->len) {
         s->bitmaps->changed = true;
     }
 }

@@ -748,6 +748,29 @@ static int qcow2_open_writable(BlockDriverState *bs, Error **errp)
     return qcow2_bitmaps_open_rw(bs, errp);
 }
 
+/*
+ * Spec, autoclear features: a program that writes an image without
+ * knowing such a bit clears it (what it guards may no longer hold). QEMU
+ * does so at every writable open, check -r's included (qemu-iotests 036).
+ */
+static int qcow2_clear_unknown_autoclear(BlockDriverState *bs, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t known = s->header.autoclear_features & QCOW2_AUTOCLEAR_KNOWN;
+    uint8_t be[8];
+
+    if (s->header.version < 3 || known == s->header.autoclear_features) {
+        return 0;
+    }
+    stq_be_p(be, known);
+    if (bdrv_pwrite(bs->file, 88, be, sizeof(be), 0, errp) < 0 ||
+        bdrv_flush(bs->file, errp) < 0) {
+        return -1;
+    }
+    s->header.autoclear_features = known;
+    return 0;
+}
+
 static int qcow2_open_image(BlockDriverState *bs, GHashTable *opts, int flags,
                             Error **errp)
 {
@@ -773,6 +796,9 @@ static int qcow2_open_image(BlockDriverState *bs, GHashTable *opts, int flags,
     }
     /* "check" reads (and reports on) the snapshot table itself. */
     if (!(flags & BDRV_O_CHECK) && qcow2_read_snapshots(bs, errp) < 0) {
+        return -1;
+    }
+    if ((flags & BDRV_O_RDWR) && qcow2_clear_unknown_autoclear(bs, errp) < 0) {
         return -1;
     }
     /*

@@ -61,6 +61,8 @@ enum {
 #define QCOW2_AUTOCLEAR_DATA_FILE_RAW (1ull << 1)
 /* Spec, autoclear bit 0: without it the bitmaps extension is stale. */
 #define QCOW2_AUTOCLEAR_BITMAPS (1ull << 0)
+#define QCOW2_AUTOCLEAR_KNOWN \
+    (QCOW2_AUTOCLEAR_BITMAPS | QCOW2_AUTOCLEAR_DATA_FILE_RAW)
 
 /* Spec, "Header extensions": types */
 #define QCOW2_EXT_END               0x00000000u

@@ -120,7 +120,7 @@ int img_amend(int argc, char **argv)
      * qemu-img's amend errors name no image (error_report_err()); a
      * flush error names its file itself.
      */
-    if (bdrv_amend(bs, opts, force, &err) < 0 || bdrv_flush(bs, &err) < 0) {
+    if (bdrv_amend(bs, opts, force, &err) < 0 || bdrv_flush_final(bs, &err) < 0) {
         img_error_free(NULL, err);
         goto out;
     }

@@ -169,7 +169,7 @@ static int check_run(BlockDriverState *bs, BdrvCheckMode fix, bool human,
         return ret;
     }
     /* A repair is only done once it is on the disk. */
-    if (bdrv_flush(bs, &err) < 0) {
+    if (bdrv_flush_final(bs, &err) < 0) {
         img_error_free(NULL, err);
         return -EIO;
     }

@@ -228,12 +228,12 @@ int img_commit(int argc, char **argv)
         goto out;
     }
     /* Down first, durably: only then may the overlay let its data go. */
-    if (bdrv_flush(base, &err) < 0) {
+    if (bdrv_flush_final(base, &err) < 0) {
         img_error_free(NULL, err);
         goto out;
     }
     if (!drop && (bdrv_make_empty(g_ptr_array_index(layers, 0), &err) < 0 ||
-                  bdrv_flush(g_ptr_array_index(layers, 0), &err) < 0)) {
+                  bdrv_flush_final(g_ptr_array_index(layers, 0), &err) < 0)) {
         img_error_free(NULL, err);
         goto out;
     }

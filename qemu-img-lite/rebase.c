@@ -306,7 +306,7 @@ int img_rebase(int argc, char **argv)
         goto out;
     }
     /* As every command that changes an image: durable before success. */
-    if (bdrv_flush(bs, &err) < 0) {
+    if (bdrv_flush_final(bs, &err) < 0) {
         img_error_free(argv[1], err);
         goto out;
     }

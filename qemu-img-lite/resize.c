@@ -109,7 +109,7 @@ int img_resize(int argc, char **argv)
         goto out;
     }
     /* "Image resized." only once the new size is on the disk. */
-    if (bdrv_flush(bs, &err) < 0) {
+    if (bdrv_flush_final(bs, &err) < 0) {
         img_error_free(filename, err);
         /*
          * A grown image goes back to its old size (what it held is

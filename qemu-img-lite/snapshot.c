@@ -144,7 +144,7 @@ int img_snapshot(int argc, char **argv)
     } else {
         ret = bdrv_snapshot_delete(bs, name, &err);
     }
-    if (ret == 0 && bdrv_flush(bs, &err) < 0) {
+    if (ret == 0 && bdrv_flush_final(bs, &err) < 0) {
         ret = -1;
     }
     /* What the driver noted on the way (a leak), as qemu-img prints it. */

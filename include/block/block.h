@@ -584,5 +584,12 @@ int bdrv_bitmap_get(BlockDriverState *bs, const char *name,
  * leaving the bitmaps marked in-use); no data writes may follow.
  */
 int bdrv_bitmaps_store(BlockDriverState *bs, Error **errp);
+/*
+ * A command's last flush before it reports success: what a format keeps
+ * in memory until close (qcow2's bitmaps) is written first, then the
+ * node is flushed, so that a failure of either is the command's (close
+ * cannot report one). No write may follow.
+ */
+int bdrv_flush_final(BlockDriverState *bs, Error **errp);
 
 #endif

@@ -175,6 +175,28 @@ class InfoQcow2(TestCase):
                 self.assertEqual(ours.stderr.split("feature(s): ")[1],
                                  theirs.stderr.split("feature(s): ")[1])
 
+    def test_unknown_autoclear_cleared(self):
+        """An autoclear bit nobody knows is cleared by a writer, as the
+        spec says and QEMU does at every writable open (check -r all
+        included: qemu-iotests 036); readers leave it."""
+        import struct
+        for cmd in (["check", "-r", "all"], ["resize", "32M"]):
+            with self.subTest(cmd=cmd):
+                path = self.make("ac.qcow2")
+                with open(path, "r+b") as f:
+                    f.seek(88)
+                    f.write(struct.pack(">Q", 1 << 63))
+                qil("info", path)
+                qil("check", path)
+                with open(path, "rb") as f:
+                    f.seek(88)
+                    self.assertEqual(f.read(8), struct.pack(">Q", 1 << 63))
+                qil(cmd[0], path, *cmd[1:])
+                with open(path, "rb") as f:
+                    f.seek(88)
+                    self.assertEqual(f.read(8), bytes(8))
+                qemu_img("check", path)
+
     def test_bitmaps(self):
         img = self.make("bm.qcow2", size="100M")
         qemu_img("bitmap", "--add", img, "first")
