@@ -10,7 +10,7 @@
  *
  *   -k SOCKET -> -U SOCKET      -b ADDR -> -i ADDR     -p PORT -> -p PORT
  *   -r -> -r (and read-only=on) --fork -> (no -f)      --pid-file -> -P
- *   no -t -> exitlast filter    -e N -> limit filter   -o N -> offset filter
+ *   no -t -> exitlast filter    -e N -> shared=N       -o N -> offset filter
  *   --tls-creds ID -> --tls=require --tls-certificates=DIR | --tls-psk=FILE
  *
  * Secrets never reach nbdkit's command line: those --object defines are
@@ -447,9 +447,6 @@ int main(int argc, char **argv)
     if (!persistent) {
         g_ptr_array_add(nargv, g_strdup("--filter=exitlast"));
     }
-    if (shared > 0) {
-        g_ptr_array_add(nargv, g_strdup("--filter=limit"));
-    }
     if (offset) {
         g_ptr_array_add(nargv, g_strdup("--filter=offset"));
     }
@@ -472,7 +469,8 @@ int main(int argc, char **argv)
         g_ptr_array_add(nargv, g_strdup("multi-conn=on"));
     }
     if (shared > 0) {
-        qnl_arg(nargv, "limit=%ld", shared);
+        /* The plugin makes a client beyond N wait, as qemu-nbd does. */
+        qnl_arg(nargv, "shared=%ld", shared);
     }
     if (offset) {
         qnl_arg(nargv, "offset=%" G_GUINT64_FORMAT, offset);

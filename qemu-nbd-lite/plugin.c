@@ -17,7 +17,7 @@
  * secrets-fd= (secrets handed over by qemu-nbd-lite: "ID\0BASE64\0" pairs
  * in a file descriptor, so that no passphrase is ever on a command line),
  * export= (the only export name served; default ""), description=,
- * cache=, discard=, detect-zeroes=, force-share=, multi-conn=.
+ * cache=, discard=, detect-zeroes=, force-share=, multi-conn=, shared=.
  *
  * The image is opened once, in .get_ready: before nbdkit forks into the
  * background, so a wrong passphrase or a locked image is an error of the
@@ -68,6 +68,9 @@ static struct {
     QilDetectZeroes detect_zeroes;
     bool multi_conn;
     bool force_share;
+    unsigned shared;            /* most clients at once; 0: no limit */
+    unsigned connections;       /* clients past .open (under slot_lock) */
+    GMutex slot_lock;
 
     BlockDriverState *bs;
     bool read_only;
@@ -175,6 +178,8 @@ static int qil_config(const char *key, const char *value)
         return qil_parse_bool(key, value, &qil.force_share);
     } else if (g_str_equal(key, "multi-conn")) {
         return qil_parse_bool(key, value, &qil.multi_conn);
+    } else if (g_str_equal(key, "shared")) {
+        return nbdkit_parse_unsigned("shared", value, &qil.shared);
     } else {
         nbdkit_error("unknown parameter '%s'", key);
         return -1;
@@ -306,6 +311,46 @@ static const char *qil_default_export(int readonly, int is_tls)
     return qil_export();
 }
 
+/* ---- Connections: at most shared= at once, the others wait */
+
+/*
+ * qemu-nbd --shared=N stops accepting while N clients are connected: a
+ * further client waits (in the listen backlog) until one leaves, and is
+ * then served. nbdkit's limit filter turns it away instead, which a
+ * client that reconnects right after disconnecting (qemu-io, then
+ * nbdinfo) sees as a dropped connection while the server is still
+ * closing the first. So the wait is here: .preconnect (before the
+ * greeting, as qemu-nbd sends none until it accepts) waits for a free
+ * slot, .open waits again and takes it (two waiters may pass
+ * .preconnect together), .close frees it.
+ *
+ * The wait polls every 10 ms through nbdkit_nanosleep, which returns
+ * early when the server shuts down (SIGTERM, or the exitlast filter once
+ * the last client has gone, as qemu-nbd without -t) or the waiting client
+ * hangs up: a condition variable would hold up nbdkit's shutdown, which
+ * waits for every connection thread.
+ */
+static int qil_wait_for_slot(bool take)
+{
+    for (;;) {
+        g_mutex_lock(&qil.slot_lock);
+        if (!qil.shared || qil.connections < qil.shared) {
+            qil.connections += take;
+            g_mutex_unlock(&qil.slot_lock);
+            return 0;
+        }
+        g_mutex_unlock(&qil.slot_lock);
+        if (nbdkit_nanosleep(0, 10 * 1000 * 1000) < 0) {
+            return -1;
+        }
+    }
+}
+
+static int qil_preconnect(int readonly)
+{
+    return qil_wait_for_slot(false);
+}
+
 static void *qil_open(int readonly)
 {
     const char *name = nbdkit_export_name();
@@ -316,7 +361,19 @@ static void *qil_open(int readonly)
         errno = ENOENT;
         return NULL;
     }
+    if (qil_wait_for_slot(true) < 0) {
+        errno = ESHUTDOWN;
+        return NULL;
+    }
     return NBDKIT_HANDLE_NOT_NEEDED;
+}
+
+/* Called only after a successful .open: the slot it took is freed. */
+static void qil_close(void *handle)
+{
+    g_mutex_lock(&qil.slot_lock);
+    qil.connections--;
+    g_mutex_unlock(&qil.slot_lock);
 }
 
 static const char *qil_export_description(void *handle)
@@ -553,12 +610,15 @@ static struct nbdkit_plugin plugin = {
         "detect-zeroes=MODE off (default), on or unmap\n"
         "read-only=on       open the image read-only (give nbdkit -r too)\n"
         "force-share=on     with -r: take no image lock (qemu-nbd -U)\n"
-        "multi-conn=on      offer multi-conn (qemu-nbd --shared > 1)",
+        "multi-conn=on      offer multi-conn (qemu-nbd --shared > 1)\n"
+        "shared=N           serve N clients at once, others wait (0: any)",
     .magic_config_key = "image",
     .get_ready = qil_get_ready,
     .list_exports = qil_list_exports,
     .default_export = qil_default_export,
+    .preconnect = qil_preconnect,
     .open = qil_open,
+    .close = qil_close,
     .export_description = qil_export_description,
     .get_size = qil_get_size,
     .can_write = qil_can_write,

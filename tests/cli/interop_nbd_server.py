@@ -433,26 +433,52 @@ class Options(ServerTest):
             os.kill(pid, signal.SIGTERM)
 
     def test_shared_limit(self):
-        """-e 1 (the default) serves one client at a time: a second one is
-        turned away while the first is connected."""
+        """-e 1 (the default) serves one client at a time: a second one
+        waits, as with qemu-nbd, and is served once the first has gone; a
+        server stopped while a client waits still exits at once."""
         self.need(("nbdinfo", NBDINFO), ("qemu-io", QEMU_IO))
         img = self.path("r.raw")
         random_file(img, MiB)
         proc, uri = self.serve("-f", "raw", img)
-        # qemu-io holds its connection until its stdin closes.
-        first = subprocess.Popen([QEMU_IO, "-f", "raw", uri],
-                                 stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, text=True)
-        try:
+
+        def hold():
+            # qemu-io holds its connection until its stdin closes.
+            first = subprocess.Popen([QEMU_IO, "-f", "raw", uri],
+                                     stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
             first.stdin.write("read 0 4k\n")
             first.stdin.flush()
             self.assertIn("read 4096/4096", first.stdout.readline())
-            second = run([NBDINFO, "--size", uri], check=False)
-            self.assertNotEqual(second.returncode, 0)
+            return first
+
+        first = hold()
+        second = subprocess.Popen([NBDINFO, "--size", uri],
+                                  stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(1)
+            self.assertIsNone(second.poll(), "the second client was not "
+                              "kept waiting while the first is connected")
         finally:
             first.communicate("quit\n", timeout=30)
-        self.assertEqual(run([NBDINFO, "--size", uri]).stdout, f"{MiB}\n")
-        self.stop(proc)
+        out, err = second.communicate(timeout=30)
+        self.assertEqual((second.returncode, out), (0, f"{MiB}\n"), err)
+        # A waiting client is let go when the server is stopped, and does
+        # not hold up its exit. (nbdkit itself waits for connected clients
+        # to leave: qemu-io's, here.)
+        first = hold()
+        second = subprocess.Popen([NBDINFO, "--size", uri],
+                                  stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(0.5)
+            self.assertIsNone(second.poll())
+            proc.terminate()
+            self.assertNotEqual(second.wait(timeout=10), 0)
+        finally:
+            first.communicate("quit\n", timeout=30)
+            second.wait(timeout=30)
+        proc.wait(timeout=10)
 
     def test_discard_and_detect_zeroes(self):
         """--discard=unmap lets trims through to a raw file (its blocks are
