@@ -30,6 +30,7 @@ typedef struct BlockCrypto {
      */
     bool header_only;
     uint64_t payload_offset;        /* bytes into bs->file */
+    uint64_t data_size;             /* fixed by the header; 0: to the end */
     uint64_t sector_size;
 } BlockCrypto;
 
@@ -368,6 +369,7 @@ static int block_crypto_open(BlockDriverState *bs, GHashTable *opts, int flags,
         goto out;
     }
     s->payload_offset = qcrypto_block_get_payload_offset(s->block);
+    s->data_size = qcrypto_block_get_data_size(s->block);
     s->sector_size = qcrypto_block_get_sector_size(s->block);
     bs->request_alignment = s->sector_size;
 
@@ -480,7 +482,9 @@ static int64_t block_crypto_getlength(BlockDriverState *bs, Error **errp)
     if (s->header_only) {
         return 0;
     }
-    return len - s->payload_offset;     /* checked at open: not negative */
+    len -= s->payload_offset;           /* checked at open: not negative */
+    /* A size the header fixes ends the data before the file ends. */
+    return s->data_size ? (int64_t)MIN((uint64_t)len, s->data_size) : len;
 }
 
 static int block_crypto_truncate(BlockDriverState *bs, uint64_t size,
@@ -494,6 +498,14 @@ static int block_crypto_truncate(BlockDriverState *bs, uint64_t size,
      * refuses such a device. Up, as QEMU reports a partial one.
      */
     size = qcrypto_block_round_to_sectors(size, s->sector_size);
+    if (s->data_size) {
+        error_setg(errp, "The LUKS2 header fixes the data size at %" G_GUINT64_FORMAT
+                   " bytes (a segment of fixed size, or the size an "
+                   "in-place encryption recorded: 'qemu-img-lite reencrypt "
+                   "--resume-only' ends that): it cannot be resized",
+                   s->data_size);
+        return -1;
+    }
     return bdrv_truncate(bs->file, s->payload_offset + size, prealloc, errp);
 }
 

@@ -666,6 +666,20 @@ static int qcrypto_luks2_json_validate_tokens(QCryptoLUKS2Metadata *md,
             return -1;
         }
         t->type = g_strdup(type);
+        if (!g_str_equal(type, QCRYPTO_LUKS2_TOKEN_DATA_SIZE)) {
+            continue;
+        }
+        if (luks2_json_get_u64_string(json_node_get_object(node), what,
+                                      "size", &t->data_size, errp) < 0) {
+            return -1;
+        }
+        if (!t->data_size || t->data_size % 512 ||
+            t->data_size > (UINT64_C(1) << 62)) {
+            error_setg(errp, "LUKS2 token %d (%s): the size %" PRIu64
+                       " is not a positive multiple of 512", id, type,
+                       t->data_size);
+            return -1;
+        }
     }
     return 0;
 }

@@ -962,9 +962,19 @@ int qcrypto_reencrypt_decrypt_init(const QCryptoBlockSecret *secret,
         goto out;
     }
     r.size = flen - r.shift;
+    /* An encryption of ours that cryptsetup finished: the data ends first. */
+    if (qcrypto_luks2_data_size(md, seg)) {
+        r.size = MIN(r.size, qcrypto_luks2_data_size(md, seg));
+    }
     r.moved_size = MIN(r.shift, r.size);
+    /*
+     * The size in the header file too: if cryptsetup finishes this run,
+     * its last segment is "dynamic" over a file S bytes too long, and
+     * --resume-only cuts it to this (DONE_UNSIZED below).
+     */
     if (dec_init_keyslot(&d, md, errp) < 0 ||
-        dec_init_metadata(&d, md, key->data, key->len, errp) < 0) {
+        dec_init_metadata(&d, md, key->data, key->len, errp) < 0 ||
+        reenc_add_size_token(r.root, r.size, errp) < 0) {
         goto out;
     }
     state = dec_state_root(&d, r.moved_size, 0, false);
@@ -1014,7 +1024,10 @@ int qcrypto_reencrypt_decrypt_state(const QCryptoReencryptIO *io,
         *state = QCRYPTO_REENCRYPT_DECRYPT_RUNNING;
     } else if (s0 && g_str_equal(seg_type(s0), "linear")) {
         if (seg_is_dynamic(s0)) {
-            *state = QCRYPTO_REENCRYPT_DECRYPT_DONE_UNSIZED;
+            /* cryptsetup's finish; our token says where the data ends */
+            *size = reenc_size_token(r.root);
+            *state = *size ? QCRYPTO_REENCRYPT_DECRYPT_DONE
+                           : QCRYPTO_REENCRYPT_DECRYPT_DONE_UNSIZED;
         } else if (reenc_get_u64(s0, "segment", "size", size, errp) == 0) {
             *state = QCRYPTO_REENCRYPT_DECRYPT_DONE;
         } else {

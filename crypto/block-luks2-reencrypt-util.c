@@ -229,6 +229,74 @@ JsonObject *reenc_section(JsonNode *root, const char *name)
     return json_object_get_object_member(json_node_get_object(root), name);
 }
 
+void reenc_drop_size_token(JsonNode *root)
+{
+    JsonObject *tokens = reenc_section(root, "tokens");
+    g_autoptr(GList) ids = tokens ? json_object_get_members(tokens) : NULL;
+
+    for (GList *l = ids; l; l = l->next) {
+        JsonNode *n = json_object_get_member(tokens, l->data);
+
+        if (JSON_NODE_HOLDS_OBJECT(n) &&
+            g_str_equal(json_object_get_string_member_with_default(
+                            json_node_get_object(n), "type", ""),
+                        QCRYPTO_LUKS2_TOKEN_DATA_SIZE)) {
+            json_object_remove_member(tokens, l->data);
+        }
+    }
+}
+
+uint64_t reenc_size_token(JsonNode *root)
+{
+    JsonObject *tokens = reenc_section(root, "tokens");
+    g_autoptr(GList) ids = tokens ? json_object_get_members(tokens) : NULL;
+
+    for (GList *l = ids; l; l = l->next) {
+        JsonNode *n = json_object_get_member(tokens, l->data);
+        uint64_t size;
+
+        if (JSON_NODE_HOLDS_OBJECT(n) &&
+            g_str_equal(json_object_get_string_member_with_default(
+                            json_node_get_object(n), "type", ""),
+                        QCRYPTO_LUKS2_TOKEN_DATA_SIZE) &&
+            luks2_json_get_u64_string(json_node_get_object(n), "token",
+                                      "size", &size, NULL) == 0 &&
+            size && size % 512 == 0) {
+            return size;
+        }
+    }
+    return 0;
+}
+
+int reenc_add_size_token(JsonNode *root, uint64_t size, Error **errp)
+{
+    JsonObject *tokens = reenc_section(root, "tokens");
+    JsonObject *tok;
+    g_autofree char *key = NULL;
+    int id;
+
+    reenc_drop_size_token(root);
+    for (id = 0; id < QCRYPTO_LUKS2_TOKENS_MAX; id++) {
+        g_autofree char *k = g_strdup_printf("%d", id);
+
+        if (!json_object_has_member(tokens, k)) {
+            break;
+        }
+    }
+    if (id == QCRYPTO_LUKS2_TOKENS_MAX) {
+        error_setg(errp, "No free LUKS2 token for the data size (all %d "
+                   "are in use)", QCRYPTO_LUKS2_TOKENS_MAX);
+        return -1;
+    }
+    tok = json_object_new();
+    json_object_set_string_member(tok, "type", QCRYPTO_LUKS2_TOKEN_DATA_SIZE);
+    json_object_set_array_member(tok, "keyslots", json_array_new());
+    reenc_set_u64(tok, "size", size);
+    key = g_strdup_printf("%d", id);
+    json_object_set_object_member(tokens, key, tok);
+    return 0;
+}
+
 JsonArray *reenc_id_array(const int *ids, int n)
 {
     JsonArray *a = json_array_new();

@@ -166,6 +166,8 @@ static JsonNode *reenc_final_root(Reenc *r)
     dg = json_object_get_object_member(reenc_section(root, "digests"), dn);
     json_object_set_array_member(dg, "segments", reenc_id_array(&zero, 1));
     json_object_remove_member(config, "requirements");
+    /* The file is cut to S + V before this is written: size and end agree. */
+    reenc_drop_size_token(root);
     return root;
 }
 
@@ -420,7 +422,7 @@ static int reenc_init_metadata(Reenc *r, uint64_t keyslots_end,
                              sizeof(dig), reenc_id_array(&r->ks_id, 1),
                              json_array_new());
     json_object_set_object_member(digests, dname, dg);
-    return 0;
+    return reenc_add_size_token(r->root, r->size, errp);
 }
 
 int qcrypto_reencrypt_encrypt_init(const QCryptoBlockCreateOptions *options,
@@ -810,6 +812,54 @@ out:
     return ret;
 }
 
+/*
+ * An encryption of ours that cryptsetup finished: no re-encryption left,
+ * one "dynamic" segment over a file that is still V + 2S long (cryptsetup
+ * neither cuts a file nor writes a fixed size), and our data-size token
+ * saying V. The file is cut to S + V and synced, then the token dropped:
+ * a crash in between leaves a file of the right size that the token still
+ * describes right. 1 done, 0 nothing of the kind here, -1 error.
+ */
+static int reenc_trim_to_recorded_size(Reenc *r, Error **errp)
+{
+    const QCryptoReencryptIO *io = r->io;
+    g_autoptr(QCryptoLUKS2Metadata) md = NULL;
+    g_autoptr(JsonNode) root = NULL;
+    const QCryptoLUKS2Segment *seg;
+    uint64_t size;
+    int64_t len;
+
+    JsonObject *config = reenc_section(r->root, "config");
+
+    /* In re-encryption (or not LUKS2 we know): the resume's to judge. */
+    if (!config || json_object_has_member(config, "requirements")) {
+        return 0;
+    }
+    md = qcrypto_luks2_metadata_parse(r->hdr->json, r->hdr->bin.hdr_size,
+                                      errp);
+    if (!md) {
+        return -1;
+    }
+    seg = qcrypto_luks2_data_segment(md, NULL);
+    if (!seg || !seg->size_dynamic || !seg->offset ||
+        !(size = qcrypto_luks2_data_size(md, seg))) {
+        return 0;
+    }
+    len = io->length(io->opaque, errp);
+    if (len < 0) {
+        return -1;
+    }
+    if ((uint64_t)len > seg->offset + size &&
+        io->truncate &&
+        (io->truncate(io->opaque, seg->offset + size, errp) < 0 ||
+         io->sync(io->opaque, errp) < 0)) {
+        return -1;
+    }
+    root = reenc_deep_copy(r->root);
+    reenc_drop_size_token(root);
+    return reenc_write_root(r, root, errp) < 0 ? -1 : 1;
+}
+
 int qcrypto_reencrypt_resume(const QCryptoBlockSecret *secret,
                              uint64_t hotzone, const QCryptoReencryptIO *io,
                              Error **errp)
@@ -819,8 +869,16 @@ int qcrypto_reencrypt_resume(const QCryptoBlockSecret *secret,
     const char *mode;
     int ret = -1;
 
-    if (reenc_load(&r, io, errp) < 0 ||
-        !(ks = reenc_find_keyslot(&r, &mode, errp))) {
+    if (reenc_load(&r, io, errp) < 0) {
+        goto out;
+    }
+    ret = reenc_trim_to_recorded_size(&r, errp);
+    if (ret != 0) {
+        ret = ret > 0 ? 0 : -1;
+        goto out;
+    }
+    ret = -1;
+    if (!(ks = reenc_find_keyslot(&r, &mode, errp))) {
         goto out;
     }
     if (g_str_equal(mode, "encrypt")) {

@@ -55,7 +55,7 @@ static void qcrypto_luks2_cleanup(QCryptoBlock *block)
 }
 
 /* The data segment: segment 0, the only one we handle. */
-static const QCryptoLUKS2Segment *qcrypto_luks2_data_segment(
+const QCryptoLUKS2Segment *qcrypto_luks2_data_segment(
     const QCryptoLUKS2Metadata *md, Error **errp)
 {
     for (int i = 1; i < QCRYPTO_LUKS2_SEGMENTS_MAX; i++) {
@@ -154,6 +154,7 @@ static int qcrypto_luks2_open(QCryptoBlock *block,
     block->payload_offset = seg->offset;
     block->sector_size = seg->sector_size;
     block->detached_header = detached;
+    block->data_size = qcrypto_luks2_data_size(luks->md, seg);
 
     if (flags & QCRYPTO_BLOCK_OPEN_NO_IO) {
         return 0;
@@ -163,6 +164,24 @@ static int qcrypto_luks2_open(QCryptoBlock *block,
         return -1;
     }
     return qcrypto_luks2_init_cipher(block, seg, key->data, key->len, errp);
+}
+
+/*
+ * The payload's size if the header fixes it: the segment's own size, or
+ * for a "dynamic" one the size in our data-size token; else 0.
+ */
+uint64_t qcrypto_luks2_data_size(const QCryptoLUKS2Metadata *md,
+                                 const QCryptoLUKS2Segment *seg)
+{
+    if (!seg->size_dynamic) {
+        return seg->size;
+    }
+    for (int i = 0; i < QCRYPTO_LUKS2_TOKENS_MAX; i++) {
+        if (md->tokens[i] && md->tokens[i]->data_size) {
+            return md->tokens[i]->data_size;
+        }
+    }
+    return 0;
 }
 
 /* qcrypto_luks2_metadata_to_json() gave NULL */

@@ -283,6 +283,11 @@ uint64_t qcrypto_block_get_payload_offset(QCryptoBlock *block)
     return block->payload_offset;
 }
 
+uint64_t qcrypto_block_get_data_size(QCryptoBlock *block)
+{
+    return block->data_size;
+}
+
 uint64_t qcrypto_block_get_sector_size(QCryptoBlock *block)
 {
     return block->sector_size;

@@ -24,6 +24,11 @@ struct QCryptoBlock {
     void *opaque;                       /* the format driver's own state */
 
     uint64_t payload_offset;            /* bytes; 0 with a detached header */
+    /*
+     * The payload's size when the header fixes it (a LUKS2 data segment
+     * of fixed size, or our data-size token); 0: to the end of the file.
+     */
+    uint64_t data_size;
     uint64_t sector_size;
     bool detached_header;
     /*

@@ -224,10 +224,20 @@ typedef struct QCryptoLUKS2Digest {
     uint32_t segments;                  /* bit i: segment i */
 } QCryptoLUKS2Digest;
 
+/*
+ * A token of ours: the data size of an image that an in-place encryption
+ * of ours started ("size", bytes). cryptsetup keeps tokens it does not
+ * know, and when it finishes such a run its data segment is "dynamic",
+ * reaching to the end of the file, which the run made longer than the
+ * data: this says where the data ends (docs/reencrypt.md, "The size").
+ */
+#define QCRYPTO_LUKS2_TOKEN_DATA_SIZE "qemu-img-lite-data-size"
+
 typedef struct QCryptoLUKS2Token {
     int id;
     char *type;                         /* not interpreted, kept as is */
     uint32_t keyslots;
+    uint64_t data_size;                 /* QCRYPTO_LUKS2_TOKEN_DATA_SIZE's */
 } QCryptoLUKS2Token;
 
 /*
@@ -247,6 +257,14 @@ typedef struct QCryptoLUKS2Metadata {
     QCryptoLUKS2Digest *digests[QCRYPTO_LUKS2_DIGESTS_MAX];
     QCryptoLUKS2Token *tokens[QCRYPTO_LUKS2_TOKENS_MAX];
 } QCryptoLUKS2Metadata;
+
+/* The data segment: segment 0, the only one we handle (else an error). */
+const QCryptoLUKS2Segment *qcrypto_luks2_data_segment(
+    const QCryptoLUKS2Metadata *md, Error **errp);
+
+/* The payload's size if the header fixes it, else 0 (block->data_size). */
+uint64_t qcrypto_luks2_data_size(const QCryptoLUKS2Metadata *md,
+                                 const QCryptoLUKS2Segment *seg);
 
 /* Parse json (from a header of hdr_size bytes) and validate it all. */
 QCryptoLUKS2Metadata *qcrypto_luks2_metadata_parse(const char *json,

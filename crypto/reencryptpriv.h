@@ -79,6 +79,16 @@ char *reenc_json_text(JsonNode *root);
 JsonObject *reenc_section(JsonNode *root, const char *name);
 JsonArray *reenc_id_array(const int *ids, int n);
 /*
+ * Our data-size token (QCRYPTO_LUKS2_TOKEN_DATA_SIZE): added with the
+ * data size at the first free token id (replacing one there was), or
+ * dropped. It says where the data ends when cryptsetup finishes a run of
+ * ours and leaves a "dynamic" segment over a longer file.
+ */
+int reenc_add_size_token(JsonNode *root, uint64_t size, Error **errp);
+void reenc_drop_size_token(JsonNode *root);
+/* The size our data-size token holds; 0 if there is none (or not valid). */
+uint64_t reenc_size_token(JsonNode *root);
+/*
  * The reencrypt key slot (r->ks_id) with its area, mode and direction,
  * added to keyslots; area is taken.
  */

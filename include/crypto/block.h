@@ -300,6 +300,14 @@ uint64_t qcrypto_block_get_payload_offset(QCryptoBlock *block);
 uint64_t qcrypto_block_get_sector_size(QCryptoBlock *block);
 
 /*
+ * The payload's size when the header fixes it, else 0 (the payload runs
+ * to the end of the file): a LUKS2 data segment of fixed size, or the
+ * size an in-place encryption of ours recorded before cryptsetup finished
+ * it (docs/reencrypt.md, "The size").
+ */
+uint64_t qcrypto_block_get_data_size(QCryptoBlock *block);
+
+/*
  * A warning from opening, for the user, or NULL: e.g. a damaged LUKS2
  * primary header that was recovered from the secondary copy.
  */
