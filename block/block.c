@@ -189,6 +189,20 @@ static const BlockDriver *bdrv_probe_format(BlockDriverState *file,
     return drv;
 }
 
+const char *bdrv_probe_format_name(BlockDriverState *file, Error **errp)
+{
+    uint8_t buf[BDRV_PROBE_BUF_SIZE];
+    uint8_t tail[BDRV_PROBE_TAIL_SIZE];
+    const BlockDriver *drv;
+    int n, tail_n;
+
+    if (bdrv_probe_read(file, buf, &n, tail, &tail_n, errp) < 0) {
+        return NULL;
+    }
+    drv = bdrv_probe_all(buf, n, tail, tail_n, bdrv_get_filename(file));
+    return drv ? drv->format_name : "raw";
+}
+
 BlockDriverState *bdrv_attach_child(BlockDriverState *parent,
                                     BlockDriverState *child,
                                     const char *name, unsigned role)

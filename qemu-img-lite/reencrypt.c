@@ -178,6 +178,71 @@ static GHashTable *file_node_opts(GHashTable *iopts, const char **name)
 }
 
 /*
+ * What --image-opts may say beyond the file node ("file."): the driver
+ * the image is (raw before an encryption, luks otherwise; either for
+ * --resume-only) and key-secret. Anything else would be silently ignored
+ * by a tool that works on the whole file, so it is refused: offset= and
+ * size= of a raw node above all ("encrypt only this partition" would
+ * encrypt the whole disk).
+ */
+static int reenc_check_image_opts(GHashTable *iopts, bool encrypt,
+                                  bool resume_only, Error **errp)
+{
+    static const char *const part[] = { "offset", "size" };
+    const char *drv = g_hash_table_lookup(iopts, "driver");
+    GHashTableIter it;
+    gpointer k;
+
+    if (drv && !(g_str_equal(drv, "raw") && (encrypt || resume_only)) &&
+        !(g_str_equal(drv, "luks") && (!encrypt || resume_only))) {
+        error_setg(errp, "In-place %s works on a %s image, not "
+                   "driver=%s", encrypt ? "encryption" : "re-encryption",
+                   encrypt && !resume_only ? "raw" : "LUKS", drv);
+        return -1;
+    }
+    for (size_t i = 0; i < G_N_ELEMENTS(part); i++) {
+        if (g_hash_table_contains(iopts, part[i])) {
+            error_setg(errp, "In-place re-encryption works on the whole "
+                       "file: '%s' is not supported (copy the part out, or "
+                       "use 'convert' with -O luks)", part[i]);
+            return -1;
+        }
+    }
+    g_hash_table_iter_init(&it, iopts);
+    while (g_hash_table_iter_next(&it, &k, NULL)) {
+        const char *key = k;
+
+        if (!g_str_equal(key, "driver") && !g_str_equal(key, "key-secret") &&
+            !g_str_has_prefix(key, "file.")) {
+            error_setg(errp, "Invalid parameter '%s' for in-place "
+                       "re-encryption", key);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * --encrypt takes a raw image: anything a format driver claims (qcow2,
+ * vmdk, vhd...) would end up as a container inside LUKS2.
+ */
+static int reenc_check_raw(BlockDriverState *file, Error **errp)
+{
+    const char *fmt = bdrv_probe_format_name(file, errp);
+
+    if (!fmt) {
+        return -1;
+    }
+    if (!g_str_equal(fmt, "raw")) {
+        error_setg(errp, "The image is a %s image: in-place encryption "
+                   "takes a raw image (a %s image gets its encryption "
+                   "from 'qemu-img-lite convert')", fmt, fmt);
+        return -1;
+    }
+    return 0;
+}
+
+/*
  * The image's file node: its --image-opts file options, or
  * FILENAME's.
  */
@@ -631,6 +696,10 @@ int img_reencrypt(int argc, char **argv)
             img_error(NULL, "--image-opts needs file.filename");
             goto out;
         }
+        if (reenc_check_image_opts(iopts, encrypt, resume_only, &err) < 0) {
+            img_error_free(filename, err);
+            goto out;
+        }
     }
     if (encrypt && !resume_only) {
         if (block_crypto_take_luks_create_opts(opts, &copts, true, &err) < 0) {
@@ -699,6 +768,10 @@ int img_reencrypt(int argc, char **argv)
         if (file_is_luks(ctx.file)) {
             img_error(filename, "The image is already LUKS: resume an "
                       "interrupted encryption with --resume-only");
+            goto close;
+        }
+        if (reenc_check_raw(ctx.file, &err) < 0) {
+            img_error_free(filename, err);
             goto close;
         }
         if (qcrypto_reencrypt_encrypt_init(&copts, &io, &err) < 0) {

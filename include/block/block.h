@@ -176,6 +176,12 @@ void bdrv_close(BlockDriverState *bs);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(BlockDriverState, bdrv_close)
 
 const char *bdrv_get_format_name(BlockDriverState *bs);
+
+/*
+ * The format the contents of file (a protocol node) probe as: "raw" when
+ * no format driver claims them; NULL with errp set if file cannot be read.
+ */
+const char *bdrv_probe_format_name(BlockDriverState *file, Error **errp);
 /* The file name the image was opened from (the protocol node's). */
 const char *bdrv_get_filename(BlockDriverState *bs);
 bool bdrv_is_read_only(BlockDriverState *bs);

@@ -21,8 +21,8 @@ import subprocess
 
 from reenctest import (ReencTestCase, image_opts, reenc_slot, rewrite_json,
                        unknown_version, wrong_reenc_digest)
-from qiltest import (CRYPTSETUP, ITER_TIME, SECRET, TOOL, file_bytes, main,
-                     qil, random_file, run)
+from qiltest import (CRYPTSETUP, ITER_TIME, QEMU_IMG, SECRET, TOOL,
+                     file_bytes, main, qil, random_file, run)
 
 try:
     from cryptography.hazmat.primitives.ciphers import (Cipher, algorithms,
@@ -328,6 +328,42 @@ class Reencrypt(ReencTestCase):
                          "unfinished re-encryption")
         self.assertEqual(file_bytes(img), before)
         self.assertFalse(os.path.exists(img + ".luks2-header"))
+
+    def test_encrypt_refuses_what_is_not_a_whole_raw_image(self):
+        """--encrypt probes the image as every command does (a qcow2 or
+        vmdk file would end up a container inside LUKS2) and refuses the
+        --image-opts it cannot honour (offset=, size= of a raw node,
+        another driver, unknown keys): nothing is written."""
+        self.need_luks()
+        if not QEMU_IMG:
+            self.skipTest("qemu-img is not installed (scripts/install-deps.sh)")
+        for fmt, want in (("qcow2", "is a qcow2 image"),
+                          ("vmdk", "is a vmdk image")):
+            img = self.path(f"x.{fmt}")
+            run([QEMU_IMG, "create", "-q", "-f", fmt, img, "8M"])
+            before = file_bytes(img)
+            self.assertFails(["reencrypt", "--object", SECRET, "--encrypt",
+                              "-o", SMALL, img], want)
+            self.assertEqual(file_bytes(img), before)
+        img, _ = self.raw("p.img", 3 * MiB)
+        before = file_bytes(img)
+        for opts, want in (
+                (f"driver=raw,file.filename={img},offset=1M,size=1M",
+                 "'offset' is not supported"),
+                (f"driver=raw,file.filename={img},size=1M",
+                 "'size' is not supported"),
+                (f"driver=qcow2,file.filename={img}",
+                 "works on a raw image, not driver=qcow2"),
+                (f"driver=raw,file.filename={img},bogus=1",
+                 "Invalid parameter 'bogus'")):
+            self.assertFails(["reencrypt", "--object", SECRET, "--encrypt",
+                              "-o", SMALL, "--image-opts", opts], want)
+        self.assertFails(["reencrypt", "--object", SECRET, "--decrypt",
+                          "--image-opts", f"driver=raw,file.filename={img}"],
+                         "works on a LUKS image, not driver=raw")
+        self.assertEqual(file_bytes(img), before)
+        qil("reencrypt", "--object", SECRET, "--encrypt", "-o", SMALL,
+            "--image-opts", f"driver=raw,file.filename={img}")
 
     # ---- crash safety ----
 
