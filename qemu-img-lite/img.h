@@ -159,4 +159,11 @@ int img_snapshot(int argc, char **argv);
 /* "Snapshot list:" and qemu-img 7.2's table of snapshots (snapshot.c). */
 void img_print_snapshot_list(const BlockSnapshotInfo *list, size_t n);
 
+/*
+ * Refuse (errp set, -1) a local file or block device the kernel uses: a
+ * loop device's backing file, a mounted or held device (in-use.c).
+ * Anything else (not local, not there) passes: the open decides.
+ */
+int img_check_not_in_use(const char *path, Error **errp);
+
 #endif

@@ -9,6 +9,9 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +29,7 @@ typedef struct ReencCtx {
     uint64_t start_done;
     BlockDriverState *hdr;      /* --decrypt: the header's own file */
     const char *hdr_path;
+    bool is_device;             /* the image is a block device */
 } ReencCtx;
 
 /*
@@ -78,10 +82,30 @@ static int64_t ctx_length(void *opaque, Error **errp)
     return bdrv_getlength(c->file, errp);
 }
 
+/*
+ * A block device keeps its size: the room a run gives back at its end
+ * (the moved copy, cryptsetup's --reduce-device-size) stays part of the
+ * device, as with cryptsetup; growing it is impossible.
+ */
 static int ctx_truncate(void *opaque, uint64_t size, Error **errp)
 {
     ReencCtx *c = opaque;
 
+    if (c->is_device) {
+        int64_t len = bdrv_getlength(c->file, errp);
+
+        if (len < 0) {
+            return -1;
+        }
+        if (size > (uint64_t)len) {
+            error_setg(errp, "A block device cannot grow: in-place "
+                       "encryption needs room after the data (cryptsetup "
+                       "reencrypt --encrypt --reduce-device-size gives up "
+                       "the end of the device; its run resumes here)");
+            return -1;
+        }
+        return 0;
+    }
     return bdrv_truncate(c->file, size, PREALLOC_MODE_OFF, errp);
 }
 
@@ -327,7 +351,8 @@ static int decrypt_cleanup(ReencCtx *ctx, uint64_t size, Error **errp)
     if (len < 0) {
         return -1;
     }
-    if ((uint64_t)len > size &&
+    /* A block device keeps its size (ctx_truncate): only a file is cut. */
+    if ((uint64_t)len > size && !ctx->is_device &&
         (bdrv_truncate(ctx->file, size, PREALLOC_MODE_OFF, errp) < 0 ||
          bdrv_flush(ctx->file, errp) < 0)) {
         return -1;
@@ -425,6 +450,36 @@ static int reencrypt_decrypt(ReencCtx *ctx, QCryptoReencryptIO *io,
     }
     g_assert(st == QCRYPTO_REENCRYPT_DECRYPT_DONE);
     return decrypt_cleanup(ctx, size, errp);
+}
+
+/*
+ * While a decryption runs, its header file holds the only key slots of
+ * the data not yet decrypted: it must be on storage that outlives a
+ * reboot. A block device has no sensible default (/dev/loop0.luks2-header
+ * would sit in devtmpfs): --header is required, as with cryptsetup. A
+ * header on a RAM file system (tmpfs, ramfs, devtmpfs) is refused too.
+ */
+static int reenc_check_header_place(const char *path, bool is_default,
+                                    bool is_device, Error **errp)
+{
+    g_autofree char *dir = g_path_get_dirname(path);
+    struct statfs sf;
+
+    if (is_device && is_default) {
+        error_setg(errp, "--decrypt of a block device needs --header FILE: "
+                   "a file on persistent storage that holds the key slots "
+                   "until the end");
+        return -1;
+    }
+    if (statfs(dir, &sf) == 0 &&
+        (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC)) {
+        error_setg(errp, "The header file '%s' would be on a RAM file "
+                   "system (tmpfs): a reboot meanwhile would lose the key "
+                   "slots of the data not yet decrypted; give --header "
+                   "FILE on persistent storage", path);
+        return -1;
+    }
+    return 0;
 }
 
 /* The --decrypt command: the file node opened, errors printed. */
@@ -580,6 +635,7 @@ int img_reencrypt(int argc, char **argv)
     g_autofree char *header = NULL, *default_header = NULL;
     gboolean image_opts = FALSE, encrypt = FALSE, decrypt = FALSE;
     gboolean init_only = FALSE, resume_only = FALSE, progress = FALSE;
+    gboolean force_offline = FALSE;
     ImgCommonOpts common = { 0 };
     const GOptionEntry entries[] = {
         { "encrypt", 0, 0, G_OPTION_ARG_NONE, &encrypt,
@@ -606,6 +662,9 @@ int img_reencrypt(int argc, char **argv)
           "bytes per step (--encrypt: at most the data shift)", "SIZE" },
         { "progress", 'p', 0, G_OPTION_ARG_NONE, &progress,
           "show progress, rate and time left", NULL },
+        { "force-offline-reencrypt", 0, 0, G_OPTION_ARG_NONE, &force_offline,
+          "go ahead on a file or device the kernel uses (a loop device's "
+          "backing file, mounted)", NULL },
         { NULL }
     };
     QCryptoBlockCreateOptions copts = { 0 };
@@ -729,8 +788,24 @@ int img_reencrypt(int argc, char **argv)
         have_secret = true;
     }
 
+    /* Every byte is rewritten: nobody may be reading it meanwhile. */
+    if (!force_offline && img_check_not_in_use(filename, &err) < 0) {
+        img_error_free(NULL, err);
+        goto out;
+    }
+    {
+        struct stat st;
+
+        ctx.is_device = stat(filename, &st) == 0 && S_ISBLK(st.st_mode);
+    }
     default_header = g_strconcat(filename, ".luks2-header", NULL);
     ctx.hdr_path = header ? header : default_header;
+    if (decrypt && !resume_only &&
+        reenc_check_header_place(ctx.hdr_path, !header, ctx.is_device,
+                                 &err) < 0) {
+        img_error_free(filename, err);
+        goto out;
+    }
     if (decrypt ||
         (resume_only && (header || access(ctx.hdr_path, F_OK) == 0))) {
         ret = img_reencrypt_decrypt(&ctx, &io, fopts,

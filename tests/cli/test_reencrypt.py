@@ -16,6 +16,7 @@ every byte. The seed is printed with each failure.
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 
@@ -364,6 +365,58 @@ class Reencrypt(ReencTestCase):
         self.assertEqual(file_bytes(img), before)
         qil("reencrypt", "--object", SECRET, "--encrypt", "-o", SMALL,
             "--image-opts", f"driver=raw,file.filename={img}")
+
+    def loop_device(self, backing):
+        """A loop device over backing (detached at the end), or a skip."""
+        if os.geteuid() != 0 or not shutil.which("losetup"):
+            self.skipTest("needs root and losetup")
+        proc = subprocess.run(["losetup", "-f", "--show", backing],
+                              capture_output=True, text=True)
+        if proc.returncode:
+            self.skipTest(f"losetup: {proc.stderr.strip()}")
+        dev = proc.stdout.strip()
+        self.addCleanup(subprocess.run, ["losetup", "-d", dev],
+                        capture_output=True)
+        return dev
+
+    def test_in_use_and_block_devices(self):
+        """A file a loop device uses is refused unless forced (as
+        cryptsetup); on a block device, which cannot be cut, cryptsetup's
+        --reduce-device-size encryption resumes and a decryption
+        (--header required) ends with exit 0, the device keeping its
+        size."""
+        self.need_all()
+        img, orig = self.raw("u.img", 3 * MiB)
+        dev = self.loop_device(img)
+        before = file_bytes(img)
+        self.assertFails(["reencrypt", "--object", SECRET, "--encrypt",
+                          "-o", SMALL, img], f"in use by the loop device {dev}")
+        self.assertEqual(file_bytes(img), before)
+        self.encrypt(img, SMALL, "--force-offline-reencrypt")
+        subprocess.run(["losetup", "-d", dev])
+        self.check_data(img, orig)
+
+        back, _ = self.raw("dev.img", 8 * MiB, seed=9)
+        want = self.path("dev.want")
+        with open(want, "wb") as f:
+            f.write(file_bytes(back)[:6 * MiB])
+        dev = self.loop_device(back)
+        run([CRYPTSETUP, "reencrypt", "--encrypt", "--type", "luks2",
+             "--init-only", "--reduce-device-size", "2M", "--batch-mode",
+             "--key-file", self.keyfile, "--pbkdf", "pbkdf2",
+             "--pbkdf-force-iterations", "1000", dev])
+        self.resume_ours(dev)
+        self.assertEqual(os.path.getsize(back), 8 * MiB)
+        self.check_data(dev, want, exact=False)
+        self.assertFails(["reencrypt", "--object", SECRET, "--decrypt",
+                          "--image-opts", image_opts(dev)],
+                         "needs --header FILE")
+        self.assertFalse(os.path.exists(dev + ".luks2-header"))
+        hdr = self.path("dev.hdr")
+        qil("reencrypt", "--object", SECRET, "--decrypt", "--header", hdr,
+            "--image-opts", image_opts(dev))
+        self.assertFalse(os.path.exists(hdr))
+        self.assertEqual(file_bytes(back)[:6 * MiB], file_bytes(want))
 
     # ---- crash safety ----
 
