@@ -774,11 +774,20 @@ static int rekey_unlock(Rekey *k, JsonObject *seg, int digest,
     g_autoptr(QCryptoLUKS2Metadata) md = NULL;
     const QCryptoLUKS2Segment *s;
     QCryptoLUKS2Cipher c;
-    int slot;
+    int slot, found;
 
     md = qcrypto_luks2_metadata_parse(json, r->hdr->bin.hdr_size, errp);
-    if (!md || qcrypto_luks2_unlock(md, secret, block, reenc_block_read,
-                                    (void *)r->io, key, &slot, errp) < 0) {
+    if (!md) {
+        return -1;
+    }
+    /* A key the init of this process unlocked, if it matches: no KDF. */
+    found = r->keys && md->segments[0]->digest >= 0 ?
+        reenc_keys_find(r->keys, md->digests[md->segments[0]->digest], key,
+                        errp) : 0;
+    if (found < 0 ||
+        (!found && qcrypto_luks2_unlock(md, secret, block, reenc_block_read,
+                                        (void *)r->io, key, &slot,
+                                        errp) < 0)) {
         return -1;
     }
     s = md->segments[0];
@@ -1345,6 +1354,8 @@ int qcrypto_reencrypt_rekey_init(const QCryptoReencryptRekeyOptions *options,
         reenc_write_root(&r, r.root, errp) < 0) {
         goto out;
     }
+    reenc_keys_add(options->keys, old_key->data, old_key->len);
+    reenc_keys_add(options->keys, new_key->data, nkey);
     ret = 0;
 out:
     reenc_clear(&r);

@@ -15,6 +15,61 @@
 #include "crypto/reencryptpriv.h"
 #include "block-luks2-json.h"
 
+QCryptoReencryptKeys *qcrypto_reencrypt_keys_new(void)
+{
+    return g_new0(QCryptoReencryptKeys, 1);
+}
+
+void qcrypto_reencrypt_keys_free(QCryptoReencryptKeys *keys)
+{
+    if (!keys) {
+        return;
+    }
+    for (int i = 0; i < REENC_KEYS_MAX; i++) {
+        qcrypto_secure_buf_free(keys->key[i]);
+    }
+    g_free(keys);
+}
+
+void reenc_keys_add(QCryptoReencryptKeys *keys, const uint8_t *key,
+                    size_t nkey)
+{
+    if (!keys) {
+        return;
+    }
+    for (int i = 0; i < REENC_KEYS_MAX; i++) {
+        if (!keys->key[i]) {
+            keys->key[i] = qcrypto_secure_buf_new(nkey);
+            memcpy(keys->key[i]->data, key, nkey);
+            return;
+        }
+    }
+}
+
+int reenc_keys_find(const QCryptoReencryptKeys *keys,
+                    const QCryptoLUKS2Digest *d, QCryptoSecureBuf **key,
+                    Error **errp)
+{
+    for (int i = 0; keys && i < REENC_KEYS_MAX; i++) {
+        const QCryptoSecureBuf *k = keys->key[i];
+        int r;
+
+        if (!k) {
+            continue;
+        }
+        r = qcrypto_luks2_digest_verify(d, k->data, k->len, errp);
+        if (r < 0) {
+            return -1;
+        }
+        if (r == 1) {
+            *key = qcrypto_secure_buf_new(k->len);
+            memcpy((*key)->data, k->data, k->len);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 void reenc_clear(Reenc *r)
 {
     if (r->root) {

@@ -864,7 +864,15 @@ int qcrypto_reencrypt_resume(const QCryptoBlockSecret *secret,
                              uint64_t hotzone, const QCryptoReencryptIO *io,
                              Error **errp)
 {
-    Reenc r = { 0 };
+    return qcrypto_reencrypt_resume_keys(secret, NULL, hotzone, io, errp);
+}
+
+int qcrypto_reencrypt_resume_keys(const QCryptoBlockSecret *secret,
+                                  const QCryptoReencryptKeys *keys,
+                                  uint64_t hotzone,
+                                  const QCryptoReencryptIO *io, Error **errp)
+{
+    Reenc r = { .keys = keys };
     JsonObject *ks;
     const char *mode;
     int ret = -1;

@@ -35,7 +35,25 @@ typedef struct Reenc {
     uint64_t size;              /* V */
     uint64_t moved_offset;
     uint64_t moved_size;        /* M */
+    const QCryptoReencryptKeys *keys;   /* unlocked before, or NULL */
 } Reenc;
+
+/* At most the old and the new volume key. */
+#define REENC_KEYS_MAX 2
+struct QCryptoReencryptKeys {
+    QCryptoSecureBuf *key[REENC_KEYS_MAX];
+};
+
+/* Keep a copy of key (nkey bytes) in keys (NULL: nothing kept). */
+void reenc_keys_add(QCryptoReencryptKeys *keys, const uint8_t *key,
+                    size_t nkey);
+/*
+ * A kept key that matches digest d, copied into *key (a new secure
+ * buffer): 1; none: 0; -1 on error.
+ */
+int reenc_keys_find(const QCryptoReencryptKeys *keys,
+                    const QCryptoLUKS2Digest *d, QCryptoSecureBuf **key,
+                    Error **errp);
 
 void reenc_clear(Reenc *r);
 

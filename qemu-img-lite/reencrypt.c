@@ -532,6 +532,7 @@ static int img_reencrypt_decrypt(ReencCtx *ctx, QCryptoReencryptIO *io,
  */
 static int reencrypt_rekey_init(GHashTable *opts,
                                 const QCryptoBlockSecret *secret,
+                                QCryptoReencryptKeys *keys,
                                 const char *resilience,
                                 const QCryptoReencryptIO *io, Error **errp)
 {
@@ -614,6 +615,7 @@ static int reencrypt_rekey_init(GHashTable *opts,
         o.slot_secrets = slot_secrets;
         o.nslot_secrets = n;
     }
+    o.keys = keys;
     ret = qcrypto_reencrypt_rekey_init(&o, io, errp);
 out:
     for (size_t i = 0; i < n; i++) {
@@ -668,6 +670,8 @@ int img_reencrypt(int argc, char **argv)
         { NULL }
     };
     QCryptoBlockCreateOptions copts = { 0 };
+    /* The volume keys the init unlocked: the resume needs no KDF again. */
+    g_autoptr(QCryptoReencryptKeys) keys = qcrypto_reencrypt_keys_new();
     bool have_copts = false;
     QCryptoBlockSecret secret = { 0 };
     bool have_secret = false;
@@ -830,7 +834,8 @@ int img_reencrypt(int argc, char **argv)
         goto close;
     }
     if (rekey) {
-        if (reencrypt_rekey_init(opts, &secret, resilience, &io, &err) < 0) {
+        if (reencrypt_rekey_init(opts, &secret, keys, resilience, &io,
+                                 &err) < 0) {
             img_error_free(filename, err);
             reencrypt_resume_hint(&io, filename);
             goto close;
@@ -862,7 +867,7 @@ int img_reencrypt(int argc, char **argv)
         printf("    (%3.2f/100%%)\r", 0.0);
         fflush(stdout);
     }
-    r = qcrypto_reencrypt_resume(&secret, hotzone, &io, &err);
+    r = qcrypto_reencrypt_resume_keys(&secret, keys, hotzone, &io, &err);
     if (ctx.progress) {
         printf("\n");
         fflush(stdout);

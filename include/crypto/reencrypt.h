@@ -77,6 +77,17 @@ int qcrypto_reencrypt_encrypt_init(const QCryptoBlockCreateOptions *options,
                                    const QCryptoReencryptIO *io,
                                    Error **errp);
 
+/*
+ * Volume keys unlocked by one step of a run, handed to the next in the
+ * same process (secure memory, wiped when freed; never written). Each is
+ * checked against the metadata's digest before use: a key that does not
+ * match is ignored and the key slot unlocked as usual.
+ */
+typedef struct QCryptoReencryptKeys QCryptoReencryptKeys;
+QCryptoReencryptKeys *qcrypto_reencrypt_keys_new(void);
+void qcrypto_reencrypt_keys_free(QCryptoReencryptKeys *keys);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(QCryptoReencryptKeys, qcrypto_reencrypt_keys_free)
+
 /* How a hot zone of a new-volume-key run survives a crash (docs/reencrypt.md). */
 typedef enum QCryptoReencryptResilience {
     /* a hash of each block of the zone's old ciphertext (cryptsetup's default) */
@@ -106,6 +117,12 @@ typedef struct QCryptoReencryptRekeyOptions {
     /* >= 0: only this key slot gets a new one; the others go at the end */
     int keyslot;
     QCryptoReencryptResilience resilience;
+    /*
+     * Optional: the init keeps the old and new volume keys here, so that
+     * the resume that follows in the same process unlocks no key slot
+     * again (each unlock is a KDF run: seconds with argon2).
+     */
+    QCryptoReencryptKeys *keys;
 } QCryptoReencryptRekeyOptions;
 
 /*
@@ -179,5 +196,10 @@ bool qcrypto_reencrypt_unfinished(const QCryptoReencryptIO *io);
 int qcrypto_reencrypt_resume(const QCryptoBlockSecret *secret,
                              uint64_t hotzone, const QCryptoReencryptIO *io,
                              Error **errp);
+/* The same, with the keys an init of this process kept (NULL: none). */
+int qcrypto_reencrypt_resume_keys(const QCryptoBlockSecret *secret,
+                                  const QCryptoReencryptKeys *keys,
+                                  uint64_t hotzone,
+                                  const QCryptoReencryptIO *io, Error **errp);
 
 #endif

@@ -239,6 +239,45 @@ static void test_stop_before_finish(void)
     mf_free(f);
 }
 
+/*
+ * The keys the init kept: the resume unlocks no key slot (a wrong secret
+ * does not matter, the keys match the digests); keys of another image
+ * do not match and are ignored (the wrong secret then fails).
+ */
+static void test_kept_keys(void)
+{
+    g_autofree uint8_t *data = g_malloc(DATA);
+    g_autoptr(QCryptoReencryptKeys) keys = qcrypto_reencrypt_keys_new();
+    g_autoptr(QCryptoReencryptKeys) other = qcrypto_reencrypt_keys_new();
+    const QCryptoBlockSecret wrong = { (const uint8_t *)"nope", 4 };
+    QCryptoReencryptRekeyOptions o;
+    QCryptoReencryptIO io, io2;
+    Error *err = NULL;
+    MemFile *f, *f2;
+
+    qcrypto_random_bytes(data, DATA, &error_abort);
+    f = luks2_file(data);
+    f2 = luks2_file(data);
+    io = mf_io(f);
+    io2 = mf_io(f2);
+    rekey_options(&o, QCRYPTO_REENCRYPT_RESILIENCE_CHECKSUM);
+    o.keys = keys;
+    g_assert_cmpint(qcrypto_reencrypt_rekey_init(&o, &io, &error_abort), ==,
+                    0);
+    o.keys = other;
+    g_assert_cmpint(qcrypto_reencrypt_rekey_init(&o, &io2, &error_abort), ==,
+                    0);
+    g_assert_cmpint(qcrypto_reencrypt_resume_keys(&wrong, other, HOTZONE, &io,
+                                                  &err), ==, -1);
+    g_assert_nonnull(strstr(error_get_pretty(err), "Invalid password"));
+    error_free(err);
+    g_assert_cmpint(qcrypto_reencrypt_resume_keys(&wrong, keys, HOTZONE, &io,
+                                                  &error_abort), ==, 0);
+    assert_data(f, data);
+    mf_free(f);
+    mf_free(f2);
+}
+
 static void test_checksum(void)
 {
     QCryptoReencryptRekeyOptions o;
@@ -363,6 +402,7 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/crypto/luks2-reencrypt-rekey/checksum", test_checksum);
+    g_test_add_func("/crypto/luks2-reencrypt-rekey/kept-keys", test_kept_keys);
     g_test_add_func("/crypto/luks2-reencrypt-rekey/journal", test_journal);
     g_test_add_func("/crypto/luks2-reencrypt-rekey/none", test_none);
     g_test_add_func("/crypto/luks2-reencrypt-rekey/stop-before-finish",
