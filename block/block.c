@@ -169,19 +169,30 @@ int bdrv_probe_read(BlockDriverState *file, uint8_t *buf, int *buf_size,
     return 0;
 }
 
+/* The format driver that claims file's contents, *drv NULL if none. */
+static int bdrv_probe_file(BlockDriverState *file, const BlockDriver **drv,
+                           Error **errp)
+{
+    uint8_t buf[BDRV_PROBE_BUF_SIZE];
+    uint8_t tail[BDRV_PROBE_TAIL_SIZE];
+    int n, tail_n;
+
+    if (bdrv_probe_read(file, buf, &n, tail, &tail_n, errp) < 0) {
+        return -1;
+    }
+    *drv = bdrv_probe_all(buf, n, tail, tail_n, bdrv_get_filename(file));
+    return 0;
+}
+
 /* The format of the image in file, asking every format driver. */
 static const BlockDriver *bdrv_probe_format(BlockDriverState *file,
                                             Error **errp)
 {
-    uint8_t buf[BDRV_PROBE_BUF_SIZE];
-    uint8_t tail[BDRV_PROBE_TAIL_SIZE];
     const BlockDriver *drv;
-    int n, tail_n;
 
-    if (bdrv_probe_read(file, buf, &n, tail, &tail_n, errp) < 0) {
+    if (bdrv_probe_file(file, &drv, errp) < 0) {
         return NULL;
     }
-    drv = bdrv_probe_all(buf, n, tail, tail_n, bdrv_get_filename(file));
     if (!drv) {
         error_setg(errp, "Could not determine image format: No compatible "
                    "driver found");
@@ -191,15 +202,11 @@ static const BlockDriver *bdrv_probe_format(BlockDriverState *file,
 
 const char *bdrv_probe_format_name(BlockDriverState *file, Error **errp)
 {
-    uint8_t buf[BDRV_PROBE_BUF_SIZE];
-    uint8_t tail[BDRV_PROBE_TAIL_SIZE];
     const BlockDriver *drv;
-    int n, tail_n;
 
-    if (bdrv_probe_read(file, buf, &n, tail, &tail_n, errp) < 0) {
+    if (bdrv_probe_file(file, &drv, errp) < 0) {
         return NULL;
     }
-    drv = bdrv_probe_all(buf, n, tail, tail_n, bdrv_get_filename(file));
     return drv ? drv->format_name : "raw";
 }
 
