@@ -452,18 +452,28 @@ static int reencrypt_decrypt(ReencCtx *ctx, QCryptoReencryptIO *io,
     return decrypt_cleanup(ctx, size, errp);
 }
 
+/* Whether path lives on a RAM file system (tmpfs, ramfs, devtmpfs). */
+static bool path_is_volatile(const char *path)
+{
+    struct statfs sf;
+
+    return statfs(path, &sf) == 0 &&
+        (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
+}
+
 /*
  * While a decryption runs, its header file holds the only key slots of
- * the data not yet decrypted: it must be on storage that outlives a
- * reboot. A block device has no sensible default (/dev/loop0.luks2-header
- * would sit in devtmpfs): --header is required, as with cryptsetup. A
- * header on a RAM file system (tmpfs, ramfs, devtmpfs) is refused too.
+ * the data not yet decrypted: it must outlive a reboot as long as the
+ * data does. A block device has no sensible default
+ * (/dev/loop0.luks2-header would sit in devtmpfs): --header is required,
+ * as with cryptsetup. A header on a RAM file system is refused when the
+ * data is not on one too (an image in tmpfs is lost by a reboot anyway).
  */
-static int reenc_check_header_place(const char *path, bool is_default,
-                                    bool is_device, Error **errp)
+static int reenc_check_header_place(const char *path, const char *data,
+                                    bool is_default, bool is_device,
+                                    Error **errp)
 {
     g_autofree char *dir = g_path_get_dirname(path);
-    struct statfs sf;
 
     if (is_device && is_default) {
         error_setg(errp, "--decrypt of a block device needs --header FILE: "
@@ -471,12 +481,12 @@ static int reenc_check_header_place(const char *path, bool is_default,
                    "until the end");
         return -1;
     }
-    if (statfs(dir, &sf) == 0 &&
-        (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC)) {
+    if (path_is_volatile(dir) && (is_device || !path_is_volatile(data))) {
         error_setg(errp, "The header file '%s' would be on a RAM file "
-                   "system (tmpfs): a reboot meanwhile would lose the key "
-                   "slots of the data not yet decrypted; give --header "
-                   "FILE on persistent storage", path);
+                   "system (tmpfs), the data is not: a reboot meanwhile "
+                   "would lose the key slots of the data not yet "
+                   "decrypted; give --header FILE on persistent storage",
+                   path);
         return -1;
     }
     return 0;
@@ -805,8 +815,8 @@ int img_reencrypt(int argc, char **argv)
     default_header = g_strconcat(filename, ".luks2-header", NULL);
     ctx.hdr_path = header ? header : default_header;
     if (decrypt && !resume_only &&
-        reenc_check_header_place(ctx.hdr_path, !header, ctx.is_device,
-                                 &err) < 0) {
+        reenc_check_header_place(ctx.hdr_path, filename, !header,
+                                 ctx.is_device, &err) < 0) {
         img_error_free(filename, err);
         goto out;
     }

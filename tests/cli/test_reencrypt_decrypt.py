@@ -245,6 +245,28 @@ class Decrypt(ReencTestCase):
         self.assertFalse(os.path.exists(hdr))
         self.assertEqual(file_bytes(img), file_bytes(orig))
 
+    def test_header_on_tmpfs_refused(self):
+        """A header on a RAM file system while the data is not on one: a
+        reboot would lose the only key slots; refused, nothing written."""
+        self.need_all()
+        if self.fs_type(os.path.dirname(self.path("x"))) == "tmpfs" or \
+                self.fs_type("/dev/shm") != "tmpfs":
+            self.skipTest("needs a scratch directory off tmpfs and a tmpfs "
+                          "/dev/shm")
+        img, _ = self.luks2("t.img", 3 * MiB)
+        before = file_bytes(img)
+        hdr = os.path.join("/dev/shm", f"qil-hdr-{os.getpid()}")
+        self.assertFails(["reencrypt", "--object", SECRET, "--decrypt",
+                          "--header", hdr, "--image-opts", image_opts(img)],
+                         "would be on a RAM file system")
+        self.assertFalse(os.path.exists(hdr))
+        self.assertEqual(file_bytes(img), before)
+
+    @staticmethod
+    def fs_type(path):
+        return subprocess.run(["stat", "-f", "-c", "%T", path],
+                              capture_output=True, text=True).stdout.strip()
+
     def test_sigint_stops_between_zones(self):
         self.need_all()
         img, orig = self.luks2("e.img", 24 * MiB)
