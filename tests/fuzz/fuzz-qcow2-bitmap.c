@@ -19,41 +19,17 @@
  *    fuzz-qcow2-open's writes).
  * What the driver refuses it must say why (an error, never a crash).
  */
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "block/qcow2.h"
 #include "block/qcow2-bitmap.h"
 #include "fuzz-image.h"
+#include "fuzz-memfd.h"
 
 /* Bitmaps read or changed per input. */
 #define FUZZ_MAX_BITMAPS 8
 /* Directory entries parsed from the raw input. */
 #define FUZZ_MAX_RAW_ENTRIES 64
-
-static int fuzz_fd = -1;
-static char fuzz_path[64];
-
-static void fuzz_setup(void)
-{
-    if (fuzz_fd >= 0) {
-        return;
-    }
-    fuzz_fd = memfd_create("fuzz-qcow2-bitmap", MFD_CLOEXEC);
-    if (fuzz_fd < 0) {
-        fuzz_fail("memfd_create: %s", g_strerror(errno));
-    }
-    g_snprintf(fuzz_path, sizeof(fuzz_path), "/proc/self/fd/%d", fuzz_fd);
-}
-
-static void fuzz_set_file(const uint8_t *data, size_t size)
-{
-    if (ftruncate(fuzz_fd, 0) < 0 ||
-        (size && pwrite(fuzz_fd, data, size, 0) != (ssize_t)size) ||
-        ftruncate(fuzz_fd, MAX(size, FUZZ_IMAGE_MAX_SIZE)) < 0) {
-        fuzz_fail("memfd: %s", g_strerror(errno));
-    }
-}
 
 static void fuzz_check_list(const BlockImageInfoBitmap *list, size_t nb)
 {
@@ -195,7 +171,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     BlockDriverState *bs;
 
     fuzz_init();
-    fuzz_setup();
+    fuzz_memfd_setup("fuzz-qcow2-bitmap");
     fuzz_parse(data, size);
     fuzz_set_file(data, size);
 

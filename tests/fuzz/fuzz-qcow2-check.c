@@ -27,11 +27,11 @@
  * Images with an external data file are checked, not repaired (the memfd
  * would be opened read-write twice).
  */
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "block/qcow2.h"
 #include "fuzz-image.h"
+#include "fuzz-memfd.h"
 
 #define FUZZ_L2_BUDGET (256ull * 1024 * 1024)
 #define FUZZ_MAX_SNAPSHOTS 16
@@ -46,9 +46,6 @@
 #define QCOW2_INCOMPAT_OFFSET 72
 #define QCOW2_HEADER_LENGTH_OFFSET 100
 
-static int fuzz_fd = -1;
-static char fuzz_path[64];
-
 /* Big-endian 64-bit field at off; bytes beyond the input read as 0. */
 static uint64_t fuzz_get_be64(const uint8_t *data, size_t size, size_t off)
 {
@@ -58,27 +55,6 @@ static uint64_t fuzz_get_be64(const uint8_t *data, size_t size, size_t off)
         v = v << 8 | (off + i < size ? data[off + i] : 0);
     }
     return v;
-}
-
-static void fuzz_setup(void)
-{
-    if (fuzz_fd >= 0) {
-        return;
-    }
-    fuzz_fd = memfd_create("fuzz-qcow2-check", MFD_CLOEXEC);
-    if (fuzz_fd < 0) {
-        fuzz_fail("memfd_create: %s", g_strerror(errno));
-    }
-    g_snprintf(fuzz_path, sizeof(fuzz_path), "/proc/self/fd/%d", fuzz_fd);
-}
-
-static void fuzz_set_file(const uint8_t *data, size_t size)
-{
-    if (ftruncate(fuzz_fd, 0) < 0 ||
-        (size && pwrite(fuzz_fd, data, size, 0) != (ssize_t)size) ||
-        ftruncate(fuzz_fd, MAX(size, FUZZ_IMAGE_MAX_SIZE)) < 0) {
-        fuzz_fail("memfd: %s", g_strerror(errno));
-    }
 }
 
 /* The bitmap count of the bitmaps extension in the input, or 0. */
@@ -201,7 +177,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     BlockDriverState *bs;
 
     fuzz_init();
-    fuzz_setup();
+    fuzz_memfd_setup("fuzz-qcow2-check");
     if (!fuzz_walk_bounded(data, size)) {
         fuzz_debug("skipped: too many tables to walk", NULL);
         return -1;      /* not added to the corpus */

@@ -22,12 +22,12 @@
  * than FUZZ_MAX_ITERS are skipped. Reads stop after FUZZ_READ_BUDGET
  * bytes, so a 16 TiB virtual disk costs what a small one does.
  */
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "block/qcow2.h"
 #include "crypto/secret.h"
 #include "fuzz-image.h"
+#include "fuzz-memfd.h"
 
 #define FUZZ_PASSPHRASE "fuzz"
 #define FUZZ_SECRET_ID "sec0"
@@ -109,10 +109,6 @@ static bool fuzz_kdf_bounded(const uint8_t *data, size_t size)
     return ok;
 }
 
-/* The memfd holding the input, and its name for the "file" driver. */
-static int fuzz_fd = -1;
-static char fuzz_path[64];
-
 static void fuzz_setup(void)
 {
     g_autoptr(Error) err = NULL;
@@ -120,23 +116,10 @@ static void fuzz_setup(void)
     if (fuzz_fd >= 0) {
         return;
     }
-    fuzz_fd = memfd_create("fuzz-qcow2", MFD_CLOEXEC);
-    if (fuzz_fd < 0) {
-        fuzz_fail("memfd_create: %s", g_strerror(errno));
-    }
-    g_snprintf(fuzz_path, sizeof(fuzz_path), "/proc/self/fd/%d", fuzz_fd);
+    fuzz_memfd_setup("fuzz-qcow2");
     if (qcrypto_secret_add(FUZZ_SECRET_ID, FUZZ_PASSPHRASE, NULL,
                            QCRYPTO_SECRET_FORMAT_RAW, &err) < 0) {
         fuzz_fail("secret: %s", error_get_pretty(err));
-    }
-}
-
-static void fuzz_set_file(const uint8_t *data, size_t size)
-{
-    if (ftruncate(fuzz_fd, 0) < 0 ||
-        (size && pwrite(fuzz_fd, data, size, 0) != (ssize_t)size) ||
-        ftruncate(fuzz_fd, MAX(size, FUZZ_IMAGE_MAX_SIZE)) < 0) {
-        fuzz_fail("memfd: %s", g_strerror(errno));
     }
 }
 
