@@ -284,18 +284,30 @@ JsonObject *reenc_section(JsonNode *root, const char *name)
     return json_object_get_object_member(json_node_get_object(root), name);
 }
 
+/* Whether token node n is our data-size token (a non-string type is not). */
+static bool reenc_is_size_token(JsonNode *n)
+{
+    return JSON_NODE_HOLDS_OBJECT(n) &&
+        g_str_equal(reenc_get_str(json_node_get_object(n), "type", ""),
+                    QCRYPTO_LUKS2_TOKEN_DATA_SIZE);
+}
+
+/* The "tokens" object, or NULL if it is missing or not an object. */
+static JsonObject *reenc_tokens(JsonNode *root)
+{
+    JsonNode *n = json_object_get_member(json_node_get_object(root),
+                                         "tokens");
+
+    return n && JSON_NODE_HOLDS_OBJECT(n) ? json_node_get_object(n) : NULL;
+}
+
 void reenc_drop_size_token(JsonNode *root)
 {
-    JsonObject *tokens = reenc_section(root, "tokens");
+    JsonObject *tokens = reenc_tokens(root);
     g_autoptr(GList) ids = tokens ? json_object_get_members(tokens) : NULL;
 
     for (GList *l = ids; l; l = l->next) {
-        JsonNode *n = json_object_get_member(tokens, l->data);
-
-        if (JSON_NODE_HOLDS_OBJECT(n) &&
-            g_str_equal(json_object_get_string_member_with_default(
-                            json_node_get_object(n), "type", ""),
-                        QCRYPTO_LUKS2_TOKEN_DATA_SIZE)) {
+        if (reenc_is_size_token(json_object_get_member(tokens, l->data))) {
             json_object_remove_member(tokens, l->data);
         }
     }
@@ -303,17 +315,14 @@ void reenc_drop_size_token(JsonNode *root)
 
 uint64_t reenc_size_token(JsonNode *root)
 {
-    JsonObject *tokens = reenc_section(root, "tokens");
+    JsonObject *tokens = reenc_tokens(root);
     g_autoptr(GList) ids = tokens ? json_object_get_members(tokens) : NULL;
 
     for (GList *l = ids; l; l = l->next) {
         JsonNode *n = json_object_get_member(tokens, l->data);
         uint64_t size;
 
-        if (JSON_NODE_HOLDS_OBJECT(n) &&
-            g_str_equal(json_object_get_string_member_with_default(
-                            json_node_get_object(n), "type", ""),
-                        QCRYPTO_LUKS2_TOKEN_DATA_SIZE) &&
+        if (reenc_is_size_token(n) &&
             luks2_json_get_u64_string(json_node_get_object(n), "token",
                                       "size", &size, NULL) == 0 &&
             size && size % 512 == 0) {
@@ -325,11 +334,15 @@ uint64_t reenc_size_token(JsonNode *root)
 
 int reenc_add_size_token(JsonNode *root, uint64_t size, Error **errp)
 {
-    JsonObject *tokens = reenc_section(root, "tokens");
+    JsonObject *tokens = reenc_tokens(root);
     JsonObject *tok;
     g_autofree char *key = NULL;
     int id;
 
+    if (!tokens) {
+        error_setg(errp, "LUKS2 metadata has no tokens object");
+        return -1;
+    }
     reenc_drop_size_token(root);
     for (id = 0; id < QCRYPTO_LUKS2_TOKENS_MAX; id++) {
         g_autofree char *k = g_strdup_printf("%d", id);
