@@ -162,6 +162,8 @@ static GPtrArray *qcow2_bitmap_dir_load(const uint8_t *dir, uint64_t len,
 {
     g_autoptr(GPtrArray) list = g_ptr_array_new_with_free_func(
         qcow2_bitmap_free);
+    /* Names are how every command finds a bitmap: two alike, as QEMU, fail. */
+    g_autoptr(GHashTable) names = g_hash_table_new(g_str_hash, g_str_equal);
     uint64_t off = 0;
 
     for (uint32_t i = 0; i < nb; i++) {
@@ -191,6 +193,10 @@ static GPtrArray *qcow2_bitmap_dir_load(const uint8_t *dir, uint64_t len,
         bm->enabled = bm->flags & QCOW2_BITMAP_FLAG_AUTO;
         bm->inconsistent = bm->flags & QCOW2_BITMAP_FLAG_IN_USE;
         g_ptr_array_add(list, bm);
+        if (!g_hash_table_add(names, bm->name)) {
+            error_setg(errp, "Bitmap already exists: %s", bm->name);
+            return NULL;
+        }
         off += entry_len;
     }
     return g_steal_pointer(&list);
