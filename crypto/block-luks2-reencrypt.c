@@ -335,7 +335,10 @@ static int reenc_init_metadata(Reenc *r, uint64_t keyslots_end,
     JsonObject *keyslots = reenc_section(r->root, "keyslots");
     JsonObject *segs = reenc_section(r->root, "segments");
     JsonObject *digests = reenc_section(r->root, "digests");
-    JsonObject *config = reenc_section(r->root, "config");
+    JsonNode *cn = json_object_get_member(json_node_get_object(r->root),
+                                          "config");
+    JsonObject *config = cn && JSON_NODE_HOLDS_OBJECT(cn) ?
+        json_node_get_object(cn) : NULL;
     JsonObject *area, *dg, *reqo, *newsegs;
     JsonArray *mand;
     uint64_t area_off = 0, iters;
@@ -829,7 +832,10 @@ static int reenc_trim_to_recorded_size(Reenc *r, Error **errp)
     uint64_t size;
     int64_t len;
 
-    JsonObject *config = reenc_section(r->root, "config");
+    JsonNode *cn = json_object_get_member(json_node_get_object(r->root),
+                                          "config");
+    JsonObject *config = cn && JSON_NODE_HOLDS_OBJECT(cn) ?
+        json_node_get_object(cn) : NULL;
 
     /* In re-encryption (or not LUKS2 we know): the resume's to judge. */
     if (!config || json_object_has_member(config, "requirements")) {
