@@ -912,7 +912,8 @@ static void bdrv_create_move_file_opts(const BlockDriver *proto,
     for (d = proto->create_file_opts; create_opts && d && d->name; d++) {
         char *value = qemu_opt_take(create_opts, d->name);
 
-        if (value && drv && option_descs_have(drv->create_opts, d->name)) {
+        if (value && drv && drv != proto &&
+            option_descs_have(drv->create_opts, d->name)) {
             g_hash_table_insert(create_opts, g_strdup(d->name), value);
         } else if (value) {
             g_hash_table_insert(opts, g_strdup(d->name), value);
@@ -939,6 +940,12 @@ static BlockDriverState *bdrv_create_file_for(const BlockDriver *drv,
     if (!proto->bdrv_create_file) {
         error_setg(errp, "Protocol '%s' does not support image creation",
                    proto->protocol_name);
+        return NULL;
+    }
+    /* -f rbd makes an RBD image: the name must say which one. */
+    if (drv && drv->is_protocol && drv != proto) {
+        error_setg(errp, "File name '%s' is not a name of the '%s' protocol",
+                   filename, drv->protocol_name);
         return NULL;
     }
     if (bdrv_protocol_fill_opts(proto, filename, opts, "", errp) < 0) {
@@ -1286,9 +1293,19 @@ GPtrArray *bdrv_create_option_list(const char *format, const char *filename,
     }
     list = g_ptr_array_new();
     option_list_add(list, drv->create_opts);
-    if (filename && !drv->is_protocol) {
+    if (drv->is_protocol) {
+        /* A protocol as the format (-f file, -f rbd) takes the size too. */
+        static const BlockOptionDesc size_opt[] = {
+            { "size", "size", "Virtual disk size" },
+            { NULL }
+        };
+
+        option_list_add(list, size_opt);
+    } else if (filename) {
         proto = bdrv_find_protocol(filename, NULL);
-        option_list_add(list, proto ? proto->create_opts : NULL);
+        option_list_add(list, !proto ? NULL
+                              : proto->create_file_opts
+                              ? proto->create_file_opts : proto->create_opts);
     }
     g_ptr_array_sort(list, option_desc_compare);
     return list;

@@ -205,6 +205,14 @@ struct BlockDriver {
     unsigned parallel_requests;
     /* Optional, protocols: see bdrv_request_size(); 0: no preference. */
     size_t request_size;
+    /*
+     * Protocols: a new image's header area (a LUKS header up to its
+     * payload) is written whole, zeroes where unused, as the protocol's
+     * own tools do (librbd's "encryption format" writes all 16 MiB), not
+     * left unwritten: readers that take unwritten objects for holes of
+     * the data (QEMU 7.2 through librbd's encryption) then read it right.
+     */
+    bool write_whole_header;
 
     /* Optional; the default: data everywhere. */
     bool (*bdrv_block_status_is_data)(BlockDriverState *bs, uint64_t offset,

@@ -701,6 +701,22 @@ typedef struct LUKSCreateState {
     bool detached;
 } LUKSCreateState;
 
+/* Write zeroes over [0, len) of file as data (see write_whole_header). */
+static int block_crypto_fill_header_area(BlockDriverState *file,
+                                         uint64_t len, Error **errp)
+{
+    const size_t chunk = 1024 * 1024;
+    g_autofree uint8_t *zeroes = g_malloc0(chunk);
+
+    for (uint64_t off = 0; off < len; off += chunk) {
+        if (bdrv_pwrite(file, off, zeroes, MIN(chunk, len - off), 0,
+                        errp) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* The header is about to be written: make the file its final size. */
 static int block_crypto_create_init(QCryptoBlock *block, uint64_t headerlen,
                                     void *opaque, Error **errp)
@@ -711,7 +727,13 @@ static int block_crypto_create_init(QCryptoBlock *block, uint64_t headerlen,
     /* A detached header file holds the header only: no payload. */
     size = cs->detached ? headerlen : headerlen + cs->payload;
 
-    return bdrv_create_fit(cs->file, size, cs->prealloc, errp);
+    if (bdrv_create_fit(cs->file, size, cs->prealloc, errp) < 0) {
+        return -1;
+    }
+    if (cs->file->drv->write_whole_header) {
+        return block_crypto_fill_header_area(cs->file, headerlen, errp);
+    }
+    return 0;
 }
 
 static int block_crypto_create_write(QCryptoBlock *block, uint64_t offset,

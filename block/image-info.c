@@ -52,6 +52,7 @@ void bdrv_image_info_free(BlockImageInfo *info)
         }
         g_free(info->qcow2);
     }
+    g_free(info->rbd);
     g_free(info->backing_filename);
     g_free(info->full_backing_filename);
     g_free(info->backing_filename_format);

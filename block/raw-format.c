@@ -237,6 +237,27 @@ static int raw_measure(GHashTable *opts, BlockDriverState *in_bs,
     return 0;
 }
 
+/*
+ * QEMU 7.2's raw_get_info(): the protocol's cluster size (an RBD image's
+ * object size), nothing format-specific of its own.
+ */
+static int raw_get_info(BlockDriverState *bs, BlockImageInfo *info,
+                        Error **errp)
+{
+    BlockDriverState *file = bs->file;
+    g_autoptr(BlockImageInfo) finfo = NULL;
+
+    if (!file->drv->bdrv_get_info) {
+        return 0;
+    }
+    finfo = g_new0(BlockImageInfo, 1);
+    if (file->drv->bdrv_get_info(file, finfo, errp) < 0) {
+        return -1;
+    }
+    info->cluster_size = finfo->cluster_size;
+    return 0;
+}
+
 /* "-o help" (qemu-img's words; preallocation is the file protocol's). */
 static const BlockOptionDesc raw_create_opts[] = {
     { "size", "size", "Virtual disk size" },
@@ -260,5 +281,6 @@ const BlockDriver bdrv_raw = {
     .bdrv_passthrough = raw_passthrough,
     .bdrv_create = raw_create,
     .bdrv_measure = raw_measure,
+    .bdrv_get_info = raw_get_info,
     .create_opts = raw_create_opts,
 };

@@ -294,6 +294,19 @@ static void info_add_image_json(JsonBuilder *b, const BlockImageInfo *info)
     if (info->qcow2) {
         info_add_qcow2_json(b, info->qcow2);
     }
+    if (info->rbd) {
+        json_builder_set_member_name(b, "format-specific");
+        json_builder_begin_object(b);
+        json_add_str(b, "type", "rbd");
+        json_builder_set_member_name(b, "data");
+        json_builder_begin_object(b);
+        if (info->rbd->encryption_format) {
+            json_add_str(b, "encryption-format",
+                         info->rbd->encryption_format);
+        }
+        json_builder_end_object(b);
+        json_builder_end_object(b);
+    }
     if (info->full_backing_filename) {
         json_add_str(b, "full-backing-filename", info->full_backing_filename);
     }
@@ -611,6 +624,13 @@ static void info_print_human(const BlockImageInfo *info)
     if (info->qcow2) {
         printf("Format specific information:\n");
         info_print_qcow2_human(info->qcow2);
+    }
+    if (info->rbd) {
+        printf("Format specific information:\n");
+        if (info->rbd->encryption_format) {
+            printf("    encryption format: %s\n",
+                   info->rbd->encryption_format);
+        }
     }
 }
 

@@ -481,6 +481,13 @@ static int reenc_check_header_place(const char *path, const char *data,
                    "until the end");
         return -1;
     }
+    /* An RBD image (any name not of a local file): no place beside it. */
+    if (is_default && !bdrv_names_local_file(data)) {
+        error_setg(errp, "--decrypt of '%s' needs --header FILE: a local "
+                   "file on persistent storage that holds the key slots "
+                   "until the end", data);
+        return -1;
+    }
     if (path_is_volatile(dir) && (is_device || !path_is_volatile(data))) {
         error_setg(errp, "The header file '%s' would be on a RAM file "
                    "system (tmpfs), the data is not: a reboot meanwhile "
@@ -502,7 +509,9 @@ static int img_reencrypt_decrypt(ReencCtx *ctx, QCryptoReencryptIO *io,
     Error *err = NULL;
     int r;
 
-    ctx->file = reenc_open_file(fopts, filename, false, &err);
+    /* A local name is a file by its literal name; rbd: and the like not. */
+    ctx->file = reenc_open_file(fopts, filename,
+                                !bdrv_names_local_file(filename), &err);
     if (!ctx->file) {
         img_error_free(filename, err);
         return 1;

@@ -383,6 +383,12 @@ int bdrv_snapshot_delete(BlockDriverState *bs, const char *name,
 int bdrv_snapshot_load_tmp(BlockDriverState *bs, const char *id,
                            const char *name, Error **errp);
 
+/* rbd's "format-specific" data, as qemu-img 7.2 names it. */
+typedef struct BlockImageInfoRbd {
+    /* the LUKS header librbd would load: "luks", "luks2", or NULL */
+    const char *encryption_format;
+} BlockImageInfoRbd;
+
 /* What "qemu-img info" shows. */
 typedef struct BlockImageInfo {
     char *filename;
@@ -392,6 +398,7 @@ typedef struct BlockImageInfo {
     bool encrypted;
     QCryptoBlockInfo *luks;         /* format-specific data, or NULL */
     BlockImageInfoQcow2 *qcow2;     /* format-specific data, or NULL */
+    BlockImageInfoRbd *rbd;         /* format-specific data, or NULL */
     int64_t cluster_size;           /* 0: none */
     bool dirty_flag;
     char *backing_filename;         /* as the image names it, or NULL */

@@ -18,8 +18,9 @@ import subprocess
 import tempfile
 import time
 
-from qiltest import (CRYPTSETUP, ITER_TIME, PASSPHRASE, SECRET, TOOL,
-                     TestCase, file_bytes, main, qemu_img, qil, random_file)
+from qiltest import (CRYPTSETUP, ITER_TIME, PASSPHRASE, QEMU_IMG, SECRET,
+                     TOOL, TestCase, file_bytes, have_luks, main, qemu_img,
+                     qil, random_file)
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                       "scripts", "ceph-cluster.sh")
@@ -272,12 +273,18 @@ class Luks(RBDTest):
 
     def test_luks1_both_ways(self):
         """Our LUKS1 on RBD read by qemu-img's luks driver on its rbd
-        node; then qemu-img writes new data into it, which we read."""
+        node, and by librbd's LUKS1 (encrypt.format=luks); then qemu-img
+        writes new data into it, which we read."""
         src, back = self.path("src.raw"), self.path("back.raw")
         random_file(src, 8 << 20)
         img = self.make(1, src)
         qemu_img("convert", "--object", SECRET, "--image-opts",
                  self.luks_on_rbd(img), "-O", "raw", back)
+        self.assertEqual(file_bytes(back), file_bytes(src))
+        os.unlink(back)
+        qemu_img("convert", "--object", SECRET, "--image-opts",
+                 self.librbd_opts(img).replace("luks2", "luks"), "-O",
+                 "raw", back)
         self.assertEqual(file_bytes(back), file_bytes(src))
         random_file(src, 8 << 20, seed=5)
         qemu_img("convert", "-n", "--object", SECRET, "-f", "raw", src,
@@ -309,19 +316,20 @@ class Luks(RBDTest):
 
     def test_luks2_with_librbd_encryption(self):
         """Our LUKS2 on RBD has librbd's layout (16 MiB data offset,
-        4096-byte sectors): librbd's own decryption (qemu-img's
+        4096-byte sectors, the header area written whole as librbd
+        writes it): librbd's own decryption (qemu-img's
         encrypt.format=luks2; QEMU 7.2 has no LUKS2 of its own) reads
         it, and what qemu-img writes through it we read.
 
-        Read with qemu-img dd, not convert: QEMU 7.2's rbd block status
-        on an encrypted image asks librbd in offsets of the raw image,
-        so convert and map take the virtual range over the (unwritten)
-        key slot area for a hole."""
+        Read with qemu-img convert: QEMU 7.2's rbd block status on an
+        encrypted image asks librbd in offsets of the raw image, so an
+        unwritten object of the header area would be taken for a hole
+        of the data (8 MiB here: raw objects 0 and 1)."""
         src, back = self.path("src.raw"), self.path("back.raw")
         random_file(src, 8 << 20)
         img = self.make(2, src)
-        qemu_img("dd", "--object", SECRET, "--image-opts", "-O", "raw",
-                 "bs=1M", "if=" + self.librbd_opts(img), "of=" + back)
+        qemu_img("convert", "--object", SECRET, "--image-opts",
+                 self.librbd_opts(img), "-O", "raw", back)
         self.assertEqual(file_bytes(back), file_bytes(src))
         random_file(src, 8 << 20, seed=6)
         qemu_img("convert", "-n", "--object", SECRET, "-f", "raw", src,
@@ -384,11 +392,19 @@ class Reencrypt(RBDTest):
         the plain text is there. The header and each step's metadata
         reach the OSD through flushes, past librbd's write-back cache."""
         img, src = self.raw_image(48 << 20)
-        proc = subprocess.Popen(
-            [TOOL, "reencrypt", "-p", "--object", SECRET, "--encrypt",
-             "--hotzone-size", "1M", "-o",
-             f"key-secret=sec0,iter-time={ITER_TIME}", self.name(img)],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.kill_at(20, "--encrypt", "--hotzone-size", "1M", "-o",
+                     f"key-secret=sec0,iter-time={ITER_TIME}",
+                     self.name(img))
+        qil("reencrypt", "--object", SECRET, "--resume-only", "-o",
+            "key-secret=sec0", self.name(img))
+        self.check_plain(img, src)
+
+    def kill_at(self, percent, *args):
+        """reencrypt -p ARGS, SIGKILLed once its progress passes
+        percent."""
+        proc = subprocess.Popen([TOOL, "reencrypt", "-p", "--object", SECRET,
+                                 *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL)
         line = b""
         while proc.poll() is None:
             c = proc.stdout.read(1)
@@ -396,15 +412,40 @@ class Reencrypt(RBDTest):
                 line += c
                 continue
             # "    (23.44/100%) 40.1 MiB/s, 0:01 left"
-            if float(line.split(b"(")[1].split(b"/")[0]) >= 20:
+            if float(line.split(b"(")[1].split(b"/")[0]) >= percent:
                 proc.kill()
                 break
             line = b""
         proc.wait()
+        proc.stdout.close()
         self.assertEqual(proc.returncode, -9, "done before the kill")
-        qil("reencrypt", "--object", SECRET, "--resume-only", "-o",
-            "key-secret=sec0", self.name(img))
-        self.check_plain(img, src)
+
+    def test_decrypt_killed_and_resumed(self):
+        """--decrypt of LUKS2 on RBD: the header goes to a local file
+        (--header, required: nothing sits beside an RBD image), the
+        plain text ends at the image's start; SIGKILLed at 30 %, then
+        --resume-only: the image is the plain text, byte for byte and of
+        its size, and the header file is gone."""
+        src = self.path("src.raw")
+        random_file(src, 40 << 20, seed=12)
+        img = self.new_name()
+        qil("convert", "--object", SECRET, "-f", "raw", src, "-O", "luks",
+            "-o", f"key-secret=sec0,iter-time={ITER_TIME},luks-version=2",
+            self.name(img))
+        self.assertFails(["reencrypt", "--decrypt", "--object", SECRET,
+                          "-o", "key-secret=sec0", self.name(img)],
+                         "needs --header FILE")
+        hdr = self.path("hdr.luks2")
+        self.kill_at(30, "--decrypt", "--hotzone-size", "1M", "--header",
+                     hdr, "-o", "key-secret=sec0", self.name(img))
+        self.assertTrue(os.path.exists(hdr))
+        qil("reencrypt", "--object", SECRET, "--resume-only", "--header",
+            hdr, "-o", "key-secret=sec0", self.name(img))
+        self.assertFalse(os.path.exists(hdr))
+        info = self.info_json(self.name(img))
+        self.assertEqual((info["format"], info["virtual-size"]),
+                         ("raw", 40 << 20))
+        qil("compare", "-f", "raw", "-F", "raw", src, self.name(img))
 
 
 class LibrbdEncryption(RBDTest):
@@ -479,6 +520,199 @@ class LibrbdEncryption(RBDTest):
         self.assertEqual(file_bytes(back), file_bytes(src))
 
 
+def mon_address():
+    """The test cluster's monitor as (host, port), from its conf."""
+    with open(CONF) as f:
+        for line in f:
+            if line.startswith("mon host"):
+                addr = line.split("v2:")[1].split("]")[0]
+                host, port = addr.rsplit(":", 1)
+                return host, port
+    raise AssertionError("no mon host in the conf")
+
+
+def admin_key():
+    proc = subprocess.run(["ceph-authtool", "-p", "-n", "client.admin",
+                           os.path.join(CLUSTER_DIR, "keyring")],
+                          capture_output=True, text=True, check=True)
+    return proc.stdout.strip()
+
+
+class Options(RBDTest):
+    """QEMU's rbd options beyond the name: the monitors (server.N), the
+    cephx key from a secret object (key-secret, password-secret), the
+    auth methods; create -f rbd (the protocol as the format) and what
+    info shows of an RBD image."""
+
+    def test_server_and_key_secret(self):
+        """No conf file at all (conf=/dev/null): the monitor from
+        server.0.host/port, the key from a secret object (base64, as
+        QEMU reads it), cephx required; a wrong key and an unknown user
+        are refused with exit 1."""
+        img = self.new_name()
+        qil("create", "-f", "raw", self.name(img), "4M")
+        host, port = mon_address()
+        key = f"secret,id=ck,format=base64,data={admin_key()}"
+        opts = (f"driver=rbd,pool=rbd,image={img},conf=/dev/null,"
+                f"user=admin,key-secret=ck,server.0.host={host},"
+                f"server.0.port={port},auth-client-required.0=cephx")
+        info = self.info_json("--object", key, "--image-opts", opts)
+        self.assertEqual(info["virtual-size"], 4 << 20)
+        # QEMU's create option for the same key
+        img2 = self.new_name()
+        qil("create", "-f", "rbd", "--object", key, "-o",
+            "password-secret=ck",
+            f"rbd:rbd/{img2}:conf=/dev/null:mon_host={host}\\:{port}",
+            "1M")
+        self.assertIn(img2, images())
+        # a well-formed key that is not the user's: refused after the
+        # mount timeout (librados retries the handshake until then)
+        wrong = subprocess.run(["ceph-authtool", "--gen-print-key"],
+                               capture_output=True, text=True,
+                               check=True).stdout.strip()
+        start = time.monotonic()
+        self.assertFails(
+            ["info", f"rbd:rbd/{img}:conf=/dev/null:mon_host={host}\\:"
+             f"{port}:key={wrong}:client_mount_timeout=3"],
+            "or the key was refused")
+        self.assertLess(time.monotonic() - start, 20)
+        self.assertFails(["info", f"rbd:rbd/{img}:conf={CONF}:id=nobody"],
+                         "Permission denied")
+        self.assertFails(["info", "--image-opts",
+                          opts + ",server.1.host=127.0.0.1"],
+                         "'server.1' needs both a host and a port")
+        self.assertFails(["info", "--object", key, "--image-opts",
+                          opts.replace("cephx", "kerberos")],
+                         "takes 'cephx' or 'none'")
+
+    def test_create_f_rbd_and_info(self):
+        """create -f rbd with qemu-img's options; info shows the object
+        size and the format-specific part as qemu-img 7.2 does."""
+        img = self.new_name()
+        qil("create", "-f", "rbd", "-o", "cluster_size=1M",
+            self.name(img), "8M")
+        info = json.loads(rbd("info", "--format", "json",
+                              f"rbd/{img}").stdout)
+        self.assertEqual((info["size"], info["order"]), (8 << 20, 20))
+        ours = self.info_json("--image-opts", self.opts(img))
+        self.assertEqual(ours["cluster-size"], 1 << 20)
+        self.assertEqual(ours["format-specific"],
+                         {"type": "rbd", "data": {}})
+        self.assertEqual(self.info_json(self.name(img))["cluster-size"],
+                         1 << 20)
+        if QEMU_IMG:
+            theirs = json.loads(qemu_img("info", "--output=json",
+                                         "--image-opts",
+                                         self.opts(img)).stdout)
+            for key in ("virtual-size", "cluster-size", "format",
+                        "format-specific"):
+                self.assertEqual(ours[key], theirs[key], key)
+        self.assertFails(["create", "-f", "rbd", self.path("x.img"), "1M"],
+                         "is not a name of the 'rbd' protocol")
+        self.assertFails(["create", "-f", "rbd", "-o", "preallocation=full",
+                          self.name(self.new_name()), "1M"],
+                         "Invalid parameter 'preallocation'")
+
+
+class LibrbdCrypt(RBDTest):
+    """QEMU's encrypt.* options of the rbd driver: librbd encrypts
+    (rbd_encryption_format, rbd_encryption_load), as with qemu-img.
+    librbd calibrates argon2id: each format takes seconds, each open
+    3-4 s here."""
+
+    def setUp(self):
+        super().setUp()
+        self.need_qemu_img()
+
+    def crypt_opts(self, img, fmt="luks2"):
+        return (f"driver=rbd,pool=rbd,image={img},conf={CONF},"
+                f"encrypt.format={fmt},encrypt.key-secret=sec0")
+
+    def test_convert_o_encrypt_both_ways(self):
+        """convert -O rbd -o encrypt.format=luks2: librbd's LUKS2 made
+        and written through; qemu-img reads the same plain text through
+        librbd, and so do we (driver=rbd,encrypt.* and our own luks
+        driver); info shows the encryption as qemu-img does; a wrong
+        passphrase is refused."""
+        src, back = self.path("src.raw"), self.path("back.raw")
+        random_file(src, 6 << 20, seed=21)
+        img = self.new_name()
+        qil("convert", "--object", SECRET, "-f", "raw", src, "-O", "rbd",
+            "-o", "encrypt.format=luks2,encrypt.key-secret=sec0",
+            self.name(img))
+        qemu_img("convert", "--object", SECRET, "--image-opts",
+                 self.crypt_opts(img), "-O", "raw", back)
+        self.assertEqual(file_bytes(back), file_bytes(src))
+        qil("compare", "--object", SECRET, "--image-opts",
+            f"driver=raw,file.filename={src}", self.crypt_opts(img))
+        if have_luks():
+            qil("compare", "--object", SECRET, "--image-opts",
+                f"driver=raw,file.filename={src}",
+                f"driver=luks,key-secret=sec0,file.driver=rbd,"
+                f"file.pool=rbd,file.image={img},file.conf={CONF}")
+        info = self.info_json("--image-opts", self.opts(img))
+        self.assertEqual(info["format-specific"]["data"],
+                         {"encryption-format": "luks2"})
+        out = qil("info", "--image-opts", self.opts(img)).stdout
+        self.assertIn("Format specific information:\n"
+                      "    encryption format: luks2\n", out)
+        info = self.info_json("--object", SECRET, "--image-opts",
+                              self.crypt_opts(img, "luks-any"))
+        self.assertEqual(info["virtual-size"], 6 << 20)
+        self.assertFails(["info", "--object", "secret,id=sec0,data=wrong",
+                          "--image-opts", self.crypt_opts(img)],
+                         "Could not load the LUKS2 encryption")
+
+    def test_luks1_create_then_qemu_img_writes(self):
+        """create -f rbd -o encrypt.format=luks: the size given is the
+        size seen through the encryption (the image grows by the header,
+        as QEMU makes it); qemu-img writes through librbd's LUKS1, we
+        read it back through ours."""
+        img = self.new_name()
+        qil("create", "-f", "rbd", "--object", SECRET, "-o",
+            "encrypt.format=luks,encrypt.key-secret=sec0", self.name(img),
+            "8M")
+        info = self.info_json("--object", SECRET, "--image-opts",
+                              self.crypt_opts(img, "luks"))
+        self.assertEqual(info["virtual-size"], 8 << 20)
+        src, back = self.path("src.raw"), self.path("back.raw")
+        random_file(src, 8 << 20, seed=22)
+        qemu_img("convert", "-n", "--object", SECRET, "-f", "raw", src,
+                 "--target-image-opts", self.crypt_opts(img, "luks"))
+        qil("convert", "--object", SECRET, "--image-opts",
+            self.crypt_opts(img, "luks"), "-O", "raw", back)
+        self.assertEqual(file_bytes(back), file_bytes(src))
+
+
+class Clone(RBDTest):
+    def test_clone_reads_parent_and_own_writes(self):
+        """A clone (rbd snap create/protect, rbd clone) reads its parent's
+        data where it has none of its own, and its own where written;
+        the parent's snapshot does not change."""
+        src = self.path("src.raw")
+        random_file(src, 8 << 20, seed=23)
+        parent = self.new_name()
+        qil("convert", "-f", "raw", src, "-O", "raw", self.name(parent))
+        rbd("snap", "create", f"rbd/{parent}@base")
+        rbd("snap", "protect", f"rbd/{parent}@base")
+        child = self.new_name()
+        rbd("clone", f"rbd/{parent}@base", f"rbd/{child}")
+        qil("compare", "-f", "raw", "-F", "raw", src, self.name(child))
+        # one object of its own (qemu-io: a tool that writes in place)
+        qemu_io = shutil.which("qemu-io")
+        if not qemu_io:
+            self.skipTest("qemu-io is not installed")
+        subprocess.run([qemu_io, "-f", "raw", "-c", "write -P 0x5a 3M 1M",
+                        self.name(child)], check=True, capture_output=True)
+        expect = bytearray(file_bytes(src))
+        expect[3 << 20:4 << 20] = b"\x5a" * (1 << 20)
+        back = self.path("back.raw")
+        qil("convert", "-f", "raw", self.name(child), "-O", "raw", back)
+        self.assertEqual(file_bytes(back), bytes(expect))
+        qil("compare", "-f", "raw", "-F", "raw", src,
+            self.name(parent + "@base"))
+
+
 class Errors(RBDTest):
     def test_no_cluster(self):
         """A monitor that does not answer: a clear error, exit 1, within
@@ -487,7 +721,8 @@ class Errors(RBDTest):
         self.assertFails(["info", "rbd:rbd/x:mon_host=127.0.0.1\\:1:"
                           "client_mount_timeout=3"],
                          "Could not connect to the Ceph cluster for "
-                         "'rbd:rbd/x' (no answer in 3 s)")
+                         "'rbd:rbd/x' (no answer in 3 s, or the key was "
+                         "refused)")
         self.assertLess(time.monotonic() - start, 20)
 
     def test_missing_pool_and_image(self):
@@ -557,6 +792,39 @@ class Errors(RBDTest):
         # Removing the hidden image needed the OSD: it may be left.
         for leftover in [i for i in names if i.startswith(f".{img}.")]:
             rbd("rm", "--no-progress", f"rbd/{leftover}")
+
+    def test_abandoned_hidden_images_removed(self):
+        """Hidden images a killed creation left (no watcher, older than a
+        minute; the age is 0 here) go when the name is next created; one
+        a live client has open (rbd watch) stays, and so does a fresh
+        unwatched one at the default age."""
+        img = self.new_name()
+        dead, live = f".{img}.0abcde", f".{img}.1abcde"
+        rbd("create", "--size", "1M", f"rbd/{dead}")
+        rbd("create", "--size", "1M", f"rbd/{live}")
+        qil("create", "-f", "raw", self.name(img), "1M")
+        self.assertLessEqual({dead, live}, images())
+        rbd("rm", "--no-progress", f"rbd/{img}")
+        watcher = subprocess.Popen(["rbd", "-c", CONF, "watch",
+                                    f"rbd/{live}"], stdin=subprocess.PIPE,
+                                   stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(100):
+                if "watcher=" in rbd("status", f"rbd/{live}").stdout:
+                    break
+                time.sleep(0.1)
+            subprocess.run([TOOL, "create", "-f", "raw", self.name(img),
+                            "1M"], check=True, capture_output=True,
+                           env=dict(os.environ,
+                                    QIL_TEST_RBD_ABANDONED_AGE="-1"))
+        finally:
+            watcher.communicate(b"\n", timeout=30)
+        names = images()
+        self.assertNotIn(dead, names)
+        self.assertIn(live, names)
+        self.assertIn(img, names)
+        rbd("rm", "--no-progress", f"rbd/{live}")
 
     def test_bad_names(self):
         self.assertFails(["info", "rbd:rbd"], "expected rbd:POOL/IMAGE")
