@@ -594,23 +594,30 @@ static int dec_finish(Dec *d, Error **errp)
     return data_sync(r->io, errp);
 }
 
-int reenc_decrypt_resume(Reenc *r, JsonObject *ks,
-                         const QCryptoBlockSecret *secret, uint64_t hotzone,
-                         Error **errp)
-{
-    Dec dec = { .r = r }, *d = &dec;
-    uint8_t *buf = NULL;
-    uint64_t bufsize = 0;
-    DecPos p;
-    int ret = -1;
+/* ---- the mode, for the loop of block-luks2-reencrypt-engine.c ---- */
 
+typedef struct DecRun {
+    Dec d;
+    DecPos p;
+    bool moved_done;            /* the moved zone is plain text too */
+} DecRun;
+
+static int dec_start(ReencRun *run, JsonObject *ks,
+                     const QCryptoBlockSecret *secret, uint64_t hotzone,
+                     Error **errp)
+{
+    Reenc *r = run->r;
+    DecRun *dr = run->state = g_new0(DecRun, 1);
+
+    dr->d.r = r;
     if (!r->io->hdr_read) {
         error_setg(errp, "LUKS2 decryption keeps the header in its own "
                    "file: give its name (--header)");
         return -1;
     }
-    if (dec_parse(d, ks, errp) < 0 || dec_position(d, &p, errp) < 0 ||
-        dec_unlock(d, secret, errp) < 0) {
+    if (dec_parse(&dr->d, ks, errp) < 0 ||
+        dec_position(&dr->d, &dr->p, errp) < 0 ||
+        dec_unlock(&dr->d, secret, errp) < 0) {
         return -1;
     }
     hotzone = hotzone ? MIN(hotzone, r->shift) : r->shift;
@@ -619,54 +626,90 @@ int reenc_decrypt_resume(Reenc *r, JsonObject *ks,
         error_setg(errp, "The hot zone must hold at least one sector");
         return -1;
     }
-    bufsize = MAX(MAX(hotzone, p.h), r->moved_size);
-    buf = reenc_zone_buf_new(bufsize);
-    if (p.moved_zone) {
-        if (dec_moved_recover(d, buf, errp) < 0) {
-            goto out;
-        }
-    } else if (!p.done) {
-        if (p.h && dec_zone(d, p.c, p.h, buf, errp) < 0) {
-            goto out;
-        }
-        p.c += p.h;
-        while (p.c < r->size) {
-            uint64_t h = MIN(hotzone, r->size - p.c);
-
-            if (r->io->progress &&
-                r->io->progress(r->io->opaque, p.c - r->moved_size,
-                                r->size)) {
-                ret = 1;
-                goto out;
-            }
-            if (dec_zone(d, p.c, h, buf, errp) < 0) {
-                goto out;
-            }
-            p.c += h;
-        }
-        if (r->io->progress &&
-            r->io->progress(r->io->opaque, r->size - r->moved_size,
-                            r->size)) {
-            ret = 1;
-            goto out;
-        }
-        ret = dec_moved_zone(d, buf, errp);
-        if (ret != 0) {
-            goto out;
-        }
-        ret = -1;
-    }
-    if (dec_finish(d, errp) < 0) {
-        goto out;
-    }
-    if (r->io->progress) {
-        r->io->progress(r->io->opaque, r->size, r->size);
-    }
-    ret = 0;
-out:
-    reenc_zone_buf_free(buf, bufsize);
-    return ret;
+    run->hotzone = hotzone;
+    run->bufsize = MAX(MAX(hotzone, dr->p.h), r->moved_size);
+    dr->moved_done = dr->p.done || dr->p.moved_zone;
+    return 0;
 }
+
+/*
+ * The moved zone cut short: repaired block by block from its checksums;
+ * a forward zone cut short: done again (its source is intact).
+ */
+static int dec_recover(ReencRun *run, Error **errp)
+{
+    DecRun *dr = run->state;
+
+    if (dr->p.moved_zone) {
+        return dec_moved_recover(&dr->d, run->buf, errp);
+    }
+    if (!dr->p.done && dr->p.h &&
+        dec_zone(&dr->d, dr->p.c, dr->p.h, run->buf, errp) < 0) {
+        return -1;
+    }
+    dr->p.c += dr->p.h;
+    return 0;
+}
+
+/* Forwards from M to the end, then the moved zone [0, M) (len 0 here). */
+static bool dec_next(ReencRun *run, uint64_t *off, uint64_t *len)
+{
+    DecRun *dr = run->state;
+
+    if (dr->moved_done) {
+        return false;
+    }
+    if (dr->p.c < run->r->size) {
+        *off = dr->p.c;
+        *len = MIN(run->hotzone, run->r->size - dr->p.c);
+    } else {
+        *off = 0;
+        *len = 0;
+    }
+    return true;
+}
+
+static int dec_zone_run(ReencRun *run, uint64_t off, uint64_t len,
+                        Error **errp)
+{
+    DecRun *dr = run->state;
+    int ret;
+
+    if (!len) {
+        ret = dec_moved_zone(&dr->d, run->buf, errp);
+        dr->moved_done = ret == 0;
+        return ret;
+    }
+    if (dec_zone(&dr->d, off, len, run->buf, errp) < 0) {
+        return -1;
+    }
+    dr->p.c = off + len;
+    return 0;
+}
+
+static uint64_t dec_done(ReencRun *run)
+{
+    DecRun *dr = run->state;
+
+    return dr->p.c - run->r->moved_size;
+}
+
+static int dec_finish_run(ReencRun *run, Error **errp)
+{
+    DecRun *dr = run->state;
+
+    return dec_finish(&dr->d, errp);
+}
+
+const ReencMode reenc_mode_decrypt = {
+    .name = "decrypt",
+    .start = dec_start,
+    .recover = dec_recover,
+    .next = dec_next,
+    .zone = dec_zone_run,
+    .done = dec_done,
+    .finish = dec_finish_run,
+};
 
 /* ---- init ---- */
 
@@ -747,7 +790,8 @@ static int dec_init_keyslot(Dec *d, const QCryptoLUKS2Metadata *md,
                                   qcrypto_hash_algo_name(d->csum_hash));
     json_object_set_int_member(area, "sector_size", d->csum_block);
     reenc_set_u64(area, "shift_size", r->shift);
-    reenc_add_keyslot(r, reenc_section(r->root, "keyslots"), area, "decrypt",
+    reenc_add_keyslot(r, reenc_section(r->root, "keyslots"), area,
+                      reenc_mode_decrypt.name,
                       "forward");
     return 0;
 }

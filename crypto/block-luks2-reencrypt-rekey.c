@@ -833,84 +833,135 @@ static int rekey_finish(Rekey *k, Error **errp)
     return io->sync(io->opaque, errp);
 }
 
-int reenc_rekey_resume(Reenc *r, JsonObject *ks,
+/* ---- the mode, for the loop of block-luks2-reencrypt-engine.c ---- */
+
+typedef struct RekeyRun {
+    Rekey k;
+    uint64_t pos;               /* [0, pos) has the new key */
+    uint64_t zone;              /* [pos, pos + zone) cut short by a crash */
+} RekeyRun;
+
+static int rekey_start(ReencRun *run, JsonObject *ks,
                        const QCryptoBlockSecret *secret, uint64_t hotzone,
                        Error **errp)
 {
-    const QCryptoReencryptIO *io = r->io;
-    Rekey k = { .r = r };
+    Reenc *r = run->r;
+    RekeyRun *rr = run->state = g_new0(RekeyRun, 1);
+    Rekey *k = &rr->k;
     g_autoptr(QCryptoSecureBuf) old_key = NULL, new_key = NULL;
-    uint8_t *buf = NULL;
-    uint64_t pos, zone, cap, bufsize = 0;
-    int ret = -1;
+    uint64_t cap;
 
-    k.newblock = qcrypto_block_new(QCRYPTO_BLOCK_FORMAT_LUKS, NULL);
-    if (rekey_parse(&k, ks, errp) < 0 ||
-        rekey_position(&k, &pos, &zone, errp) < 0 ||
-        rekey_unlock(&k, r->prev, k.digest_old, secret, r->block, &old_key,
+    k->r = r;
+    k->newblock = qcrypto_block_new(QCRYPTO_BLOCK_FORMAT_LUKS, NULL);
+    if (rekey_parse(k, ks, errp) < 0 ||
+        rekey_position(k, &rr->pos, &rr->zone, errp) < 0 ||
+        rekey_unlock(k, r->prev, k->digest_old, secret, r->block, &old_key,
                      errp) < 0 ||
-        rekey_unlock(&k, r->final, r->digest_new, secret, k.newblock,
+        rekey_unlock(k, r->final, r->digest_new, secret, k->newblock,
                      &new_key, errp) < 0 ||
         reenc_digest_check(r, old_key->data, old_key->len, new_key->data,
                            new_key->len, errp) < 0) {
-        goto out;
+        return -1;
     }
-    cap = rekey_zone_capacity(&k);
-    if (zone > cap) {
+    cap = rekey_zone_capacity(k);
+    if (rr->zone > cap) {
         error_setg(errp, "LUKS2 hot zone of %" PRIu64 " bytes is larger "
                    "than its resilience data can cover (%" PRIu64 " bytes)",
-                   zone, cap);
-        goto out;
+                   rr->zone, cap);
+        return -1;
     }
     hotzone = hotzone ? hotzone : REKEY_HOTZONE_DEFAULT;
     hotzone = MIN(MIN(hotzone, cap), r->size);
-    hotzone -= hotzone % k.align;
+    hotzone -= hotzone % k->align;
     if (!hotzone) {
         error_setg(errp, "The hot zone must hold at least one block of %"
-                   PRIu32 " bytes", k.align);
-        goto out;
+                   PRIu32 " bytes", k->align);
+        return -1;
     }
-    bufsize = MAX(hotzone, zone);
-    buf = reenc_zone_buf_new(bufsize);
-    if (zone && rekey_recover(&k, pos, zone, buf, errp) < 0) {
-        goto out;
-    }
-    pos += zone;
-    while (pos < r->size) {
-        uint64_t len = MIN(hotzone, r->size - pos);
-
-        if (io->progress && io->progress(io->opaque, pos, r->size)) {
-            /* none wrote its last metadata without a sync */
-            ret = io->sync(io->opaque, errp) < 0 ? -1 : 1;
-            goto out;
-        }
-        if (rekey_zone(&k, pos, len, buf, errp) < 0) {
-            goto out;
-        }
-        pos += len;
-    }
-    /*
-     * For tests only: stop in the last state before the final one, as
-     * cryptsetup leaves it when stopped there.
-     */
-    if (io->stop_at == QCRYPTO_REENCRYPT_STOP_BEFORE_FINISH) {
-        g_autoptr(JsonNode) done = rekey_state_root(&k, r->size, 0);
-
-        ret = reenc_write_root(r, done, errp) < 0 ? -1 : 1;
-        goto out;
-    }
-    if (rekey_finish(&k, errp) < 0) {
-        goto out;
-    }
-    if (io->progress) {
-        io->progress(io->opaque, r->size, r->size);
-    }
-    ret = 0;
-out:
-    reenc_zone_buf_free(buf, bufsize);
-    qcrypto_block_free(k.newblock);
-    return ret;
+    run->hotzone = hotzone;
+    run->bufsize = MAX(hotzone, rr->zone);
+    return 0;
 }
+
+/* A zone cut short: repaired from its resilience data. */
+static int rekey_recover_run(ReencRun *run, Error **errp)
+{
+    RekeyRun *rr = run->state;
+
+    if (rr->zone &&
+        rekey_recover(&rr->k, rr->pos, rr->zone, run->buf, errp) < 0) {
+        return -1;
+    }
+    rr->pos += rr->zone;
+    return 0;
+}
+
+/* Forwards, from the start. */
+static bool rekey_next(ReencRun *run, uint64_t *off, uint64_t *len)
+{
+    RekeyRun *rr = run->state;
+
+    if (rr->pos >= run->r->size) {
+        return false;
+    }
+    *off = rr->pos;
+    *len = MIN(run->hotzone, run->r->size - rr->pos);
+    return true;
+}
+
+static int rekey_zone_run(ReencRun *run, uint64_t off, uint64_t len,
+                          Error **errp)
+{
+    RekeyRun *rr = run->state;
+
+    if (rekey_zone(&rr->k, off, len, run->buf, errp) < 0) {
+        return -1;
+    }
+    rr->pos = off + len;
+    return 0;
+}
+
+static uint64_t rekey_done(ReencRun *run)
+{
+    RekeyRun *rr = run->state;
+
+    return rr->pos;
+}
+
+/* The last state before the final one, as cryptsetup leaves it. */
+static int rekey_stop_before_finish(ReencRun *run, Error **errp)
+{
+    RekeyRun *rr = run->state;
+    g_autoptr(JsonNode) done = rekey_state_root(&rr->k, run->r->size, 0);
+
+    return reenc_write_root(run->r, done, errp);
+}
+
+static int rekey_finish_run(ReencRun *run, Error **errp)
+{
+    RekeyRun *rr = run->state;
+
+    return rekey_finish(&rr->k, errp);
+}
+
+static void rekey_clear(ReencRun *run)
+{
+    RekeyRun *rr = run->state;
+
+    qcrypto_block_free(rr->k.newblock);
+}
+
+const ReencMode reenc_mode_rekey = {
+    .name = "reencrypt",
+    .start = rekey_start,
+    .recover = rekey_recover_run,
+    .next = rekey_next,
+    .zone = rekey_zone_run,
+    .done = rekey_done,
+    .stop_before_finish = rekey_stop_before_finish,
+    .finish = rekey_finish_run,
+    .clear = rekey_clear,
+};
 
 /* ---- init ---- */
 
@@ -1228,7 +1279,8 @@ static int rekey_init_metadata(Rekey *k, QCryptoLUKS2Metadata *md,
                                       qcrypto_hash_algo_name(k->csum_hash));
         json_object_set_int_member(area, "sector_size", k->csum_block);
     }
-    reenc_add_keyslot(r, reenc_section(r->root, "keyslots"), area, "reencrypt",
+    reenc_add_keyslot(r, reenc_section(r->root, "keyslots"), area,
+                      reenc_mode_rekey.name,
                       "forward");
 
     reqo = json_object_new();

@@ -372,7 +372,8 @@ static int reenc_init_metadata(Reenc *r, uint64_t keyslots_end,
     reenc_set_u64(area, "size", REENC_AREA_SIZE);
     json_object_set_string_member(area, "type", "datashift");
     reenc_set_u64(area, "shift_size", r->shift);
-    reenc_add_keyslot(r, keyslots, area, "encrypt", "backward");
+    reenc_add_keyslot(r, keyslots, area, reenc_mode_encrypt.name,
+                      "backward");
 
     /* The backups; the active list is written by reenc_state_root(). */
     r->final = reenc_seg_copy(json_object_get_object_member(segs, "0"),
@@ -734,179 +735,121 @@ static int reenc_restore_keyslots(Reenc *r, int64_t flen, Error **errp)
     return 0;
 }
 
-/* Finish an encryption whose state r holds (loaded, key slot ks). */
-static int reenc_encrypt_resume(Reenc *r, JsonObject *ks,
-                                const QCryptoBlockSecret *secret,
-                                uint64_t hotzone, Error **errp)
+/* ---- the mode, for the loop of block-luks2-reencrypt-engine.c ---- */
+
+typedef struct Enc {
+    uint64_t lin;               /* [0, lin) still plain */
+    uint64_t zone;              /* [lin, lin + zone) cut short by a crash */
+} Enc;
+
+static int enc_start(ReencRun *run, JsonObject *ks,
+                     const QCryptoBlockSecret *secret, uint64_t hotzone,
+                     Error **errp)
 {
+    Reenc *r = run->r;
     const QCryptoReencryptIO *io = r->io;
-    uint8_t *buf = NULL;
-    uint64_t lin, zone, bufsize = 0;
+    Enc *e = run->state = g_new0(Enc, 1);
     int64_t flen;
-    int ret = -1;
 
     if (reenc_parse(r, ks, errp) < 0 ||
-        reenc_position(r, &lin, &zone, errp) < 0) {
-        goto out;
+        reenc_position(r, &e->lin, &e->zone, errp) < 0) {
+        return -1;
     }
     flen = io->length(io->opaque, errp);
     if (flen < 0 ||
-        (lin == r->size && !zone && io->truncate &&
+        (e->lin == r->size && !e->zone && io->truncate &&
          reenc_restore_keyslots(r, flen, errp) < 0) ||
         reenc_unlock(r, secret, errp) < 0) {
-        goto out;
+        return -1;
     }
     /* All done (the final header was not written): the copy is not needed */
-    if ((lin || zone) && r->moved_offset + r->moved_size > (uint64_t)flen) {
+    if ((e->lin || e->zone) &&
+        r->moved_offset + r->moved_size > (uint64_t)flen) {
         error_setg(errp, "The moved data lies beyond the end of the file: "
                    "was it truncated?");
-        goto out;
+        return -1;
     }
     hotzone = hotzone ? MIN(hotzone, r->shift) : r->shift;
     hotzone -= hotzone % r->block->sector_size;
     if (!hotzone) {
         error_setg(errp, "The hot zone must hold at least one sector");
-        goto out;
+        return -1;
     }
-    if (lin % r->block->sector_size || zone % r->block->sector_size) {
+    if (e->lin % r->block->sector_size || e->zone % r->block->sector_size) {
         error_setg(errp, "LUKS2 re-encryption segments are not aligned to "
                    "the %" PRIu64 "-byte sectors", r->block->sector_size);
-        goto out;
+        return -1;
     }
+    run->hotzone = hotzone;
     /* A zone is at most the hot zone, a cut one, or the moved copy. */
-    bufsize = MAX(MAX(hotzone, zone), r->moved_size);
-    buf = reenc_zone_buf_new(bufsize);
-    /* A zone cut short: its source is intact, do it again. */
-    if (zone && reenc_zone(r, lin, zone, buf, errp) < 0) {
-        goto out;
-    }
-    while (lin) {
-        uint64_t len, floor = lin > r->moved_size ? r->moved_size : 0;
-
-        if (io->progress && io->progress(io->opaque, r->size - lin, r->size)) {
-            ret = 1;
-            goto out;
-        }
-        /*
-         * Never across the end of the moved copy, and the copy in one
-         * zone whatever the hot-zone size: cryptsetup cannot load a state
-         * with less than a whole data shift of plain text left.
-         */
-        len = floor ? MIN(hotzone, lin - floor) : lin;
-        if (reenc_zone(r, lin - len, len, buf, errp) < 0) {
-            goto out;
-        }
-        lin -= len;
-    }
-    /* For tests only: stop in the last state before the final one. */
-    if (io->stop_at == QCRYPTO_REENCRYPT_STOP_BEFORE_FINISH) {
-        ret = 1;
-        goto out;
-    }
-    if (reenc_finish(r, errp) < 0) {
-        goto out;
-    }
-    if (io->progress) {
-        io->progress(io->opaque, r->size, r->size);
-    }
-    ret = 0;
-out:
-    reenc_zone_buf_free(buf, bufsize);
-    return ret;
+    run->bufsize = MAX(MAX(hotzone, e->zone), r->moved_size);
+    return 0;
 }
 
-/*
- * An encryption of ours that cryptsetup finished: no re-encryption left,
- * one "dynamic" segment over a file that is still V + 2S long (cryptsetup
- * neither cuts a file nor writes a fixed size), and our data-size token
- * saying V. The file is cut to S + V and synced, then the token dropped:
- * a crash in between leaves a file of the right size that the token still
- * describes right. 1 done, 0 nothing of the kind here, -1 error.
- */
-static int reenc_trim_to_recorded_size(Reenc *r, Error **errp)
+/* A zone cut short: its source is intact, do it again. */
+static int enc_recover(ReencRun *run, Error **errp)
 {
-    const QCryptoReencryptIO *io = r->io;
-    g_autoptr(QCryptoLUKS2Metadata) md = NULL;
-    g_autoptr(JsonNode) root = NULL;
-    const QCryptoLUKS2Segment *seg;
-    uint64_t size;
-    int64_t len;
+    Enc *e = run->state;
 
-    JsonNode *cn = json_object_get_member(json_node_get_object(r->root),
-                                          "config");
-    JsonObject *config = cn && JSON_NODE_HOLDS_OBJECT(cn) ?
-        json_node_get_object(cn) : NULL;
+    return e->zone ? reenc_zone(run->r, e->lin, e->zone, run->buf, errp) : 0;
+}
 
-    /* In re-encryption (or not LUKS2 we know): the resume's to judge. */
-    if (!config || json_object_has_member(config, "requirements")) {
-        return 0;
+/* Backwards, from the end of the plain text. */
+static bool enc_next(ReencRun *run, uint64_t *off, uint64_t *len)
+{
+    Enc *e = run->state;
+    uint64_t moved = run->r->moved_size;
+    uint64_t floor = e->lin > moved ? moved : 0;
+
+    if (!e->lin) {
+        return false;
     }
-    md = qcrypto_luks2_metadata_parse(r->hdr->json, r->hdr->bin.hdr_size,
-                                      errp);
-    if (!md) {
+    /*
+     * Never across the end of the moved copy, and the copy in one zone
+     * whatever the hot-zone size: cryptsetup cannot load a state with less
+     * than a whole data shift of plain text left.
+     */
+    *len = floor ? MIN(run->hotzone, e->lin - floor) : e->lin;
+    *off = e->lin - *len;
+    return true;
+}
+
+static int enc_zone(ReencRun *run, uint64_t off, uint64_t len, Error **errp)
+{
+    Enc *e = run->state;
+
+    if (reenc_zone(run->r, off, len, run->buf, errp) < 0) {
         return -1;
     }
-    seg = qcrypto_luks2_data_segment(md, NULL);
-    if (!seg || !seg->size_dynamic || !seg->offset ||
-        !(size = qcrypto_luks2_data_size(md, seg))) {
-        return 0;
-    }
-    len = io->length(io->opaque, errp);
-    if (len < 0) {
-        return -1;
-    }
-    if ((uint64_t)len > seg->offset + size &&
-        io->truncate &&
-        (io->truncate(io->opaque, seg->offset + size, errp) < 0 ||
-         io->sync(io->opaque, errp) < 0)) {
-        return -1;
-    }
-    root = reenc_deep_copy(r->root);
-    reenc_drop_size_token(root);
-    return reenc_write_root(r, root, errp) < 0 ? -1 : 1;
+    e->lin = off;
+    return 0;
 }
 
-int qcrypto_reencrypt_resume(const QCryptoBlockSecret *secret,
-                             uint64_t hotzone, const QCryptoReencryptIO *io,
-                             Error **errp)
+static uint64_t enc_done(ReencRun *run)
 {
-    return qcrypto_reencrypt_resume_keys(secret, NULL, hotzone, io, errp);
+    Enc *e = run->state;
+
+    return run->r->size - e->lin;
 }
 
-int qcrypto_reencrypt_resume_keys(const QCryptoBlockSecret *secret,
-                                  const QCryptoReencryptKeys *keys,
-                                  uint64_t hotzone,
-                                  const QCryptoReencryptIO *io, Error **errp)
+/* The last state before the final one: every zone's metadata is written. */
+static int enc_stop_before_finish(ReencRun *run, Error **errp)
 {
-    Reenc r = { .keys = keys };
-    JsonObject *ks;
-    const char *mode;
-    int ret = -1;
-
-    if (reenc_load(&r, io, errp) < 0) {
-        goto out;
-    }
-    ret = reenc_trim_to_recorded_size(&r, errp);
-    if (ret != 0) {
-        ret = ret > 0 ? 0 : -1;
-        goto out;
-    }
-    ret = -1;
-    if (!(ks = reenc_find_keyslot(&r, &mode, errp))) {
-        goto out;
-    }
-    if (g_str_equal(mode, "encrypt")) {
-        ret = reenc_encrypt_resume(&r, ks, secret, hotzone, errp);
-    } else if (g_str_equal(mode, "decrypt")) {
-        ret = reenc_decrypt_resume(&r, ks, secret, hotzone, errp);
-    } else if (g_str_equal(mode, "reencrypt")) {
-        ret = reenc_rekey_resume(&r, ks, secret, hotzone, errp);
-    } else {
-        error_setg(errp, "LUKS2 re-encryption mode '%s' is not supported "
-                   "here yet: finish it with cryptsetup reencrypt "
-                   "--resume-only", mode);
-    }
-out:
-    reenc_clear(&r);
-    return ret;
+    return 0;
 }
+
+static int enc_finish(ReencRun *run, Error **errp)
+{
+    return reenc_finish(run->r, errp);
+}
+
+const ReencMode reenc_mode_encrypt = {
+    .name = "encrypt",
+    .start = enc_start,
+    .recover = enc_recover,
+    .next = enc_next,
+    .zone = enc_zone,
+    .done = enc_done,
+    .stop_before_finish = enc_stop_before_finish,
+    .finish = enc_finish,
+};

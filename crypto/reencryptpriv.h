@@ -140,10 +140,6 @@ int reenc_digest_check(Reenc *r, const uint8_t *old, size_t nold,
 int reenc_hdr_sync(const QCryptoReencryptIO *io, Error **errp);
 /* reenc_hdr_sync() as a QCryptoBlockFlushFunc (opaque: the io). */
 int reenc_block_flush(QCryptoBlock *block, void *opaque, Error **errp);
-/* Resume a new volume key (mode "reencrypt"): block-luks2-reencrypt-rekey.c */
-int reenc_rekey_resume(Reenc *r, JsonObject *ks,
-                       const QCryptoBlockSecret *secret, uint64_t hotzone,
-                       Error **errp);
 
 /* Write root as both header copies, then sync. */
 int reenc_write_root(Reenc *r, JsonNode *root, Error **errp);
@@ -158,12 +154,60 @@ void reenc_zone_buf_free(uint8_t *buf, uint64_t len);
 int reenc_io_copy(const QCryptoReencryptIO *io, uint64_t src, uint64_t dst,
                   uint64_t len, Error **errp);
 
+/* ---- The one resume loop and its modes (block-luks2-reencrypt-engine.c) */
+
+typedef struct ReencRun ReencRun;
+
 /*
- * Finish a decryption whose state r holds (loaded, key slot ks, mode
- * "decrypt"): block-luks2-reencrypt-decrypt.c.
+ * A re-encryption mode, as cryptsetup's reencrypt key slot names it: how
+ * its zones are read and written and protected. The loop, the same for
+ * every mode (reenc_mode_resume()): start; redo the zone a crash cut
+ * short; then zone after zone, progress reported before each, each one a
+ * step after which a crash leaves the image resumable; the tests' stop;
+ * finish.
  */
-int reenc_decrypt_resume(Reenc *r, JsonObject *ks,
-                         const QCryptoBlockSecret *secret, uint64_t hotzone,
-                         Error **errp);
+typedef struct ReencMode {
+    const char *name;           /* the key slot's "mode" */
+    /*
+     * Check the metadata against the mode, find where the run is, unlock
+     * the key(s); set run->state (freed by clear), run->hotzone (from the
+     * one asked for, 0: the mode's default) and run->bufsize (the largest
+     * zone, the buffer the loop then gives in run->buf).
+     */
+    int (*start)(ReencRun *run, JsonObject *ks,
+                 const QCryptoBlockSecret *secret, uint64_t hotzone,
+                 Error **errp);
+    /* Optional: the zone a crash cut short, repaired. */
+    int (*recover)(ReencRun *run, Error **errp);
+    /* The next zone, logical [*off, *off + *len); false when none is left. */
+    bool (*next)(ReencRun *run, uint64_t *off, uint64_t *len);
+    /* Do it: 0, 1 (a test stop: resumable), -1 and errp. */
+    int (*zone)(ReencRun *run, uint64_t off, uint64_t len, Error **errp);
+    /* The bytes done so far, as the progress callback counts them. */
+    uint64_t (*done)(ReencRun *run);
+    /*
+     * Optional, tests only (QCRYPTO_REENCRYPT_STOP_BEFORE_FINISH): leave
+     * the last state before the final one, as cryptsetup does when
+     * stopped there. Without it, that stop is ignored.
+     */
+    int (*stop_before_finish)(ReencRun *run, Error **errp);
+    /* Every zone done: the final metadata. */
+    int (*finish)(ReencRun *run, Error **errp);
+    /* Optional: free run->state's insides (the loop frees run->state). */
+    void (*clear)(ReencRun *run);
+} ReencMode;
+
+struct ReencRun {
+    Reenc *r;
+    void *state;                /* the mode's own */
+    uint64_t hotzone;
+    uint64_t bufsize;
+    uint8_t *buf;               /* bufsize bytes, REENC_ZONE_ALIGN aligned */
+};
+
+/* block-luks2-reencrypt.c, -decrypt.c, -rekey.c */
+extern const ReencMode reenc_mode_encrypt;
+extern const ReencMode reenc_mode_decrypt;
+extern const ReencMode reenc_mode_rekey;
 
 #endif

@@ -2,9 +2,9 @@
 /*
  * crypto/block-luks2-reencrypt-decrypt.c on files in memory (the image and
  * its detached header): in-place decryption gives back the raw image byte
- * for byte, and a crash after any write (the N-th write fails, everything
- * before it stays, as after a kill) is always finished to the same bytes,
- * the way qemu-img-lite reencrypt goes on from what the header file holds.
+ * for byte, going on the way qemu-img-lite reencrypt goes on from what the
+ * header file holds. A crash after any write:
+ * test-crypto-luks2-reencrypt-crash.c, for every mode.
  */
 #include <string.h>
 
@@ -308,48 +308,6 @@ static void test_wrong_passphrase(void)
     files_free(f);
 }
 
-/*
- * Crash after the N-th write, for every N, then go on (crashing nowhere
- * else) and check every byte.
- */
-static void check_crash_after_every_write(size_t size, uint64_t hotzone)
-{
-    g_autofree uint8_t *data = g_malloc(size);
-    Files *image;
-    bool completed = false;
-
-    qcrypto_random_bytes(data, size, &error_abort);
-    image = luks2_image(data, size, 0);
-    for (int n = 0; !completed; n++) {
-        Files *f = g_new0(Files, 1);
-        Error *err = NULL;
-
-        f->data = g_byte_array_new();
-        g_byte_array_append(f->data, image->data->data, image->data->len);
-        f->hdr = g_byte_array_new();
-        f->writes_left = n;
-        if (go_on(f, hotzone, &err) == 0) {
-            completed = true;           /* n was past the last write */
-        } else {
-            g_assert_true(g_str_has_suffix(error_get_pretty(err), "crash"));
-            error_free(err);
-            f->writes_left = -1;
-            g_assert_cmpint(go_on(f, hotzone, &error_abort), ==, 0);
-        }
-        g_assert_cmpuint(f->data->len, ==, size);
-        g_assert_true(memcmp(f->data->data, data, size) == 0);
-        files_free(f);
-        g_assert_cmpint(n, <, 2000);
-    }
-    files_free(image);
-}
-
-static void test_crash_after_every_write(void)
-{
-    check_crash_after_every_write(3 * MiB + 64 * 1024, 256 * 1024);
-    check_crash_after_every_write(200 * 1024, 0);
-}
-
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -360,7 +318,5 @@ int main(int argc, char **argv)
                     test_needs_header_file);
     g_test_add_func("/crypto/luks2-reencrypt-decrypt/wrong-passphrase",
                     test_wrong_passphrase);
-    g_test_add_func("/crypto/luks2-reencrypt-decrypt/crash-after-every-write",
-                    test_crash_after_every_write);
     return g_test_run();
 }

@@ -2,10 +2,9 @@
 /*
  * crypto/block-luks2-reencrypt-rekey.c on a file in memory: a new volume
  * key in place gives the same data back through the LUKS2 driver, for
- * every resilience and with a new cipher and sector size; and a crash in
- * the middle of any write (the N-th write stores only its first half and
- * fails, everything before it stays, as after a kill) is always resumed
- * to the same data, with checksums and with the journal.
+ * every resilience and with a new cipher and sector size. A crash in the
+ * middle of any write: test-crypto-luks2-reencrypt-crash.c, for every
+ * mode.
  */
 #include <string.h>
 
@@ -339,65 +338,6 @@ static void test_wrong_secret_leaves_image_untouched(void)
     mf_free(f);
 }
 
-/*
- * Crash in the N-th write, for every N: resume (or, before the metadata
- * was written, start again) and check every byte.
- */
-static void crash_after_every_write(QCryptoReencryptResilience res)
-{
-    g_autofree uint8_t *data = g_malloc(DATA);
-    QCryptoReencryptRekeyOptions o;
-    bool completed = false;
-
-    qcrypto_random_bytes(data, DATA, &error_abort);
-    rekey_options(&o, res);
-    for (int n = 0; !completed; n++) {
-        MemFile *f = luks2_file(data);
-        QCryptoReencryptIO io = mf_io(f);
-        Error *err = NULL;
-        int r;
-
-        f->writes_left = n;
-        r = qcrypto_reencrypt_rekey_init(&o, &io, &err);
-        if (r == 0) {
-            r = qcrypto_reencrypt_resume(&secret, HOTZONE, &io, &err);
-        }
-        if (r == 0) {
-            completed = true;           /* n was past the last write */
-        } else {
-            g_assert_nonnull(err);
-            g_assert_true(g_str_has_suffix(error_get_pretty(err), "crash"));
-            error_free(err);
-            err = NULL;
-        }
-        f->writes_left = -1;
-        if (!completed &&
-            qcrypto_reencrypt_resume(&secret, 3 * HOTZONE, &io, &err) < 0) {
-            /*
-             * Not in re-encryption: cut before the metadata (the old
-             * image, whole) or after the final header (the new one).
-             */
-            g_assert_nonnull(strstr(error_get_pretty(err),
-                                    "not being re-encrypted"));
-            error_free(err);
-            err = NULL;
-        }
-        assert_data(f, data);
-        mf_free(f);
-        g_assert_cmpint(n, <, 1000);
-    }
-}
-
-static void test_crash_checksum(void)
-{
-    crash_after_every_write(QCRYPTO_REENCRYPT_RESILIENCE_CHECKSUM);
-}
-
-static void test_crash_journal(void)
-{
-    crash_after_every_write(QCRYPTO_REENCRYPT_RESILIENCE_JOURNAL);
-}
-
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -411,9 +351,5 @@ int main(int argc, char **argv)
                     test_new_cipher_and_sector_size);
     g_test_add_func("/crypto/luks2-reencrypt-rekey/wrong-secret",
                     test_wrong_secret_leaves_image_untouched);
-    g_test_add_func("/crypto/luks2-reencrypt-rekey/crash-checksum",
-                    test_crash_checksum);
-    g_test_add_func("/crypto/luks2-reencrypt-rekey/crash-journal",
-                    test_crash_journal);
     return g_test_run();
 }

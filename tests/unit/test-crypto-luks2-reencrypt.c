@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * crypto/block-luks2-reencrypt.c on a file in memory: in-place encryption
- * gives the data back through the LUKS2 driver, and a crash after any
- * write (the N-th write fails, everything before it stays, as after a
- * kill) is always resumed to the same data.
+ * gives the data back through the LUKS2 driver. A crash after any write:
+ * test-crypto-luks2-reencrypt-crash.c, for every mode.
  */
 #include <string.h>
 
@@ -146,12 +145,6 @@ static void mf_free(MemFile *f)
     g_free(f);
 }
 
-static bool has_header(MemFile *f)
-{
-    return !memcmp(f->bytes->data, "LUKS\xba\xbe", 6) ||
-        !memcmp(f->bytes->data + 16384, "SKUL\xba\xbe", 6);
-}
-
 /*
  * A raw file of random data (*data, DATA bytes) with an encryption set
  * up on it (the metadata written, no data moved yet), resume to stop at
@@ -208,71 +201,11 @@ static void test_stop_before_finish(void)
     mf_free(f);
 }
 
-/*
- * Crash after the N-th write, for every N: resume (or, before any header,
- * start again on the raw file, trimmed back) and check every byte.
- */
-static void test_crash_after_every_write(void)
-{
-    g_autofree uint8_t *data = g_malloc(DATA);
-    QCryptoBlockCreateOptions o;
-    bool completed = false;
-
-    qcrypto_random_bytes(data, DATA, &error_abort);
-    create_options(&o);
-    for (int n = 0; !completed; n++) {
-        MemFile *f = raw_file(data);
-        QCryptoReencryptIO io = mf_io(f);
-        Error *err = NULL;
-        int r;
-
-        f->writes_left = n;
-        r = qcrypto_reencrypt_encrypt_init(&o, &io, &err);
-        if (r == 0) {
-            r = qcrypto_reencrypt_resume(&secret, 256 * 1024, &io, &err);
-        }
-        if (r == 0) {
-            completed = true;           /* n was past the last write */
-        } else {
-            g_assert_nonnull(err);
-            g_assert_true(g_str_has_suffix(error_get_pretty(err), "crash"));
-            error_free(err);
-            err = NULL;
-        }
-        f->writes_left = -1;
-        if (!has_header(f)) {
-            /* Only the copy may have been written: the raw data is whole. */
-            g_assert_true(memcmp(f->bytes->data, data, DATA) == 0);
-            g_byte_array_set_size(f->bytes, DATA);
-            g_assert_cmpint(qcrypto_reencrypt_encrypt_init(&o, &io,
-                                                           &error_abort),
-                            ==, 0);
-        }
-        if (!completed &&
-            qcrypto_reencrypt_resume(&secret, 256 * 1024, &io, &err) < 0) {
-            /*
-             * Cut inside the final header's write (the file is cut to
-             * its size before it): the finished image, already whole.
-             */
-            g_assert_true(strstr(error_get_pretty(err),
-                                 "not being re-encrypted"));
-            error_free(err);
-            err = NULL;
-        }
-        g_assert_cmpuint(f->bytes->len, ==, SHIFT + DATA);
-        assert_data(f, data);
-        mf_free(f);
-        g_assert_cmpint(n, <, 1000);
-    }
-}
-
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/crypto/luks2-reencrypt/encrypt", test_encrypt);
     g_test_add_func("/crypto/luks2-reencrypt/stop-before-finish",
                     test_stop_before_finish);
-    g_test_add_func("/crypto/luks2-reencrypt/crash-after-every-write",
-                    test_crash_after_every_write);
     return g_test_run();
 }
