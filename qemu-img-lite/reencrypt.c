@@ -202,6 +202,25 @@ static GHashTable *file_node_opts(GHashTable *iopts, const char **name)
 }
 
 /*
+ * The name of the node fopts describe (rbd:POOL/IMAGE), as the node says
+ * it: opened read-only for that (no lock, no write), and closed.
+ */
+static char *reenc_file_node_name(GHashTable *fopts, Error **errp)
+{
+    g_autoptr(GHashTable) copy = qemu_opts_new();
+    g_autoptr(BlockDriverState) bs = NULL;
+    GHashTableIter it;
+    gpointer k, v;
+
+    g_hash_table_iter_init(&it, fopts);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        g_hash_table_insert(copy, g_strdup(k), g_strdup(v));
+    }
+    bs = bdrv_open(NULL, NULL, copy, BDRV_O_NO_IO, errp);
+    return bs ? g_strdup(bdrv_get_filename(bs)) : NULL;
+}
+
+/*
  * What --image-opts may say beyond the file node ("file."): the driver
  * the image is (raw before an encryption, luks otherwise; either for
  * --resume-only) and key-secret. Anything else would be silently ignored
@@ -654,6 +673,7 @@ int img_reencrypt(int argc, char **argv)
     g_autoptr(GHashTable) fopts = NULL;
     g_autofree char *resilience = NULL, *hotzone_str = NULL;
     g_autofree char *header = NULL, *default_header = NULL;
+    g_autofree char *file_node_name = NULL;
     gboolean image_opts = FALSE, encrypt = FALSE, decrypt = FALSE;
     gboolean init_only = FALSE, resume_only = FALSE, progress = FALSE;
     gboolean force_offline = FALSE;
@@ -774,8 +794,17 @@ int img_reencrypt(int argc, char **argv)
             goto out;
         }
         fopts = file_node_opts(iopts, &filename);
+        if (!filename && fopts) {
+            /* A protocol without a file name (rbd): its node names it. */
+            filename = file_node_name = reenc_file_node_name(fopts, &err);
+            if (!filename) {
+                img_error_free(NULL, err);
+                goto out;
+            }
+        }
         if (!filename) {
-            img_error(NULL, "--image-opts needs file.filename");
+            img_error(NULL, "--image-opts needs the file node: file.filename "
+                      "or file.driver");
             goto out;
         }
         if (reenc_check_image_opts(iopts, encrypt, resume_only, &err) < 0) {

@@ -424,8 +424,9 @@ class Reencrypt(RBDTest):
         """--decrypt of LUKS2 on RBD: the header goes to a local file
         (--header, required: nothing sits beside an RBD image), the
         plain text ends at the image's start; SIGKILLed at 30 %, then
-        --resume-only: the image is the plain text, byte for byte and of
-        its size, and the header file is gone."""
+        --resume-only (given with --image-opts): the image is the plain
+        text, byte for byte and of its size, and the header file is
+        gone."""
         src = self.path("src.raw")
         random_file(src, 40 << 20, seed=12)
         img = self.new_name()
@@ -439,8 +440,9 @@ class Reencrypt(RBDTest):
         self.kill_at(30, "--decrypt", "--hotzone-size", "1M", "--header",
                      hdr, "-o", "key-secret=sec0", self.name(img))
         self.assertTrue(os.path.exists(hdr))
+        # resumed through --image-opts: the RBD node named by its options
         qil("reencrypt", "--object", SECRET, "--resume-only", "--header",
-            hdr, "-o", "key-secret=sec0", self.name(img))
+            hdr, "--image-opts", self.luks_on_rbd(img))
         self.assertFalse(os.path.exists(hdr))
         info = self.info_json(self.name(img))
         self.assertEqual((info["format"], info["virtual-size"]),
