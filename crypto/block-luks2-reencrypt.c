@@ -433,6 +433,13 @@ int qcrypto_reencrypt_encrypt_init(const QCryptoBlockCreateOptions *options,
                                    const QCryptoReencryptIO *io,
                                    Error **errp)
 {
+    return qcrypto_reencrypt_encrypt_init_keys(options, NULL, io, errp);
+}
+
+int qcrypto_reencrypt_encrypt_init_keys(
+    const QCryptoBlockCreateOptions *options, QCryptoReencryptKeys *keys,
+    const QCryptoReencryptIO *io, Error **errp)
+{
     QCryptoBlockCreateOptions opts = *options;
     MemHeader m = { 0 };
     g_autoptr(QCryptoLUKS2Metadata) md = NULL;
@@ -503,6 +510,10 @@ int qcrypto_reencrypt_encrypt_init(const QCryptoBlockCreateOptions *options,
     if (reenc_init_write(&r, &m, len, errp) < 0) {
         goto out;
     }
+    /* The new volume key for the resume of this process: no KDF there. */
+    if (r.block->has_master_key) {
+        reenc_keys_add(keys, r.block->master_key, r.block->master_key_len);
+    }
     ret = 0;
 out:
     if (m.buf) {
@@ -525,11 +536,20 @@ static int reenc_unlock(Reenc *r, const QCryptoBlockSecret *secret,
     g_autoptr(QCryptoSecureBuf) key = NULL;
     const QCryptoLUKS2Segment *seg;
     QCryptoLUKS2Cipher c;
-    int slot;
+    int slot, found;
 
     md = qcrypto_luks2_metadata_parse(json, r->hdr->bin.hdr_size, errp);
-    if (!md || qcrypto_luks2_unlock(md, secret, r->block, reenc_block_read,
-                                    (void *)r->io, &key, &slot, errp) < 0 ||
+    if (!md) {
+        return -1;
+    }
+    /* The key the init of this process made, if it matches: no KDF. */
+    found = r->keys && md->segments[0]->digest >= 0 ?
+        reenc_keys_find(r->keys, md->digests[md->segments[0]->digest], &key,
+                        errp) : 0;
+    if (found < 0 ||
+        (!found && qcrypto_luks2_unlock(md, secret, r->block,
+                                        reenc_block_read, (void *)r->io,
+                                        &key, &slot, errp) < 0) ||
         reenc_digest_check(r, NULL, 0, key->data, key->len, errp) < 0) {
         return -1;
     }

@@ -117,6 +117,19 @@ static double now(void)
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/*
+ * -p, before the zones: a phase that shows no bytes moving, the key
+ * derivation above all (argon2id key slots take seconds, and a new key
+ * unlocks the old slots and makes new ones). The zones' line replaces it.
+ */
+static void ctx_show_phase(ReencCtx *c, const char *what)
+{
+    if (c->progress) {
+        printf("    (%3.2f/100%%) %s   \r", 0.0, what);
+        fflush(stdout);
+    }
+}
+
 /* -p: percent, rate and time left; SIGINT/SIGTERM: stop between zones. */
 static bool ctx_progress(void *opaque, uint64_t done, uint64_t total)
 {
@@ -131,9 +144,9 @@ static bool ctx_progress(void *opaque, uint64_t done, uint64_t total)
         double rate = t > 0 ? (done - c->start_done) / t : 0;
         double left = rate > 0 ? (total - done) / rate : 0;
 
-        printf("    (%3.2f/100%%) %.1f MiB/s, %d:%02d left   \r",
+        printf("    (%3.2f/100%%) %.1f MiB/s, %d:%02d left%-24s\r",
                total ? 100.0 * done / total : 100.0, rate / (1 << 20),
-               (int)left / 60, (int)left % 60);
+               (int)left / 60, (int)left % 60, "");
         fflush(stdout);
     }
     if (img_interrupted && done < total) {
@@ -416,6 +429,7 @@ static int reencrypt_decrypt(ReencCtx *ctx, QCryptoReencryptIO *io,
          * Written whole, synced, then named (never over a file that took
          * the name meanwhile): all or nothing, even after a kill.
          */
+        ctx_show_phase(ctx, "checking the passphrase (key derivation)");
         if (qcrypto_reencrypt_decrypt_export_header(secret, io, errp) < 0 ||
             bdrv_create_finish(ctx->hdr, errp) < 0) {
             return -1;
@@ -452,10 +466,7 @@ static int reencrypt_decrypt(ReencCtx *ctx, QCryptoReencryptIO *io,
     if (init_only) {
         return 0;
     }
-    if (ctx->progress) {
-        printf("    (%3.2f/100%%)\r", 0.0);
-        fflush(stdout);
-    }
+    ctx_show_phase(ctx, "unlocking the key slot (key derivation)");
     r = qcrypto_reencrypt_resume(secret, hotzone, io, errp);
     if (ctx->progress) {
         printf("\n");
@@ -882,6 +893,8 @@ int img_reencrypt(int argc, char **argv)
         goto close;
     }
     if (rekey) {
+        ctx_show_phase(&ctx, "unlocking and making key slots (key "
+                       "derivation)");
         if (reencrypt_rekey_init(opts, &secret, keys, resilience, &io,
                                  &err) < 0) {
             img_error_free(filename, err);
@@ -902,7 +915,9 @@ int img_reencrypt(int argc, char **argv)
             img_error_free(filename, err);
             goto close;
         }
-        if (qcrypto_reencrypt_encrypt_init(&copts, &io, &err) < 0) {
+        ctx_show_phase(&ctx, "making the key slot (key derivation)");
+        if (qcrypto_reencrypt_encrypt_init_keys(&copts, keys, &io,
+                                                &err) < 0) {
             img_error_free(filename, err);
             reencrypt_resume_hint(&io, filename);
             goto close;
@@ -911,10 +926,9 @@ int img_reencrypt(int argc, char **argv)
             goto done;
         }
     }
-    if (ctx.progress) {
-        printf("    (%3.2f/100%%)\r", 0.0);
-        fflush(stdout);
-    }
+    /* After an init in this process: its keys, no derivation. */
+    ctx_show_phase(&ctx, rekey || (encrypt && !resume_only) ? "starting"
+                   : "unlocking the key slot (key derivation)");
     r = qcrypto_reencrypt_resume_keys(&secret, keys, hotzone, &io, &err);
     if (ctx.progress) {
         printf("\n");

@@ -66,6 +66,17 @@ typedef struct QCryptoReencryptIO {
 } QCryptoReencryptIO;
 
 /*
+ * Volume keys unlocked by one step of a run, handed to the next in the
+ * same process (secure memory, wiped when freed; never written). Each is
+ * checked against the metadata's digest before use: a key that does not
+ * match is ignored and the key slot unlocked as usual.
+ */
+typedef struct QCryptoReencryptKeys QCryptoReencryptKeys;
+QCryptoReencryptKeys *qcrypto_reencrypt_keys_new(void);
+void qcrypto_reencrypt_keys_free(QCryptoReencryptKeys *keys);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(QCryptoReencryptKeys, qcrypto_reencrypt_keys_free)
+
+/*
  * Turn the raw image behind io (its whole length is the data) into a LUKS2
  * image in re-encryption state: the file grows by twice the data shift
  * (the payload offset of a LUKS2 image created with options, 16 MiB by
@@ -76,17 +87,14 @@ typedef struct QCryptoReencryptIO {
 int qcrypto_reencrypt_encrypt_init(const QCryptoBlockCreateOptions *options,
                                    const QCryptoReencryptIO *io,
                                    Error **errp);
-
 /*
- * Volume keys unlocked by one step of a run, handed to the next in the
- * same process (secure memory, wiped when freed; never written). Each is
- * checked against the metadata's digest before use: a key that does not
- * match is ignored and the key slot unlocked as usual.
+ * The same, keeping the new volume key in keys (NULL: not kept) for the
+ * resume that follows in the same process: it then derives no key.
  */
-typedef struct QCryptoReencryptKeys QCryptoReencryptKeys;
-QCryptoReencryptKeys *qcrypto_reencrypt_keys_new(void);
-void qcrypto_reencrypt_keys_free(QCryptoReencryptKeys *keys);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(QCryptoReencryptKeys, qcrypto_reencrypt_keys_free)
+int qcrypto_reencrypt_encrypt_init_keys(
+    const QCryptoBlockCreateOptions *options, QCryptoReencryptKeys *keys,
+    const QCryptoReencryptIO *io, Error **errp);
+
 
 /* How a hot zone of a new-volume-key run survives a crash (docs/reencrypt.md). */
 typedef enum QCryptoReencryptResilience {

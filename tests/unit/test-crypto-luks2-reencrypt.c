@@ -201,11 +201,50 @@ static void test_stop_before_finish(void)
     mf_free(f);
 }
 
+/*
+ * The init keeps the new volume key: the resume in the same process then
+ * unlocks nothing (so a wrong passphrase there does not matter), while
+ * keys kept for another image are not taken (their digest does not
+ * match: the key slot is unlocked, and the wrong passphrase refused).
+ */
+static void test_kept_key(void)
+{
+    g_autofree uint8_t *data = g_malloc(DATA);
+    g_autoptr(QCryptoReencryptKeys) keys = qcrypto_reencrypt_keys_new();
+    g_autoptr(QCryptoReencryptKeys) other = qcrypto_reencrypt_keys_new();
+    const QCryptoBlockSecret wrong = { (const uint8_t *)"nope", 4 };
+    QCryptoBlockCreateOptions o;
+    QCryptoReencryptIO io, io2;
+    Error *err = NULL;
+    MemFile *f, *f2;
+
+    qcrypto_random_bytes(data, DATA, &error_abort);
+    f = raw_file(data);
+    f2 = raw_file(data);
+    io = mf_io(f);
+    io2 = mf_io(f2);
+    create_options(&o);
+    g_assert_cmpint(qcrypto_reencrypt_encrypt_init_keys(&o, keys, &io,
+                                                        &error_abort), ==, 0);
+    g_assert_cmpint(qcrypto_reencrypt_encrypt_init_keys(&o, other, &io2,
+                                                        &error_abort), ==, 0);
+    g_assert_cmpint(qcrypto_reencrypt_resume_keys(&wrong, other, 128 * 1024,
+                                                  &io, &err), ==, -1);
+    g_assert_nonnull(strstr(error_get_pretty(err), "Invalid password"));
+    error_free(err);
+    g_assert_cmpint(qcrypto_reencrypt_resume_keys(&wrong, keys, 128 * 1024,
+                                                  &io, &error_abort), ==, 0);
+    assert_data(f, data);
+    mf_free(f);
+    mf_free(f2);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/crypto/luks2-reencrypt/encrypt", test_encrypt);
     g_test_add_func("/crypto/luks2-reencrypt/stop-before-finish",
                     test_stop_before_finish);
+    g_test_add_func("/crypto/luks2-reencrypt/kept-key", test_kept_key);
     return g_test_run();
 }
