@@ -620,10 +620,9 @@ static int dec_start(ReencRun *run, JsonObject *ks,
         dec_unlock(&dr->d, secret, errp) < 0) {
         return -1;
     }
-    hotzone = hotzone ? MIN(hotzone, r->shift) : r->shift;
-    hotzone -= hotzone % r->block->sector_size;
+    hotzone = reenc_hotzone_size(hotzone, r->shift, r->shift,
+                                 r->block->sector_size, errp);
     if (!hotzone) {
-        error_setg(errp, "The hot zone must hold at least one sector");
         return -1;
     }
     run->hotzone = hotzone;

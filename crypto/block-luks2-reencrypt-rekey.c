@@ -870,12 +870,9 @@ static int rekey_start(ReencRun *run, JsonObject *ks,
                    rr->zone, cap);
         return -1;
     }
-    hotzone = hotzone ? hotzone : REKEY_HOTZONE_DEFAULT;
-    hotzone = MIN(MIN(hotzone, cap), r->size);
-    hotzone -= hotzone % k->align;
+    hotzone = reenc_hotzone_size(hotzone, REKEY_HOTZONE_DEFAULT,
+                                 MIN(cap, r->size), k->align, errp);
     if (!hotzone) {
-        error_setg(errp, "The hot zone must hold at least one block of %"
-                   PRIu32 " bytes", k->align);
         return -1;
     }
     run->hotzone = hotzone;

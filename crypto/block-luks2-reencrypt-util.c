@@ -850,3 +850,16 @@ out:
     reenc_clear(&r);
     return ret;
 }
+
+uint64_t reenc_hotzone_size(uint64_t asked, uint64_t dflt, uint64_t max,
+                            uint64_t align, Error **errp)
+{
+    uint64_t h = MIN(asked ? asked : dflt, max);
+
+    h -= h % align;
+    if (!h) {
+        error_setg(errp, "The hot zone must hold at least one block of %"
+                   PRIu64 " bytes", align);
+    }
+    return h;
+}

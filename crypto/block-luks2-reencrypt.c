@@ -789,10 +789,9 @@ static int enc_start(ReencRun *run, JsonObject *ks,
                    "was it truncated?");
         return -1;
     }
-    hotzone = hotzone ? MIN(hotzone, r->shift) : r->shift;
-    hotzone -= hotzone % r->block->sector_size;
+    hotzone = reenc_hotzone_size(hotzone, r->shift, r->shift,
+                                 r->block->sector_size, errp);
     if (!hotzone) {
-        error_setg(errp, "The hot zone must hold at least one sector");
         return -1;
     }
     if (e->lin % r->block->sector_size || e->zone % r->block->sector_size) {

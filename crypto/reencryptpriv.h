@@ -141,6 +141,13 @@ int reenc_hdr_sync(const QCryptoReencryptIO *io, Error **errp);
 /* reenc_hdr_sync() as a QCryptoBlockFlushFunc (opaque: the io). */
 int reenc_block_flush(QCryptoBlock *block, void *opaque, Error **errp);
 
+/*
+ * The hot zone of a run: asked (0: dflt), at most max, whole units of
+ * align bytes; 0 and errp when not one unit fits.
+ */
+uint64_t reenc_hotzone_size(uint64_t asked, uint64_t dflt, uint64_t max,
+                            uint64_t align, Error **errp);
+
 /* Write root as both header copies, then sync. */
 int reenc_write_root(Reenc *r, JsonNode *root, Error **errp);
 /*

@@ -14,154 +14,11 @@
  */
 #include <string.h>
 
-#include "crypto/block.h"
 #include "crypto/random.h"
-#include "crypto/reencrypt.h"
+#include "reencrypt-files.h"
 
 #define MiB (1024 * 1024)
 #define SHIFT MiB                   /* align-payload 2048 sectors */
-#define PASS "unit test pass"
-
-static const QCryptoBlockSecret secret = {
-    .data = (const uint8_t *)PASS, .len = sizeof(PASS) - 1,
-};
-
-/* ---- files in memory ---- */
-
-typedef struct Files {
-    GByteArray *data, *hdr;
-    int writes_left;                /* < 0: no limit; both files count */
-    bool torn;                      /* the failing write stores half */
-} Files;
-
-static Files *files_new(const uint8_t *data, size_t len)
-{
-    Files *f = g_new0(Files, 1);
-
-    f->data = g_byte_array_new();
-    f->hdr = g_byte_array_new();
-    f->writes_left = -1;
-    g_byte_array_append(f->data, data, len);
-    return f;
-}
-
-static Files *files_copy(const Files *src)
-{
-    Files *f = files_new(src->data->data, src->data->len);
-
-    g_byte_array_append(f->hdr, src->hdr->data, src->hdr->len);
-    return f;
-}
-
-static void files_free(Files *f)
-{
-    g_byte_array_unref(f->data);
-    g_byte_array_unref(f->hdr);
-    g_free(f);
-}
-
-static int rd(GByteArray *b, uint64_t off, void *buf, size_t len,
-              Error **errp)
-{
-    if (off + len > b->len) {
-        error_setg(errp, "read past the end");
-        return -1;
-    }
-    memcpy(buf, b->data + off, len);
-    return 0;
-}
-
-/* A file grows when written past its end; the gap reads as zeroes. */
-static int wr(Files *f, GByteArray *b, uint64_t off, const void *buf,
-              size_t len, Error **errp)
-{
-    size_t n = len;
-
-    if (f->writes_left == 0) {
-        /* whole 4 KiB pages of the first half, or nothing */
-        n = f->torn ? (len / 2 & ~(size_t)4095) : 0;
-    } else if (f->writes_left > 0) {
-        f->writes_left--;
-    }
-    if (n && off + n > b->len) {
-        uint64_t old = b->len;
-
-        g_byte_array_set_size(b, off + n);
-        memset(b->data + old, 0, off + n - old);
-    }
-    memcpy(b->data + off, buf, n);
-    if (n != len) {
-        error_setg(errp, "crash");
-        return -1;
-    }
-    return 0;
-}
-
-static int data_read(void *opaque, uint64_t off, void *buf, size_t len,
-                     Error **errp)
-{
-    return rd(((Files *)opaque)->data, off, buf, len, errp);
-}
-
-static int data_write(void *opaque, uint64_t off, const void *buf,
-                      size_t len, Error **errp)
-{
-    Files *f = opaque;
-
-    return wr(f, f->data, off, buf, len, errp);
-}
-
-static int hdr_read(void *opaque, uint64_t off, void *buf, size_t len,
-                    Error **errp)
-{
-    return rd(((Files *)opaque)->hdr, off, buf, len, errp);
-}
-
-static int hdr_write(void *opaque, uint64_t off, const void *buf,
-                     size_t len, Error **errp)
-{
-    Files *f = opaque;
-
-    return wr(f, f->hdr, off, buf, len, errp);
-}
-
-static int no_sync(void *opaque, Error **errp)
-{
-    return 0;
-}
-
-static int64_t data_length(void *opaque, Error **errp)
-{
-    return ((Files *)opaque)->data->len;
-}
-
-static int data_truncate(void *opaque, uint64_t size, Error **errp)
-{
-    GByteArray *b = ((Files *)opaque)->data;
-    uint64_t old = b->len;
-
-    g_byte_array_set_size(b, size);
-    if (size > old) {
-        memset(b->data + old, 0, size - old);
-    }
-    return 0;
-}
-
-/* detached: the header in its own file (decryption). */
-static QCryptoReencryptIO files_io(Files *f, bool detached)
-{
-    QCryptoReencryptIO io = {
-        .read = data_read, .write = data_write, .sync = no_sync,
-        .length = data_length, .truncate = data_truncate, .opaque = f,
-    };
-
-    if (detached) {
-        io.hdr_read = hdr_read;
-        io.hdr_write = hdr_write;
-        io.hdr_sync = no_sync;
-    }
-    return io;
-}
 
 static int blk_read(QCryptoBlock *block, uint64_t off, uint8_t *buf,
                     size_t len, void *opaque, Error **errp)
@@ -174,7 +31,7 @@ static void create_options(QCryptoBlockCreateOptions *o)
     memset(o, 0, sizeof(*o));
     qcrypto_block_create_options_init(o);
     o->format = QCRYPTO_BLOCK_FORMAT_LUKS;
-    o->secret = secret;
+    o->secret = reenc_test_secret;
     o->luks_version = 2;
     o->has_kdf = true;
     o->kdf = QCRYPTO_BLOCK_KDF_PBKDF2;
@@ -187,7 +44,7 @@ static void create_options(QCryptoBlockCreateOptions *o)
 static void assert_luks2_data(Files *f, const uint8_t *want, size_t size)
 {
     QCryptoBlockOpenOptions oo = {
-        .format = QCRYPTO_BLOCK_FORMAT_LUKS, .secret = secret,
+        .format = QCRYPTO_BLOCK_FORMAT_LUKS, .secret = reenc_test_secret,
         .size = f->data->len,
     };
     g_autoptr(QCryptoBlock) block = qcrypto_block_open(&oo, blk_read, f, 0,
@@ -216,7 +73,7 @@ static void resume_or_finished(Files *f, bool detached, uint64_t hotzone)
     QCryptoReencryptIO io = files_io(f, detached);
     Error *err = NULL;
 
-    if (qcrypto_reencrypt_resume(&secret, hotzone, &io, &err) < 0) {
+    if (qcrypto_reencrypt_resume(&reenc_test_secret, hotzone, &io, &err) < 0) {
         g_assert_nonnull(strstr(error_get_pretty(err),
                                 "not being re-encrypted"));
         error_free(err);
@@ -260,7 +117,7 @@ static int encrypt_run(const CrashMode *m, Files *f, Error **errp)
     if (qcrypto_reencrypt_encrypt_init(&o, &io, errp) < 0) {
         return -1;
     }
-    return qcrypto_reencrypt_resume(&secret, m->hotzone, &io, errp);
+    return qcrypto_reencrypt_resume(&reenc_test_secret, m->hotzone, &io, errp);
 }
 
 static bool has_header(Files *f)
@@ -301,61 +158,14 @@ static Files *decrypt_make(const CrashMode *m, const uint8_t *data)
     o.sector_size = m->sector_size;
     g_assert_cmpint(qcrypto_reencrypt_encrypt_init(&o, &io, &error_abort),
                     ==, 0);
-    g_assert_cmpint(qcrypto_reencrypt_resume(&secret, 0, &io, &error_abort),
+    g_assert_cmpint(qcrypto_reencrypt_resume(&reenc_test_secret, 0, &io, &error_abort),
                     ==, 0);
     return f;
 }
 
-/*
- * Go on from whatever a stop left, as the command does: no header file
- * yet (or an empty one): start; a plain header: init again; a running
- * state: resume; a finished one: cut the file to the data size.
- */
 static int decrypt_run(const CrashMode *m, Files *f, Error **errp)
 {
-    QCryptoReencryptIO io = files_io(f, true);
-    QCryptoReencryptDecryptState st = QCRYPTO_REENCRYPT_DECRYPT_NONE;
-    uint64_t size = 0;
-    int r = 0;
-
-    if (f->hdr->len) {
-        g_assert_cmpint(qcrypto_reencrypt_decrypt_state(&io, &st, &size,
-                                                        &error_abort), ==, 0);
-    }
-    switch (st) {
-    case QCRYPTO_REENCRYPT_DECRYPT_NONE:
-        /*
-         * The command writes the header file under another name and
-         * renames it when whole: a copy cut short is never seen.
-         */
-        g_byte_array_set_size(f->hdr, 0);
-        r = qcrypto_reencrypt_decrypt_export_header(&secret, &io, errp);
-        if (r == 0) {
-            r = qcrypto_reencrypt_decrypt_init(&secret, &io, errp);
-        }
-        break;
-    case QCRYPTO_REENCRYPT_DECRYPT_PLAIN:
-        r = qcrypto_reencrypt_decrypt_init(&secret, &io, errp);
-        break;
-    case QCRYPTO_REENCRYPT_DECRYPT_RUNNING:
-        break;
-    case QCRYPTO_REENCRYPT_DECRYPT_DONE:
-        g_assert_cmpuint(f->data->len, >=, size);
-        g_byte_array_set_size(f->data, size);
-        return 0;
-    default:
-        g_assert_not_reached();
-    }
-    if (r == 0) {
-        r = qcrypto_reencrypt_resume(&secret, m->hotzone, &io, errp);
-    }
-    if (r == 0) {
-        g_assert_cmpint(qcrypto_reencrypt_decrypt_state(&io, &st, &size,
-                                                        &error_abort), ==, 0);
-        g_assert_cmpint(st, ==, QCRYPTO_REENCRYPT_DECRYPT_DONE);
-        g_assert_cmpuint(f->data->len, ==, size);
-    }
-    return r;
+    return files_decrypt_go_on(f, m->hotzone, errp);
 }
 
 static void decrypt_go_on(const CrashMode *m, Files *f, const uint8_t *data)
@@ -387,7 +197,7 @@ static int rekey_run(const CrashMode *m, Files *f, Error **errp)
 
     memset(&o, 0, sizeof(o));
     qcrypto_block_create_options_init(&o.create);
-    o.create.secret = secret;
+    o.create.secret = reenc_test_secret;
     o.create.has_iter_time = true;
     o.create.iter_time = 1;
     o.keyslot = -1;
@@ -395,7 +205,7 @@ static int rekey_run(const CrashMode *m, Files *f, Error **errp)
     if (qcrypto_reencrypt_rekey_init(&o, &io, errp) < 0) {
         return -1;
     }
-    return qcrypto_reencrypt_resume(&secret, m->hotzone, &io, errp);
+    return qcrypto_reencrypt_resume(&reenc_test_secret, m->hotzone, &io, errp);
 }
 
 /*
