@@ -127,6 +127,14 @@ static int reenc_trim_to_recorded_size(Reenc *r, Error **errp)
          io->sync(io->opaque, errp) < 0)) {
         return -1;
     }
+    /* A block device keeps its length: the token goes on saying V. */
+    len = io->length(io->opaque, errp);
+    if (len < 0) {
+        return -1;
+    }
+    if ((uint64_t)len > seg->offset + size) {
+        return 1;
+    }
     root = reenc_deep_copy(r->root);
     reenc_drop_size_token(root);
     return reenc_write_root(r, root, errp) < 0 ? -1 : 1;

@@ -147,7 +147,7 @@ static int reenc_parse(Reenc *r, JsonObject *ks, Error **errp)
  * The metadata as it will be when done: the reencrypt key slot, its digest
  * and the requirement gone, backup-final as segment 0.
  */
-static JsonNode *reenc_final_root(Reenc *r)
+static JsonNode *reenc_final_root(Reenc *r, bool keep_size_token)
 {
     JsonNode *root = reenc_deep_copy(r->root);
     JsonObject *segs = json_object_new();
@@ -166,8 +166,14 @@ static JsonNode *reenc_final_root(Reenc *r)
     dg = json_object_get_object_member(reenc_section(root, "digests"), dn);
     json_object_set_array_member(dg, "segments", reenc_id_array(&zero, 1));
     json_object_remove_member(config, "requirements");
-    /* The file is cut to S + V before this is written: size and end agree. */
-    reenc_drop_size_token(root);
+    /*
+     * The file is cut to S + V before this is written: size and end agree.
+     * Not a block device (or a reduced file cut short of nothing): there
+     * the "dynamic" segment runs on past V, and the token keeps saying V.
+     */
+    if (!keep_size_token) {
+        reenc_drop_size_token(root);
+    }
     return root;
 }
 
@@ -298,10 +304,17 @@ static int reenc_init_write(Reenc *r, const MemHeader *m, uint64_t len,
 {
     const QCryptoReencryptIO *io = r->io;
     uint64_t hs = r->hdr->bin.hdr_size;
-    uint64_t staging = r->moved_offset + r->shift;
+    /*
+     * A file that grows: staging past everything, given back at the end.
+     * A reduced one (the room is there already, 2 S past the data): the
+     * S bytes before the copy, which the last zones overwrite.
+     */
+    bool reduced = len >= r->moved_offset + r->shift;
+    uint64_t staging = reduced ? r->size : r->moved_offset + r->shift;
 
     g_assert(m->len == r->shift && 2 * hs <= m->len);
-    if (io->truncate(io->opaque, staging + r->shift, errp) < 0 ||
+    if ((!reduced && io->truncate(io->opaque, staging + r->shift,
+                                  errp) < 0) ||
         reenc_io_copy(io, 0, r->moved_offset, r->moved_size, errp) < 0 ||
         io->write(io->opaque, staging, m->buf, m->len, errp) < 0 ||
         io->sync(io->opaque, errp) < 0) {
@@ -320,8 +333,8 @@ static int reenc_init_write(Reenc *r, const MemHeader *m, uint64_t len,
         io->write(io->opaque, 2 * hs, m->buf + 2 * hs, m->len - 2 * hs,
                   errp) < 0 ||
         io->sync(io->opaque, errp) < 0 ||
-        io->truncate(io->opaque, staging, errp) < 0 ||
-        io->sync(io->opaque, errp) < 0) {
+        (!reduced && (io->truncate(io->opaque, staging, errp) < 0 ||
+                      io->sync(io->opaque, errp) < 0))) {
         return -1;
     }
     return 0;
@@ -446,7 +459,7 @@ int qcrypto_reencrypt_encrypt_init_keys(
     g_autofree char *json = NULL;
     Reenc r = { .io = io, .version = REENC_REQ_VERSION };
     int64_t len = io->length(io->opaque, errp);
-    uint64_t sector;
+    uint64_t sector, data;
     int ret = -1;
 
     if (len < 0) {
@@ -462,12 +475,20 @@ int qcrypto_reencrypt_encrypt_init_keys(
                    "detached-header is not supported");
         return -1;
     }
+    /* The data: the whole file, or (reduced) the first size bytes. */
+    data = options->size ? options->size : (uint64_t)len;
+    if (data > (uint64_t)len || !data || data % 512) {
+        error_setg(errp, "The data size %" PRIu64 " is not a positive "
+                   "multiple of 512 within the image (%" PRId64 " bytes)",
+                   data, len);
+        return -1;
+    }
     opts.luks_version = 2;
-    opts.size = len;
+    opts.size = data;
     sector = qcrypto_block_create_sector_size(&opts);
-    if (len % sector) {
-        error_setg(errp, "The image size (%" PRId64 " bytes) is not a "
-                   "multiple of the sector size %" PRIu64, len, sector);
+    if (data % sector) {
+        error_setg(errp, "The data size (%" PRIu64 " bytes) is not a "
+                   "multiple of the sector size %" PRIu64, data, sector);
         return -1;
     }
     r.block = qcrypto_block_create(&opts, mem_init, mem_write, &m, errp);
@@ -484,15 +505,22 @@ int qcrypto_reencrypt_encrypt_init_keys(
     }
     r.root = json_from_string(r.hdr->json, NULL);
     r.shift = m.len;
-    r.size = len;
+    r.size = data;
     r.moved_size = MIN(r.shift, r.size);
     /*
      * The file grows by 2 S: cryptsetup's layout for a device reduced by
      * 2 S (its --reduce-device-size must be at least twice the offset),
      * so that the zone next to the copy never overwrites it. The last S
-     * are given back when done.
+     * are given back when done. Reduced (data < len), that room must be
+     * there already, and nothing grows.
      */
-    r.moved_offset = len + r.shift;
+    r.moved_offset = data + r.shift;
+    if (data < (uint64_t)len && (uint64_t)len - data < 2 * r.shift) {
+        error_setg(errp, "The room after the data (%" PRIu64 " bytes) must "
+                   "be at least twice the data offset (%" PRIu64 " bytes)",
+                   (uint64_t)len - data, r.shift);
+        goto out;
+    }
     if (!r.root ||
         reenc_init_metadata(&r, qcrypto_luks2_keyslots_end(md), errp) < 0) {
         goto out;
@@ -530,7 +558,7 @@ out:
 static int reenc_unlock(Reenc *r, const QCryptoBlockSecret *secret,
                         Error **errp)
 {
-    g_autoptr(JsonNode) fin = reenc_final_root(r);
+    g_autoptr(JsonNode) fin = reenc_final_root(r, false);
     g_autofree char *json = reenc_json_text(fin);
     g_autoptr(QCryptoLUKS2Metadata) md = NULL;
     g_autoptr(QCryptoSecureBuf) key = NULL;
@@ -683,7 +711,7 @@ static int reenc_zone(Reenc *r, uint64_t a, uint64_t len, uint8_t *buf,
 static int reenc_finish(Reenc *r, Error **errp)
 {
     const QCryptoReencryptIO *io = r->io;
-    g_autoptr(JsonNode) fin = reenc_final_root(r);
+    g_autoptr(JsonNode) fin = NULL;
     g_autofree uint8_t *zero = g_malloc0(1 << 20);
     int64_t len = io->length(io->opaque, errp);
     uint64_t end;
@@ -711,6 +739,12 @@ static int reenc_finish(Reenc *r, Error **errp)
          io->sync(io->opaque, errp) < 0)) {
         return -1;
     }
+    /* A block device keeps its length (its truncate does nothing). */
+    len = io->length(io->opaque, errp);
+    if (len < 0) {
+        return -1;
+    }
+    fin = reenc_final_root(r, (uint64_t)len > r->shift + r->size);
     return reenc_write_root(r, fin, errp);
 }
 
@@ -725,20 +759,30 @@ static int reenc_restore_keyslots(Reenc *r, int64_t flen, Error **errp)
 {
     static const uint8_t magic[6] = { 'L', 'U', 'K', 'S', 0xba, 0xbe };
     const QCryptoReencryptIO *io = r->io;
-    uint64_t staging = r->moved_offset + r->shift;
+    /* Past the end (a grown file), or before the copy (a reduced one). */
+    const uint64_t places[] = { r->moved_offset + r->shift, r->size };
     uint64_t hs = r->hdr->bin.hdr_size;
     g_autofree uint8_t *buf = NULL;
     /* LUKS2 on-disk format, section 2.1: uuid at byte 168, 40 bytes. */
     uint8_t bin[208];
+    uint64_t staging = 0;
+    bool found = false;
 
-    if ((uint64_t)flen < staging + r->shift || 2 * hs > r->shift) {
+    if (2 * hs > r->shift) {
         return 0;
     }
-    if (io->read(io->opaque, staging, bin, sizeof(bin), errp) < 0) {
-        return -1;
+    for (size_t i = 0; i < G_N_ELEMENTS(places) && !found; i++) {
+        staging = places[i];
+        if ((uint64_t)flen < staging + r->shift) {
+            continue;
+        }
+        if (io->read(io->opaque, staging, bin, sizeof(bin), errp) < 0) {
+            return -1;
+        }
+        found = !memcmp(bin, magic, sizeof(magic)) &&
+                !memcmp(bin + 168, r->hdr->bin.uuid, 40);
     }
-    if (memcmp(bin, magic, sizeof(magic)) ||
-        memcmp(bin + 168, r->hdr->bin.uuid, 40)) {
+    if (!found) {
         return 0;
     }
     buf = g_malloc(r->shift - 2 * hs);
@@ -746,8 +790,10 @@ static int reenc_restore_keyslots(Reenc *r, int64_t flen, Error **errp)
                  errp) < 0 ||
         io->write(io->opaque, 2 * hs, buf, r->shift - 2 * hs, errp) < 0 ||
         io->sync(io->opaque, errp) < 0 ||
-        io->truncate(io->opaque, staging, errp) < 0 ||
-        io->sync(io->opaque, errp) < 0) {
+        /* The room past the copy given back; a reduced file keeps it. */
+        (staging > r->moved_offset &&
+         (io->truncate(io->opaque, staging, errp) < 0 ||
+          io->sync(io->opaque, errp) < 0))) {
         explicit_bzero(buf, r->shift - 2 * hs);
         return -1;
     }

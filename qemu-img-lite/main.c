@@ -219,7 +219,8 @@ static const ImgCommand img_commands[] = {
       "[-T SRC_CACHE] [-p] [-u] -b BACKING_FILE [-F BACKING_FMT] FILENAME" },
     { "reencrypt", img_reencrypt,
       "reencrypt [--object OBJ] [-p] [-q] [--resilience datashift] "
-      "[--hotzone-size SIZE] [--init-only | --resume-only] --encrypt "
+      "[--hotzone-size SIZE] [--init-only | --resume-only] "
+      "[--reduce-device-size SIZE] --encrypt "
       "[-o key-secret=ID[,OPTIONS]] FILENAME | --resume-only --image-opts "
       "driver=luks,key-secret=ID,file.filename=FILE | [--resilience "
       "checksum|journal|none] [-o NEW_OPTIONS] --image-opts "

@@ -99,9 +99,9 @@ static int ctx_truncate(void *opaque, uint64_t size, Error **errp)
         }
         if (size > (uint64_t)len) {
             error_setg(errp, "A block device cannot grow: in-place "
-                       "encryption needs room after the data (cryptsetup "
-                       "reencrypt --encrypt --reduce-device-size gives up "
-                       "the end of the device; its run resumes here)");
+                       "encryption needs room after the data; give up the "
+                       "end of the device with --reduce-device-size 32M "
+                       "(its last 32 MiB must hold nothing of value)");
             return -1;
         }
         return 0;
@@ -683,6 +683,8 @@ int img_reencrypt(int argc, char **argv)
     g_autoptr(GHashTable) iopts = NULL;
     g_autoptr(GHashTable) fopts = NULL;
     g_autofree char *resilience = NULL, *hotzone_str = NULL;
+    g_autofree char *reduce_str = NULL;
+    uint64_t reduce = 0;
     g_autofree char *header = NULL, *default_header = NULL;
     g_autofree char *file_node_name = NULL;
     gboolean image_opts = FALSE, encrypt = FALSE, decrypt = FALSE;
@@ -710,6 +712,10 @@ int img_reencrypt(int argc, char **argv)
         { "resilience", 0, 0, G_OPTION_ARG_STRING, &resilience,
           "datashift (the only mode of --encrypt); checksum (default), "
           "journal or none for a new volume key", "MODE" },
+        { "reduce-device-size", 0, 0, G_OPTION_ARG_STRING, &reduce_str,
+          "--encrypt: give up the last SIZE bytes of the file or device "
+          "for the data shift, which is then SIZE/2 (cryptsetup's "
+          "option): nothing grows", "SIZE" },
         { "hotzone-size", 0, 0, G_OPTION_ARG_STRING, &hotzone_str,
           "bytes per step (--encrypt: at most the data shift)", "SIZE" },
         { "progress", 'p', 0, G_OPTION_ARG_NONE, &progress,
@@ -794,8 +800,28 @@ int img_reencrypt(int argc, char **argv)
         img_error(NULL, "Invalid hot zone size '%s'", hotzone_str);
         goto out;
     }
+    if (reduce_str) {
+        if (!encrypt || resume_only) {
+            img_error(NULL, "--reduce-device-size is for --encrypt (a run "
+                      "in progress keeps its layout)");
+            goto out;
+        }
+        /* Whole sectors, and S = R/2 a whole sector too. */
+        if (img_parse_size(reduce_str, &reduce) < 0 || !reduce ||
+            reduce % 1024) {
+            img_error(NULL, "Invalid --reduce-device-size '%s': a positive "
+                      "multiple of 1024 bytes (twice the data offset)",
+                      reduce_str);
+            goto out;
+        }
+    }
     opts = img_parse_create_opts(opt_strs);
     if (!opts || img_add_objects(common.objects) < 0) {
+        goto out;
+    }
+    if (reduce && g_hash_table_contains(opts, "align-payload")) {
+        img_error(NULL, "--reduce-device-size sets the data offset (half "
+                  "of it): give it or -o align-payload, not both");
         goto out;
     }
     if (image_opts) {
@@ -914,6 +940,23 @@ int img_reencrypt(int argc, char **argv)
         if (reenc_check_raw(ctx.file, &err) < 0) {
             img_error_free(filename, err);
             goto close;
+        }
+        if (reduce) {
+            /* The data: all but the last R bytes; S = R / 2. */
+            int64_t len = bdrv_getlength(ctx.file, &err);
+
+            if (len < 0) {
+                img_error_free(filename, err);
+                goto close;
+            }
+            if ((uint64_t)len <= reduce) {
+                img_error(filename, "--reduce-device-size %" PRIu64 " is not "
+                          "smaller than the image (%" PRId64 " bytes)",
+                          reduce, len);
+                goto close;
+            }
+            copts.size = len - reduce;
+            copts.align_payload = reduce / 2 / 512;
         }
         ctx_show_phase(&ctx, "making the key slot (key derivation)");
         if (qcrypto_reencrypt_encrypt_init_keys(&copts, keys, &io,

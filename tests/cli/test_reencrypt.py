@@ -418,6 +418,65 @@ class Reencrypt(ReencTestCase):
         self.assertFalse(os.path.exists(hdr))
         self.assertEqual(file_bytes(back)[:6 * MiB], file_bytes(want))
 
+    def test_reduce_device_size(self):
+        """--reduce-device-size R, as cryptsetup's: the data are all but
+        the last R bytes, the data offset R/2, nothing grows. On a block
+        device, killed in the middle and resumed by cryptsetup; on a
+        file, to the end, the file then S + V long. Refused: without R on
+        a device, R with --resume-only or with align-payload, R not
+        smaller than the image."""
+        self.need_all()
+        opts = f"key-secret=sec0,iter-time={ITER_TIME}"
+        back, _ = self.raw("rd.img", 10 * MiB, seed=13)
+        want = self.path("rd.want")
+        with open(want, "wb") as f:
+            f.write(file_bytes(back)[:8 * MiB])
+        dev = self.loop_device(back)
+        before = file_bytes(back)
+        self.assertFails(["reencrypt", "--object", SECRET, "--encrypt",
+                          "-o", opts, dev], "--reduce-device-size 32M")
+        self.assertFails(["reencrypt", "--object", SECRET, "--encrypt",
+                          "--reduce-device-size", "2M", "-o", SMALL, dev],
+                         "not both")
+        self.assertFails(["reencrypt", "--object", SECRET, "--resume-only",
+                          "--reduce-device-size", "2M", dev],
+                         "is for --encrypt")
+        self.assertFails(["reencrypt", "--object", SECRET, "--encrypt",
+                          "--reduce-device-size", "10M", "-o", opts, dev],
+                         "is not smaller than the image")
+        self.assertEqual(file_bytes(back), before)
+        # 64 KiB zones over 8 MiB: the kill lands in the middle
+        rc = self.kill_at_random(
+            [TOOL, "reencrypt", "--object", SECRET, "--encrypt",
+             "--reduce-device-size", "2M", "--hotzone-size", "64k", "-o",
+             opts, dev], 0.4)
+        if rc != 0 and has_luks_header(dev):
+            # as finish() below: done already, or the state only we
+            # resume, or the window before the key-slot area is whole
+            if "requirements" not in self.dump(dev)["config"]:
+                pass
+            elif self.all_done(dev) or \
+                    not self.resume_cryptsetup(dev, no_key_ok=True):
+                self.resume_ours(dev)
+        elif rc != 0:
+            # killed before the header: the data untouched, start again
+            self.assertEqual(file_bytes(back)[:8 * MiB], file_bytes(want))
+            qil("reencrypt", "--object", SECRET, "--encrypt",
+                "--reduce-device-size", "2M", "-o", opts, dev)
+        self.assertEqual(os.path.getsize(back), 10 * MiB)
+        self.assertEqual(self.dump(dev)["segments"]["0"]["offset"],
+                         str(SHIFT))
+        self.check_data(dev, want)
+
+        img, _ = self.raw("rf.img", 6 * MiB, seed=14)
+        want = self.path("rf.want")
+        with open(want, "wb") as f:
+            f.write(file_bytes(img)[:4 * MiB])
+        qil("reencrypt", "--object", SECRET, "--encrypt",
+            "--reduce-device-size", "2M", "-o", opts, img)
+        self.assertEqual(os.path.getsize(img), 5 * MiB)
+        self.check_data(img, want)
+
     # ---- crash safety ----
 
     def finish(self, img, orig, size, round_):

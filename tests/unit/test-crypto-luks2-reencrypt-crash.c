@@ -99,13 +99,24 @@ typedef struct CrashMode {
     QCryptoReencryptResilience resilience;
     /* Optional: the sector size of the image made (0: the default). */
     unsigned sector_size;
+    /*
+     * Optional, encryption: bytes of room after the data, given up for
+     * the data shift (--reduce-device-size): the file does not grow.
+     */
+    size_t room;
 } CrashMode;
 
 /* encryption: a raw file in, LUKS2 out, the data shift S = SHIFT */
 
 static Files *encrypt_make(const CrashMode *m, const uint8_t *data)
 {
-    return files_new(data, m->size);
+    Files *f = files_new(data, m->size);
+    g_autofree uint8_t *junk = g_malloc(m->room);
+
+    /* what the room held before: anything */
+    qcrypto_random_bytes(junk, m->room, &error_abort);
+    g_byte_array_append(f->data, junk, m->room);
+    return f;
 }
 
 static int encrypt_run(const CrashMode *m, Files *f, Error **errp)
@@ -114,6 +125,7 @@ static int encrypt_run(const CrashMode *m, Files *f, Error **errp)
     QCryptoBlockCreateOptions o;
 
     create_options(&o);
+    o.size = m->room ? m->size : 0;
     if (qcrypto_reencrypt_encrypt_init(&o, &io, errp) < 0) {
         return -1;
     }
@@ -134,7 +146,7 @@ static void encrypt_go_on(const CrashMode *m, Files *f, const uint8_t *data)
 {
     if (!has_header(f)) {
         g_assert_true(memcmp(f->data->data, data, m->size) == 0);
-        g_byte_array_set_size(f->data, m->size);
+        g_byte_array_set_size(f->data, m->size + m->room);
         g_assert_cmpint(encrypt_run(m, f, &error_abort), ==, 0);
         return;
     }
@@ -232,6 +244,12 @@ static const CrashMode crash_modes[] = {
     {
         .name = "encrypt", .size = 3 * MiB + 64 * 1024,
         .hotzone = 256 * 1024,
+        .make = encrypt_make, .run = encrypt_run, .go_on = encrypt_go_on,
+        .check = encrypt_check,
+    }, {
+        /* the room there already: the staging copy before the moved one */
+        .name = "encrypt-reduced", .size = 3 * MiB + 64 * 1024,
+        .hotzone = 256 * 1024, .room = 2 * SHIFT,
         .make = encrypt_make, .run = encrypt_run, .go_on = encrypt_go_on,
         .check = encrypt_check,
     }, {
