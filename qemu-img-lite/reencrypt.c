@@ -220,15 +220,9 @@ static GHashTable *file_node_opts(GHashTable *iopts, const char **name)
  */
 static char *reenc_file_node_name(GHashTable *fopts, Error **errp)
 {
-    g_autoptr(GHashTable) copy = qemu_opts_new();
+    g_autoptr(GHashTable) copy = qemu_opts_copy(fopts);
     g_autoptr(BlockDriverState) bs = NULL;
-    GHashTableIter it;
-    gpointer k, v;
 
-    g_hash_table_iter_init(&it, fopts);
-    while (g_hash_table_iter_next(&it, &k, &v)) {
-        g_hash_table_insert(copy, g_strdup(k), g_strdup(v));
-    }
     bs = bdrv_open(NULL, NULL, copy, BDRV_O_NO_IO, errp);
     return bs ? g_strdup(bdrv_get_filename(bs)) : NULL;
 }
