@@ -153,6 +153,13 @@ static int qcow2_bitmap_entry_validate(const uint8_t *e, uint64_t room,
         (flags & ~QCOW2_BITMAP_FLAGS_KNOWN)) {
         return qcow2_bitmap_dir_invalid(errp, "invalid entry");
     }
+    /*
+     * Names are C strings everywhere past this parser: one with a NUL
+     * inside would be read short and written back shorter.
+     */
+    if (memchr(e + QCOW2_BITMAP_DIR_ENTRY_LEN + extra, 0, name_len)) {
+        return qcow2_bitmap_dir_invalid(errp, "bitmap name holds a NUL byte");
+    }
     return 0;
 }
 
