@@ -164,7 +164,8 @@ int block_crypto_check_not_decrypting(BlockDriverState *file, int flags,
  * these reads are not requests of the caller's node (blkdebug counts
  * those); else (another protocol) through file.
  */
-static bool block_crypto_file_reencrypting(BlockDriverState *file)
+static QCryptoReencryptKind
+block_crypto_file_reencrypting(BlockDriverState *file)
 {
     const char *path = bdrv_get_filename(file);
     g_autoptr(BlockDriverState) own = path && *path ?
@@ -174,27 +175,46 @@ static bool block_crypto_file_reencrypting(BlockDriverState *file)
         .opaque = own ? own : file,
     };
 
-    return qcrypto_reencrypt_unfinished(&io);
+    return qcrypto_reencrypt_unfinished_kind(&io);
 }
 
 int block_crypto_check_not_reencrypting(BlockDriverState *file, int flags,
                                         Error **errp)
 {
     const char *filename = bdrv_get_filename(file);
+    QCryptoReencryptKind kind;
 
     if (block_crypto_check_not_decrypting(file, flags, errp) < 0) {
         return -1;
     }
-    if ((flags & BDRV_O_REENCRYPT) || !block_crypto_file_reencrypting(file)) {
+    if (flags & BDRV_O_REENCRYPT) {
         return 0;
     }
-    error_setg(errp, "'%s' is being re-encrypted in place (LUKS2 with an "
-               "unfinished re-encryption): finish with 'qemu-img-lite "
-               "reencrypt --resume-only --image-opts driver=luks,"
-               "key-secret=ID,file.filename=%s' or cryptsetup reencrypt "
-               "--resume-only --force-offline-reencrypt %s",
-               filename, filename, filename);
-    return -1;
+    kind = block_crypto_file_reencrypting(file);
+    switch (kind) {
+    case QCRYPTO_REENCRYPT_KIND_NONE:
+        return 0;
+    case QCRYPTO_REENCRYPT_KIND_LUKS1:
+        error_setg(errp, "'%s' is being given a new volume key in place "
+                   "(LUKS1, by qemu-img-lite): finish with 'qemu-img-lite "
+                   "reencrypt --resume-only --image-opts driver=luks,"
+                   "key-secret=ID,file.filename=%s'", filename, filename);
+        return -1;
+    case QCRYPTO_REENCRYPT_KIND_LUKS1_CRYPTSETUP:
+        error_setg(errp, "'%s' is being re-encrypted by cryptsetup (LUKS1, "
+                   "header marked LUKS\\xde\\xad): finish with 'cryptsetup "
+                   "reencrypt %s' in the directory holding its "
+                   "LUKS-<UUID>.log", filename, filename);
+        return -1;
+    default:
+        error_setg(errp, "'%s' is being re-encrypted in place (LUKS2 with an "
+                   "unfinished re-encryption): finish with 'qemu-img-lite "
+                   "reencrypt --resume-only --image-opts driver=luks,"
+                   "key-secret=ID,file.filename=%s' or cryptsetup reencrypt "
+                   "--resume-only --force-offline-reencrypt %s",
+                   filename, filename, filename);
+        return -1;
+    }
 }
 
 /*

@@ -71,15 +71,16 @@ static int qcrypto_block_luks_key_material_crypt(
  * key), 0 if it does not, -1 on an error that is not a wrong passphrase.
  */
 static int qcrypto_block_luks_keyslot_unlock(QCryptoBlock *block,
-                                             QCryptoBlockLUKS *luks, int i,
+                                             const QCryptoLUKSHeader *hdr,
+                                             const QCryptoLUKSCipherSpec *spec,
+                                             int i,
                                              const QCryptoBlockSecret *secret,
                                              QCryptoBlockReadFunc readfunc,
                                              void *opaque, uint8_t *mk,
                                              Error **errp)
 {
-    const QCryptoLUKSHeader *hdr = &luks->header;
     const QCryptoLUKSKeySlot *slot = &hdr->slots[i];
-    QCryptoHashAlgo hash = luks->spec.hash_alg;
+    QCryptoHashAlgo hash = spec->hash_alg;
     size_t nkey = hdr->key_bytes;
     g_autoptr(QCryptoSecureBuf) slotkey = qcrypto_secure_buf_new(nkey);
     g_autoptr(QCryptoSecureBuf) candidate = qcrypto_secure_buf_new(nkey);
@@ -106,7 +107,7 @@ static int qcrypto_block_luks_keyslot_unlock(QCryptoBlock *block,
         error_prepend(errp, "Cannot read key slot %d: ", i);
         return -1;
     }
-    if (qcrypto_block_luks_key_material_crypt(&luks->spec, slotkey->data, nkey,
+    if (qcrypto_block_luks_key_material_crypt(spec, slotkey->data, nkey,
                                               split->data, split->len, false,
                                               errp) < 0 ||
         qcrypto_afsplit_decode(hash, nkey, slot->stripes, split->data,
@@ -126,7 +127,8 @@ static int qcrypto_block_luks_keyslot_unlock(QCryptoBlock *block,
 
 /* The first active slot secret unlocks, or -1. */
 static int qcrypto_block_luks_unlock(QCryptoBlock *block,
-                                     QCryptoBlockLUKS *luks,
+                                     const QCryptoLUKSHeader *hdr,
+                                     const QCryptoLUKSCipherSpec *spec,
                                      const QCryptoBlockSecret *secret,
                                      QCryptoBlockReadFunc readfunc,
                                      void *opaque, uint8_t *mk, Error **errp)
@@ -134,7 +136,7 @@ static int qcrypto_block_luks_unlock(QCryptoBlock *block,
     uint32_t skipped = 0;
 
     for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
-        const QCryptoLUKSKeySlot *slot = &luks->header.slots[i];
+        const QCryptoLUKSKeySlot *slot = &hdr->slots[i];
         int ret;
 
         if (slot->active != QCRYPTO_LUKS_KEY_SLOT_ACTIVE) {
@@ -144,7 +146,7 @@ static int qcrypto_block_luks_unlock(QCryptoBlock *block,
             skipped |= 1u << i;
             continue;
         }
-        ret = qcrypto_block_luks_keyslot_unlock(block, luks, i, secret,
+        ret = qcrypto_block_luks_keyslot_unlock(block, hdr, spec, i, secret,
                                                 readfunc, opaque, mk, errp);
         if (ret != 0) {
             return ret < 0 ? -1 : i;
@@ -241,7 +243,8 @@ static int qcrypto_block_luks_open(QCryptoBlock *block,
         return 0;
     }
     mk = qcrypto_secure_buf_new(luks->header.key_bytes);
-    if (qcrypto_block_luks_unlock(block, luks, &options->secret, readfunc,
+    if (qcrypto_block_luks_unlock(block, &luks->header, &luks->spec,
+                                  &options->secret, readfunc,
                                   opaque, mk->data, errp) < 0) {
         return -1;
     }
@@ -282,13 +285,14 @@ static uint32_t qcrypto_block_luks_pbkdf2_iters(QCryptoHashAlgo hash,
  * leaves an active slot pointing at missing key material.
  */
 static int qcrypto_block_luks_keyslot_store(
-    QCryptoBlock *block, QCryptoBlockLUKS *luks, int i,
+    QCryptoBlock *block, QCryptoLUKSHeader *hdr,
+    const QCryptoLUKSCipherSpec *spec, int i,
     const QCryptoBlockSecret *secret, const uint8_t *mk, uint64_t iter_time,
     QCryptoBlockWriteFunc writefunc, void *opaque, Error **errp)
 {
-    QCryptoLUKSKeySlot *slot = &luks->header.slots[i];
-    QCryptoHashAlgo hash = luks->spec.hash_alg;
-    size_t nkey = luks->header.key_bytes;
+    QCryptoLUKSKeySlot *slot = &hdr->slots[i];
+    QCryptoHashAlgo hash = spec->hash_alg;
+    size_t nkey = hdr->key_bytes;
     g_autoptr(QCryptoSecureBuf) slotkey = qcrypto_secure_buf_new(nkey);
     g_autoptr(QCryptoSecureBuf) split = qcrypto_secure_buf_new(
         qcrypto_luks_key_material_len(nkey, slot->stripes));
@@ -305,7 +309,7 @@ static int qcrypto_block_luks_keyslot_store(
                        nkey, errp) < 0 ||
         qcrypto_afsplit_encode(hash, nkey, slot->stripes, mk, split->data,
                                errp) < 0 ||
-        qcrypto_block_luks_key_material_crypt(&luks->spec, slotkey->data, nkey,
+        qcrypto_block_luks_key_material_crypt(spec, slotkey->data, nkey,
                                               split->data, split->len, true,
                                               errp) < 0) {
         return -1;
@@ -322,7 +326,7 @@ static int qcrypto_block_luks_keyslot_store(
 }
 
 /* The cipher spec the create options ask for, with QEMU's defaults. */
-static void qcrypto_block_luks_create_spec(
+void qcrypto_luks_create_spec(
     const QCryptoBlockCreateOptions *options, QCryptoLUKSCipherSpec *spec)
 {
     spec->cipher_alg = options->cipher_alg;
@@ -398,7 +402,7 @@ static int qcrypto_block_luks_create_layout(
         return -1;
     }
     memset(hdr, 0, sizeof(*hdr));
-    qcrypto_block_luks_create_spec(options, spec);
+    qcrypto_luks_create_spec(options, spec);
     memcpy(hdr->magic, QCRYPTO_LUKS_MAGIC, QCRYPTO_LUKS_MAGIC_LEN);
     hdr->version = QCRYPTO_LUKS_VERSION;
     for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
@@ -487,9 +491,10 @@ static int qcrypto_block_luks_create(QCryptoBlock *block,
     }
     /* Room first, then slot 0's key material, the header last. */
     if (initfunc(block, header_len, opaque, errp) < 0 ||
-        qcrypto_block_luks_keyslot_store(block, luks, 0, &options->secret,
-                                         mk->data, iter_time, writefunc,
-                                         opaque, errp) < 0 ||
+        qcrypto_block_luks_keyslot_store(block, hdr, &luks->spec, 0,
+                                         &options->secret, mk->data,
+                                         iter_time, writefunc, opaque,
+                                         errp) < 0 ||
         qcrypto_block_luks_header_write(block, luks, writefunc, NULL, opaque,
                                         errp) < 0) {
         return -1;
@@ -513,7 +518,8 @@ static int qcrypto_block_luks_keyslot_try_secret(
     g_autoptr(QCryptoSecureBuf) mk =
         qcrypto_secure_buf_new(luks->header.key_bytes);
 
-    return qcrypto_block_luks_keyslot_unlock(block, luks, i, secret, readfunc,
+    return qcrypto_block_luks_keyslot_unlock(block, &luks->header,
+                                             &luks->spec, i, secret, readfunc,
                                              opaque, mk->data, errp);
 }
 
@@ -562,8 +568,9 @@ static int qcrypto_block_luks_amend_add_key(
     }
 
     if (options->has_old_secret) {
-        if (qcrypto_block_luks_unlock(block, luks, &options->old_secret,
-                                      readfunc, opaque, mk->data, errp) < 0) {
+        if (qcrypto_block_luks_unlock(block, &luks->header, &luks->spec,
+                                      &options->old_secret, readfunc, opaque,
+                                      mk->data, errp) < 0) {
             return -1;
         }
     } else if (block->has_master_key) {
@@ -576,8 +583,8 @@ static int qcrypto_block_luks_amend_add_key(
 
     /* The key material on disk, then the header that enables it. */
     if (qcrypto_block_luks_keyslot_store(
-            block, luks, slot, &options->new_secret, mk->data, iter_time,
-            writefunc, opaque, errp) < 0) {
+            block, &luks->header, &luks->spec, slot, &options->new_secret,
+            mk->data, iter_time, writefunc, opaque, errp) < 0) {
         luks->header = saved;
         return -1;
     }
@@ -726,6 +733,41 @@ static bool qcrypto_block_luks_has_format(const uint8_t *buf, size_t buflen)
     return buflen >= QCRYPTO_LUKS_MAGIC_LEN + 2 &&
         memcmp(buf, QCRYPTO_LUKS_MAGIC, QCRYPTO_LUKS_MAGIC_LEN) == 0 &&
         buf[6] == 0 && buf[7] == QCRYPTO_LUKS_VERSION;
+}
+
+/* ---- Key slots of a header of the caller's (lukspriv.h) ---- */
+
+int qcrypto_luks_keyslot_open(QCryptoBlock *block,
+                              const QCryptoLUKSHeader *hdr,
+                              const QCryptoLUKSCipherSpec *spec, int slot,
+                              const QCryptoBlockSecret *secret,
+                              QCryptoBlockReadFunc readfunc, void *opaque,
+                              uint8_t *mk, Error **errp)
+{
+    if (slot < 0) {
+        return qcrypto_block_luks_unlock(block, hdr, spec, secret, readfunc,
+                                         opaque, mk, errp);
+    }
+    g_assert(slot < QCRYPTO_LUKS_NUM_KEY_SLOTS);
+    if (hdr->slots[slot].active != QCRYPTO_LUKS_KEY_SLOT_ACTIVE) {
+        return 0;
+    }
+    return qcrypto_block_luks_keyslot_unlock(block, hdr, spec, slot, secret,
+                                             readfunc, opaque, mk, errp);
+}
+
+int qcrypto_luks_keyslot_store(QCryptoBlock *block, QCryptoLUKSHeader *hdr,
+                               const QCryptoLUKSCipherSpec *spec, int slot,
+                               const QCryptoBlockSecret *secret,
+                               const uint8_t *mk, uint64_t iter_time,
+                               QCryptoBlockWriteFunc writefunc, void *opaque,
+                               Error **errp)
+{
+    g_assert(slot >= 0 && slot < QCRYPTO_LUKS_NUM_KEY_SLOTS);
+    return qcrypto_block_luks_keyslot_store(block, hdr, spec, slot, secret,
+                                            mk, iter_time ? iter_time :
+                                            LUKS_DEFAULT_ITER_TIME_MS,
+                                            writefunc, opaque, errp);
 }
 
 const QCryptoBlockDriver qcrypto_block_driver_luks = {

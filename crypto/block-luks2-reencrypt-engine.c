@@ -27,13 +27,9 @@ static const ReencMode *reenc_mode_find(const char *name)
     return NULL;
 }
 
-/*
- * Run mode m over the state r holds (loaded, reencrypt key slot ks) to
- * the end: 0 done, 1 stopped (progress asked, or a test stop), -1 error.
- */
-static int reenc_mode_resume(Reenc *r, const ReencMode *m, JsonObject *ks,
-                             const QCryptoBlockSecret *secret,
-                             uint64_t hotzone, Error **errp)
+int reenc_mode_run(Reenc *r, const ReencMode *m, JsonObject *ks,
+                   const QCryptoBlockSecret *secret, uint64_t hotzone,
+                   Error **errp)
 {
     const QCryptoReencryptIO *io = r->io;
     ReencRun run = { .r = r };
@@ -158,6 +154,10 @@ int qcrypto_reencrypt_resume_keys(const QCryptoBlockSecret *secret,
     const char *mode;
     int ret = -1;
 
+    /* LUKS1 keeps its run's state its own way (block-luks1-reencrypt.c) */
+    if (reenc_luks1_image(io)) {
+        return reenc_luks1_resume(secret, keys, hotzone, io, errp);
+    }
     if (reenc_load(&r, io, errp) < 0) {
         goto out;
     }
@@ -177,7 +177,7 @@ int qcrypto_reencrypt_resume_keys(const QCryptoBlockSecret *secret,
                    "--resume-only", mode);
         goto out;
     }
-    ret = reenc_mode_resume(&r, m, ks, secret, hotzone, errp);
+    ret = reenc_mode_run(&r, m, ks, secret, hotzone, errp);
 out:
     reenc_clear(&r);
     return ret;

@@ -1194,21 +1194,6 @@ static int rekey_new_cipher(const QCryptoReencryptRekeyOptions *o,
     return qcrypto_luks2_cipher_parse(*spec, *nkey, &c, errp);
 }
 
-/* LUKS1 has no room for this metadata: say how to convert. */
-static int rekey_refuse_luks1(const QCryptoReencryptIO *io, Error **errp)
-{
-    uint8_t head[8];
-
-    if (io->read(io->opaque, 0, head, sizeof(head), NULL) == 0 &&
-        !memcmp(head, "LUKS\xba\xbe", 6) && head[6] == 0 && head[7] == 1) {
-        error_setg(errp, "A new volume key in place needs LUKS2: this is a "
-                   "LUKS1 image; convert it first with 'cryptsetup convert "
-                   "--type luks2'");
-        return -1;
-    }
-    return 0;
-}
-
 /*
  * Everything the run needs in r->root: the new key's digest and key slots
  * are in md already; add the backup segments, the reencrypt key slot over
@@ -1324,7 +1309,14 @@ int qcrypto_reencrypt_rekey_init(const QCryptoReencryptRekeyOptions *options,
     int nslots, ret = -1;
 
     r.version = REKEY_REQ_VERSION;
-    if (rekey_refuse_luks1(io, errp) < 0 || reenc_load(&r, io, errp) < 0) {
+    /* LUKS1: its own metadata (block-luks1-reencrypt.c) */
+    if (reenc_luks1_busy(io, errp)) {
+        return -1;
+    }
+    if (reenc_luks1_image(io)) {
+        return reenc_luks1_rekey_init(options, io, errp);
+    }
+    if (reenc_load(&r, io, errp) < 0) {
         goto out;
     }
     md = qcrypto_luks2_metadata_parse(r.hdr->json, r.hdr->bin.hdr_size, errp);

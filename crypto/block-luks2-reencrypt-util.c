@@ -813,13 +813,18 @@ JsonObject *reenc_find_keyslot(Reenc *r, const char **mode, Error **errp)
 
 bool qcrypto_reencrypt_unfinished(const QCryptoReencryptIO *io)
 {
-    QCryptoBlock *probe = qcrypto_block_new(QCRYPTO_BLOCK_FORMAT_LUKS, NULL);
-    bool luks2 = qcrypto_luks2_probe(probe, reenc_block_read, (void *)io);
+    QCryptoBlock *probe;
+    bool luks2;
     Reenc r = { 0 };
     JsonObject *config, *req;
     JsonArray *mand;
     bool ret = false;
 
+    if (reenc_luks1_running(io)) {
+        return true;
+    }
+    probe = qcrypto_block_new(QCRYPTO_BLOCK_FORMAT_LUKS, NULL);
+    luks2 = qcrypto_luks2_probe(probe, reenc_block_read, (void *)io);
     qcrypto_block_free(probe);
     if (!luks2 || reenc_load(&r, io, NULL) < 0) {
         goto out;

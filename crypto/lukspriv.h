@@ -142,4 +142,38 @@ int qcrypto_luks_cipher_spec_format(const QCryptoLUKSCipherSpec *spec,
 int qcrypto_luks_layout(QCryptoLUKSHeader *hdr, uint64_t align_payload,
                         bool detached, uint64_t *header_len, Error **errp);
 
+/* The cipher spec create options ask for, with QEMU's defaults. */
+void qcrypto_luks_create_spec(const QCryptoBlockCreateOptions *options,
+                              QCryptoLUKSCipherSpec *spec);
+
+/*
+ * Key slots of a header the caller holds (block-luks.c), for the LUKS1
+ * re-encryption, which keeps two (the old header and the final one).
+ * block is any QCryptoBlock: its PBKDF2 limit applies, and readfunc and
+ * writefunc get it.
+ *
+ * open: slot >= 0: 1 if secret opens that slot (mk: the master key), 0
+ * if not (or the slot is not active), -1 on another error; slot < 0: the
+ * index of the first active slot secret opens, or -1 and errp (the
+ * wrong-passphrase error of open).
+ */
+int qcrypto_luks_keyslot_open(QCryptoBlock *block,
+                              const QCryptoLUKSHeader *hdr,
+                              const QCryptoLUKSCipherSpec *spec, int slot,
+                              const QCryptoBlockSecret *secret,
+                              QCryptoBlockReadFunc readfunc, void *opaque,
+                              uint8_t *mk, Error **errp);
+/*
+ * Store mk in slot under secret (PBKDF2 for iter_time ms, 0: the default
+ * 2000): the key material is written at the slot's key_offset through
+ * writefunc; hdr's slot entry is set active with its salt and iterations
+ * (the caller writes the header, after a sync).
+ */
+int qcrypto_luks_keyslot_store(QCryptoBlock *block, QCryptoLUKSHeader *hdr,
+                               const QCryptoLUKSCipherSpec *spec, int slot,
+                               const QCryptoBlockSecret *secret,
+                               const uint8_t *mk, uint64_t iter_time,
+                               QCryptoBlockWriteFunc writefunc, void *opaque,
+                               Error **errp);
+
 #endif

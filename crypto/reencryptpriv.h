@@ -212,9 +212,36 @@ struct ReencRun {
     uint8_t *buf;               /* bufsize bytes, REENC_ZONE_ALIGN aligned */
 };
 
-/* block-luks2-reencrypt.c, -decrypt.c, -rekey.c */
+/* block-luks2-reencrypt.c, -decrypt.c, -rekey.c, block-luks1-reencrypt.c */
 extern const ReencMode reenc_mode_encrypt;
 extern const ReencMode reenc_mode_decrypt;
 extern const ReencMode reenc_mode_rekey;
+extern const ReencMode reenc_mode_luks1;
+
+/*
+ * Run mode m over the state r holds (r->io, r->keys; for LUKS2 loaded,
+ * its reencrypt key slot ks) to the end: 0 done, 1 stopped (progress
+ * asked, or a test stop), -1 error.
+ */
+int reenc_mode_run(Reenc *r, const ReencMode *m, JsonObject *ks,
+                   const QCryptoBlockSecret *secret, uint64_t hotzone,
+                   Error **errp);
+
+/* ---- LUKS1 (block-luks1-reencrypt.c) ---- */
+
+/* The image behind io->read starts with a LUKS1 header, whole or marked
+ * as being re-encrypted (ours or cryptsetup's); false with io->hdr_read. */
+bool reenc_luks1_image(const QCryptoReencryptIO *io);
+/* ... marked as being re-encrypted (ours or cryptsetup's). */
+bool reenc_luks1_running(const QCryptoReencryptIO *io);
+/* The same, with errp saying whose run it is and how to finish it. */
+bool reenc_luks1_busy(const QCryptoReencryptIO *io, Error **errp);
+/* qcrypto_reencrypt_resume_keys() of a LUKS1 image. */
+int reenc_luks1_resume(const QCryptoBlockSecret *secret,
+                       const QCryptoReencryptKeys *keys, uint64_t hotzone,
+                       const QCryptoReencryptIO *io, Error **errp);
+/* qcrypto_reencrypt_rekey_init() of a LUKS1 image. */
+int reenc_luks1_rekey_init(const QCryptoReencryptRekeyOptions *o,
+                           const QCryptoReencryptIO *io, Error **errp);
 
 #endif

@@ -313,9 +313,9 @@ static BlockDriverState *reenc_open_file(GHashTable *fopts,
  * what state it left).
  */
 static void reencrypt_resume_hint(const QCryptoReencryptIO *io,
-                                  const char *filename)
+                                  const char *filename, bool was_unfinished)
 {
-    if (qcrypto_reencrypt_unfinished(io)) {
+    if (!was_unfinished && qcrypto_reencrypt_unfinished(io)) {
         img_error(filename, "The image is left being re-encrypted: finish "
                   "with 'qemu-img-lite reencrypt --resume-only'");
     }
@@ -622,8 +622,8 @@ static int reencrypt_rekey_init(GHashTable *opts,
     }
     if (keyslot != UINT64_MAX) {
         if (keyslot > 31) {
-            error_setg(errp, "Option 'keyslot' %" PRIu64 " is not a LUKS2 "
-                       "key slot (0..31)", keyslot);
+            error_setg(errp, "Option 'keyslot' %" PRIu64 " is not a key slot "
+                       "(LUKS2: 0..31, LUKS1: 0..7)", keyslot);
             return -1;
         }
         o.keyslot = keyslot;
@@ -735,7 +735,7 @@ int img_reencrypt(int argc, char **argv)
     const char *filename;
     uint64_t hotzone = 0;
     Error *err = NULL;
-    bool rekey;
+    bool rekey, was_unfinished;
     int ret = 1, r;
 
     if (img_parse_args(&argc, &argv,
@@ -912,13 +912,15 @@ int img_reencrypt(int argc, char **argv)
         img_error_free(filename, err);
         goto close;
     }
+    /* What the run found: the hint after a failure is for a state it made */
+    was_unfinished = qcrypto_reencrypt_unfinished(&io);
     if (rekey) {
         ctx_show_phase(&ctx, "unlocking and making key slots (key "
                        "derivation)");
         if (reencrypt_rekey_init(opts, &secret, keys, resilience, &io,
                                  &err) < 0) {
             img_error_free(filename, err);
-            reencrypt_resume_hint(&io, filename);
+            reencrypt_resume_hint(&io, filename, was_unfinished);
             goto close;
         }
         if (init_only) {
@@ -956,7 +958,7 @@ int img_reencrypt(int argc, char **argv)
         if (qcrypto_reencrypt_encrypt_init_keys(&copts, keys, &io,
                                                 &err) < 0) {
             img_error_free(filename, err);
-            reencrypt_resume_hint(&io, filename);
+            reencrypt_resume_hint(&io, filename, was_unfinished);
             goto close;
         }
         if (init_only) {
@@ -974,14 +976,18 @@ int img_reencrypt(int argc, char **argv)
     if (r < 0) {
         img_error_free(filename, err);
         if (!resume_only) {
-            reencrypt_resume_hint(&io, filename);
+            reencrypt_resume_hint(&io, filename, was_unfinished);
         }
         goto close;
     }
     if (r > 0) {
+        /* cryptsetup resumes LUKS2 runs only (LUKS1 keeps its own state) */
         img_error(filename, "Interrupted at a consistent point; finish with "
-                  "'qemu-img-lite reencrypt --resume-only' (or cryptsetup "
-                  "reencrypt --resume-only --force-offline-reencrypt)");
+                  "'qemu-img-lite reencrypt --resume-only'%s",
+                  qcrypto_reencrypt_unfinished_kind(&io) ==
+                  QCRYPTO_REENCRYPT_KIND_LUKS2 ?
+                  " (or cryptsetup reencrypt --resume-only "
+                  "--force-offline-reencrypt)" : "");
         goto close;
     }
 done:

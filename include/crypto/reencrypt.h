@@ -196,6 +196,16 @@ int qcrypto_reencrypt_decrypt_state(const QCryptoReencryptIO *io,
  */
 bool qcrypto_reencrypt_unfinished(const QCryptoReencryptIO *io);
 
+/* Whose unfinished re-encryption it is, for messages. */
+typedef enum QCryptoReencryptKind {
+    QCRYPTO_REENCRYPT_KIND_NONE,
+    QCRYPTO_REENCRYPT_KIND_LUKS2,           /* ours or cryptsetup's */
+    QCRYPTO_REENCRYPT_KIND_LUKS1,           /* ours: a new volume key */
+    QCRYPTO_REENCRYPT_KIND_LUKS1_CRYPTSETUP, /* cryptsetup 2.6's LUKS1 one */
+} QCryptoReencryptKind;
+QCryptoReencryptKind qcrypto_reencrypt_unfinished_kind(
+    const QCryptoReencryptIO *io);
+
 /*
  * Finish the re-encryption the image behind io is in (started by us or by
  * cryptsetup), hot zone by hot zone. 0 when done, 1 when progress asked to

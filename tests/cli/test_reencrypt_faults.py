@@ -176,6 +176,20 @@ class NewKey(Faults):
     def test_journal(self):
         self.sweep_resilience("journal")
 
+    def test_luks1(self):
+        """A LUKS1 image (issue 24): its own metadata in a free key slot."""
+        img = self.path("luks1.img")
+        qil("convert", "--object", SECRET, "-f", "raw", "-O", "luks", "-o",
+            f"key-secret=sec0,iter-time={ITER_TIME},luks-version=1",
+            self.plain, img)
+
+        def run(img, rule):
+            return qil("reencrypt", "--object", SECRET, "-o",
+                       f"iter-time={ITER_TIME}", "--hotzone-size", "512k",
+                       "--image-opts", blkdebug_opts("luks", img, rule),
+                       check=False)
+        self.sweep("new key (LUKS1)", file_bytes(img), run, False)
+
 
 
 class TornSector(Faults):
@@ -221,6 +235,40 @@ class TornSector(Faults):
               file=sys.stderr)
         # The second checksum block is torn at least once: refused.
         self.assertGreater(refused["checksum"], 0)
+
+    def test_torn_luks1(self):
+        """LUKS1 (issue 24): checksums per 512-byte sector, which a torn
+        write (rounded to 512 bytes) never splits, and two record copies:
+        every tear of the first TORN_WRITES * 2 writes is finished by the
+        resume with every byte, none refused."""
+        img = self.path("luks1.img")
+        qil("convert", "--object", SECRET, "-f", "raw", "-O", "luks", "-o",
+            f"key-secret=sec0,iter-time={ITER_TIME},luks-version=1",
+            self.plain, img)
+        start = file_bytes(img)
+        plain = file_bytes(self.plain)
+        resumed = 0
+        for n in range(1, 2 * TORN_WRITES + 1):
+            what = f"LUKS1 torn write {n}"
+            img = self.fresh(start)
+            proc = qil("reencrypt", "--object", SECRET, "-o",
+                       f"iter-time={ITER_TIME}", "--hotzone-size", "12k",
+                       "--image-opts",
+                       blkdebug_opts("luks", img, f"file.torn-write={n}"),
+                       check=False)
+            self.assertEqual(proc.returncode, -9, what)
+            proc = qil("reencrypt", "--object", SECRET, "--resume-only",
+                       "--image-opts", image_opts(img), check=False)
+            if proc.returncode == 0:
+                resumed += 1
+            else:
+                # Torn before the mark: only unreferenced key material
+                # was written, and the image is the one it was.
+                self.assertIn("not being re-encrypted", proc.stderr, what)
+            self.assertTrue(self.readback(img) == plain, what)
+        print(f"LUKS1 torn sector: {2 * TORN_WRITES} points, {resumed} "
+              f"resumed", file=sys.stderr)
+        self.assertGreater(resumed, TORN_WRITES)
 
 
 if __name__ == "__main__":

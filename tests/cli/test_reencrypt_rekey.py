@@ -343,13 +343,22 @@ class ReencryptRekey(ReencTestCase):
                          "larger than its resilience data")
         self.assertEqual(file_bytes(img), before)
 
-    def test_luks1_refused_with_hint(self):
-        img, _ = self.make_luks("v1.img", opts="luks-version=1")
+    def test_luks1_image_of_ours(self):
+        """Our LUKS1 layout takes a new key too (test_reencrypt_luks1.py
+        has QEMU's and cryptsetup's); journal is LUKS2's only."""
+        img, orig = self.make_luks("v1.img", opts="luks-version=1")
         before = file_bytes(img)
         self.assertFails(["reencrypt", "--object", SECRET, "-o", KDF,
-                          "--image-opts", image_opts(img)],
-                         "cryptsetup convert --type luks2")
+                          "--resilience", "journal",
+                          "--image-opts", image_opts(img)], "for LUKS2")
         self.assertEqual(file_bytes(img), before)
+        old = self.volume_key(img)
+        self.rekey(img)
+        self.assertNotEqual(self.volume_key(img), old)
+        out = self.path("v1.raw")
+        qil("convert", "--object", SECRET, "--image-opts", image_opts(img),
+            "-O", "raw", out)
+        self.assertEqual(file_bytes(out), file_bytes(orig))
 
     # ---- crash safety ----
 

@@ -235,6 +235,73 @@ static void rekey_check(const CrashMode *m, Files *f, const uint8_t *data)
 }
 
 /*
+ * a new volume key for LUKS1 (QEMU's layout: slots right after the
+ * header, the payload right after them), in place, LUKS1 out
+ */
+
+static int luks1_init(QCryptoBlock *block, uint64_t len, void *opaque,
+                      Error **errp)
+{
+    g_byte_array_set_size(((Files *)opaque)->data, len);
+    memset(((Files *)opaque)->data->data, 0, len);
+    return 0;
+}
+
+static int luks1_write(QCryptoBlock *block, uint64_t off, const uint8_t *buf,
+                       size_t len, void *opaque, Error **errp)
+{
+    return data_write(opaque, off, buf, len, errp);
+}
+
+static Files *luks1_make(const CrashMode *m, const uint8_t *data)
+{
+    Files *f = files_new(NULL, 0);
+    QCryptoBlockCreateOptions o;
+    g_autoptr(QCryptoBlock) block = NULL;
+    g_autofree uint8_t *buf = g_memdup2(data, m->size);
+    uint64_t payload;
+
+    create_options(&o);
+    o.luks_version = 1;
+    o.has_kdf = false;
+    o.align_payload = 0;
+    block = qcrypto_block_create(&o, luks1_init, luks1_write, f,
+                                 &error_abort);
+    payload = qcrypto_block_get_payload_offset(block);
+    g_assert_cmpuint(f->data->len, <=, payload);
+    g_assert_cmpint(qcrypto_block_encrypt(block, 0, buf, m->size,
+                                          &error_abort), ==, 0);
+    g_byte_array_set_size(f->data, payload);
+    g_byte_array_append(f->data, buf, m->size);
+    return f;
+}
+
+/* The LUKS1 image in f holds want; a finished run left no metadata. */
+static void luks1_check(const CrashMode *m, Files *f, const uint8_t *want)
+{
+    QCryptoBlockOpenOptions oo = {
+        .format = QCRYPTO_BLOCK_FORMAT_LUKS, .secret = reenc_test_secret,
+        .size = f->data->len,
+    };
+    g_autoptr(QCryptoBlock) block = qcrypto_block_open(&oo, blk_read, f, 0,
+                                                       &error_abort);
+    uint64_t payload = qcrypto_block_get_payload_offset(block);
+    g_autofree uint8_t *buf = NULL;
+    static const uint8_t zero[64];
+
+    g_assert_true(!memcmp(f->data->data, "LUKS\xba\xbe\0\1", 8));
+    g_assert_cmpuint(f->data->len, ==, payload + m->size);
+    buf = g_memdup2(f->data->data + payload, m->size);
+    g_assert_cmpint(qcrypto_block_decrypt(block, 0, buf, m->size,
+                                          &error_abort), ==, 0);
+    g_assert_true(memcmp(buf, want, m->size) == 0);
+    /* the old key's image (nothing ran) or the new one's, wiped */
+    if (memcmp(f->data->data + 640, zero, sizeof(zero))) {
+        g_assert_true(memcmp(f->data->data + 640, "QILL1PTR", 8) == 0);
+    }
+}
+
+/*
  * torn: the failing write stores its first half. Not for encryption: a
  * torn write of its init's first header copy, before the other exists,
  * leaves no header to read (the known gap of docs/reencrypt.md; a kill
@@ -276,6 +343,12 @@ static const CrashMode crash_modes[] = {
         .check = rekey_check,
         .resilience = QCRYPTO_REENCRYPT_RESILIENCE_JOURNAL,
         .sector_size = 512,
+    }, {
+        /* zones of 64 KiB; the last one shorter */
+        .name = "luks1-rekey", .size = MiB + 3 * 512,
+        .hotzone = 64 * 1024, .torn = true,
+        .make = luks1_make, .run = rekey_run, .go_on = rekey_go_on,
+        .check = luks1_check,
     },
 };
 
