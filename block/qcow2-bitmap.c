@@ -655,6 +655,11 @@ static int qcow2_bitmap_write_new(BlockDriverState *bs, const void *data,
     uint64_t cs = s->g.cluster_size;
     uint64_t n = len / cs + (len % cs != 0);
 
+    if (!n) {
+        /* An empty image's: QEMU takes no table of 0 entries. */
+        error_setg(errp, "The bitmaps of an empty image cannot be stored");
+        return -1;
+    }
     if (qcow2_bitmap_alloc(bs, n, offset, errp) < 0) {
         return -1;
     }
@@ -970,6 +975,9 @@ static int qcow2_bitmap_add(BlockDriverState *bs, const char *name,
         why = "Name length exceeds maximum (1023 characters)";
     } else if (s->bitmaps->list->len >= QCOW2_MAX_BITMAPS) {
         why = "Maximum number of persistent bitmaps is already reached";
+    } else if (!s->header.size) {
+        /* its table would have no entry, which QEMU refuses */
+        why = "The image is empty (0 bytes)";
     } else if (qcow2_bitmap_data_bytes(s->header.size, gran_bits) >
                QCOW2_MAX_BITMAP_DATA) {
         why = "Too much space will be occupied by the bitmap. Use larger "

@@ -379,5 +379,9 @@ int qcow2_update_refcounts(BlockDriverState *bs, uint64_t offset,
     uint64_t first = offset >> s->g.cluster_bits;
     uint64_t last = (offset + bytes - 1) >> s->g.cluster_bits;
 
+    /* No bytes, no clusters (as QEMU's update_refcount) */
+    if (!bytes) {
+        return 0;
+    }
     return qcow2_add_refs(bs, first, last - first + 1, delta, errp);
 }

@@ -94,6 +94,11 @@ int img_resize(int argc, char **argv)
         }
         size = old_size - size;
     }
+    /* As qemu-img: no format here takes an empty image's bitmaps either */
+    if (size == 0) {
+        img_error(NULL, "New image size must be positive");
+        goto out;
+    }
     if (size < (uint64_t)old_size && !shrink) {
         img_error(NULL, "Use the --shrink option to perform a shrink "
                   "operation.");

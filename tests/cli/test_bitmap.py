@@ -12,8 +12,8 @@ import re
 import shutil
 import struct
 
-from qiltest import (QEMU_IMG, SECRET, TestCase, main, qemu_img, qil,
-                     random_file, run)
+from qiltest import (QEMU_IMG, SECRET, TestCase, file_bytes, main, qemu_img,
+                     qil, random_file, run)
 
 QEMU_IO = shutil.which("qemu-io")
 SIZE = 8 << 20
@@ -357,6 +357,22 @@ class Bitmap(TestCase):
                           self.path("o.raw")],
                          "Format driver 'raw' does not support bitmaps")
         self.assertSame(a, b)
+
+    def test_empty_image(self):
+        """A bitmap of a 0-byte image: QEMU stores none (its table would
+        have no entry; qemu-img fails with 'No memory'): refused, the
+        image untouched; nor does resize make an image empty."""
+        img = self.mk("empty.qcow2", size=0)
+        before = file_bytes(img)
+        self.assertFails(["bitmap", "--add", img, "b"],
+                         "The image is empty (0 bytes)")
+        self.assertEqual(file_bytes(img), before)
+        full = self.mk("full.qcow2")
+        qil("bitmap", "--add", full, "b")
+        for args in (["--shrink", full, "0"], ["--shrink", full, f"-{SIZE}"]):
+            self.assertFails(["resize", *args],
+                             "New image size must be positive")
+        self.assertClean(full)
 
     def test_resize_as_qemu_img(self):
         a, b = self.twins()
