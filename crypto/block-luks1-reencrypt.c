@@ -24,9 +24,12 @@
  *    swaps its area with a free slot), the data size, how far the run
  *    is, and the zone in progress with the digest of its checksums;
  *  - per 512-byte sector of a zone (a LUKS1 sector; a write does not tear
- *    inside one), 16 bytes of SHA-256 of its old ciphertext and 16 of its
- *    new: after a crash, each sector of that zone is old (redone) or new
- *    (kept); one that is neither stops the resume, nothing is guessed.
+ *    inside one), 16 bytes of SHA-256 of its old ciphertext: after a
+ *    crash, a sector of that zone that hashes to it is old (redone); one
+ *    that does once decrypted with the new key and encrypted with the old
+ *    is new (kept); one that is neither stops the resume, nothing is
+ *    guessed. (Hashing the new ciphertext too cost 2x the time: SHA-256
+ *    was more than half of a run's CPU.)
  *
  * A zone: its checksums into the region the current record does not use,
  * the next record into the copy that is not current, sync; the data,
@@ -72,10 +75,9 @@
 #define R_DIGEST (R_NEW_HDR + QCRYPTO_LUKS_HEADER_LEN)
 #define R_END (R_DIGEST + 32)
 
-/* Checksums: per 512-byte unit, 16 bytes of old and 16 of new. */
+/* Checksums: per 512-byte unit, 16 bytes of SHA-256 of the old. */
 #define L1R_UNIT QCRYPTO_LUKS_SECTOR_SIZE
-#define L1R_HALF 16
-#define L1R_CSUM (2 * L1R_HALF)
+#define L1R_CSUM 16
 #define L1R_REGION_ALIGN 4096
 
 G_STATIC_ASSERT(R_END <= L1R_REC_LEN);
@@ -236,6 +238,62 @@ static bool l1r_meets_active(const QCryptoLUKSHeader *h, uint64_t off,
         }
     }
     return false;
+}
+
+/*
+ * The metadata area: the longest run of free key-slot areas next to each
+ * other in the file (no active slot's key material between them) that
+ * leaves nspare free slots outside it. Its offset into *area, its length
+ * returned (0: none); the spares, in slot order, into spares[].
+ */
+static uint64_t l1r_meta_run(const QCryptoLUKSHeader *h, int nspare,
+                             int *spares, uint64_t *area)
+{
+    int order[QCRYPTO_LUKS_NUM_KEY_SLOTS], nfree = 0;
+    int best_a = -1, best_b = -1;
+    uint64_t best = 0;
+
+    /* The slots by key-material offset (insertion sort of 8). */
+    for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
+        int j = i;
+
+        while (j > 0 && h->slots[order[j - 1]].key_offset >
+               h->slots[i].key_offset) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+        nfree += !l1r_active(h, i);
+    }
+    for (int a = 0; a < QCRYPTO_LUKS_NUM_KEY_SLOTS; a++) {
+        for (int b = a; b < QCRYPTO_LUKS_NUM_KEY_SLOTS &&
+             !l1r_active(h, order[b]); b++) {
+            uint64_t start = (uint64_t)h->slots[order[a]].key_offset *
+                L1R_UNIT;
+            uint64_t end = (uint64_t)h->slots[order[b]].key_offset *
+                L1R_UNIT + l1r_slot_gap(h, order[b]);
+
+            if (nfree - (b - a + 1) >= nspare && end - start > best) {
+                best = end - start;
+                best_a = a;
+                best_b = b;
+            }
+        }
+    }
+    for (int i = 0, k = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS && k < nspare;
+         i++) {
+        bool in_run = false;
+
+        for (int p = best_a; p >= 0 && p <= best_b; p++) {
+            in_run |= order[p] == i;
+        }
+        if (!l1r_active(h, i) && !in_run) {
+            spares[k++] = i;
+        }
+    }
+    *area = best ? (uint64_t)h->slots[order[best_a]].key_offset * L1R_UNIT
+                 : 0;
+    return best;
 }
 
 /* A header copy of the record, decoded and validated. */
@@ -525,7 +583,7 @@ static void l1r_unit_hash(const uint8_t *unit, uint8_t *out)
     uint8_t d[32];
 
     l1r_sha256(unit, L1R_UNIT, d);
-    memcpy(out, d, L1R_HALF);
+    memcpy(out, d, L1R_CSUM);
 }
 
 /*
@@ -551,13 +609,23 @@ static int l1r_recover(ReencRun *run, Error **errp)
         uint8_t *unit = run->buf + u * L1R_UNIT;
         const uint8_t *want = l->csums + u * L1R_CSUM;
         uint64_t sector = off / L1R_UNIT + u;
-        uint8_t h[L1R_HALF];
+        uint8_t h[L1R_CSUM], trial[L1R_UNIT];
 
         l1r_unit_hash(unit, h);
-        if (!memcmp(h, want + L1R_HALF, L1R_HALF)) {
-            continue;
-        }
-        if (memcmp(h, want, L1R_HALF)) {
+        if (memcmp(h, want, L1R_CSUM)) {
+            /* New ciphertext, if the old one is what it comes back to. */
+            memcpy(trial, unit, L1R_UNIT);
+            if (qcrypto_sector_cipher_decrypt(l->new_sc, sector, trial,
+                                              L1R_UNIT, errp) < 0 ||
+                qcrypto_sector_cipher_encrypt(l->old_sc, sector, trial,
+                                              L1R_UNIT, errp) < 0) {
+                return -1;
+            }
+            l1r_unit_hash(trial, h);
+            explicit_bzero(trial, sizeof(trial));
+            if (!memcmp(h, want, L1R_CSUM)) {
+                continue;
+            }
             error_setg(errp, "LUKS1 re-encryption: the sector at payload "
                        "offset %" PRIu64 " holds neither its old nor its new "
                        "ciphertext (damaged, or written in part): not "
@@ -610,10 +678,6 @@ static int l1r_zone(ReencRun *run, uint64_t off, uint64_t len, Error **errp)
         qcrypto_sector_cipher_encrypt(l->new_sc, off / L1R_UNIT, run->buf,
                                       len, errp) < 0) {
         return -1;
-    }
-    for (uint64_t u = 0; u < n; u++) {
-        l1r_unit_hash(run->buf + u * L1R_UNIT,
-                      l->csums + u * L1R_CSUM + L1R_HALF);
     }
     /* The other region and the other copy: the current ones stay whole. */
     l->rec.region ^= 1;
@@ -881,9 +945,8 @@ int reenc_luks1_rekey_init(const QCryptoReencryptRekeyOptions *o,
     uint8_t ptrbuf[L1R_PTR_LEN], rec0[L1R_REC_LEN] = { 0 };
     L1R l = { 0 };
     L1RSlot slots[QCRYPTO_LUKS_NUM_KEY_SLOTS];
-    int nslots, nfree = 0, free_ids[QCRYPTO_LUKS_NUM_KEY_SLOTS];
-    int meta = -1;
-    uint64_t gap, best = 0;
+    int nslots, nfree = 0, spares[QCRYPTO_LUKS_NUM_KEY_SLOTS];
+    uint64_t best;
     int64_t flen;
     int ret = -1;
 
@@ -940,19 +1003,12 @@ int reenc_luks1_rekey_init(const QCryptoReencryptRekeyOptions *o,
     }
 
     /*
-     * Free slots: the largest area holds the metadata; the others, in
-     * order, the kept slots' new key material (each kept slot swaps its
-     * area with one of them, so its number stays).
+     * Free slots: nslots of them (spares) take the kept slots' new key
+     * material (each kept slot swaps its area with one, so its number
+     * stays); the longest run of the others holds the metadata.
      */
     for (int i = 0; i < QCRYPTO_LUKS_NUM_KEY_SLOTS; i++) {
-        if (!l1r_active(&l.old, i)) {
-            gap = l1r_slot_gap(&l.old, i);
-            free_ids[nfree++] = i;
-            if (gap > best) {
-                best = gap;
-                meta = i;
-            }
-        }
+        nfree += !l1r_active(&l.old, i);
     }
     if (nfree < nslots + 1) {
         error_setg(errp, "A new volume key for %d LUKS1 key slot(s) needs "
@@ -961,7 +1017,7 @@ int reenc_luks1_rekey_init(const QCryptoReencryptRekeyOptions *o,
                    nfree);
         return -1;
     }
-    l.ptr.area = (uint64_t)l.old.slots[meta].key_offset * L1R_UNIT;
+    best = l1r_meta_run(&l.old, nslots, spares, &l.ptr.area);
     l.ptr.region_len = best > 2 * L1R_REC_LEN ?
         (best - 2 * L1R_REC_LEN) / 2 / L1R_REGION_ALIGN * L1R_REGION_ALIGN : 0;
     if (!l.ptr.region_len) {
@@ -976,12 +1032,11 @@ int reenc_luks1_rekey_init(const QCryptoReencryptRekeyOptions *o,
             memset(l.new.slots[i].salt, 0, QCRYPTO_LUKS_SALT_LEN);
         }
     }
-    for (int k = 0, f = 0; k < nslots; k++, f++) {
+    for (int k = 0; k < nslots; k++) {
         int id = slots[k].id;
 
-        f += free_ids[f] == meta;       /* the metadata's: not a spare */
-        l.new.slots[id].key_offset = l.old.slots[free_ids[f]].key_offset;
-        l.new.slots[free_ids[f]].key_offset = l.old.slots[id].key_offset;
+        l.new.slots[id].key_offset = l.old.slots[spares[k]].key_offset;
+        l.new.slots[spares[k]].key_offset = l.old.slots[id].key_offset;
     }
     if (qcrypto_pbkdf2(l.old_spec.hash_alg, new_mk->data, new_mk->len,
                        l.new.mk_digest_salt, QCRYPTO_LUKS_SALT_LEN,

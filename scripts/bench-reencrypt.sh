@@ -13,6 +13,8 @@
 # sectors, the 16 MiB data offset of luksFormat): `qemu-img-lite reencrypt`
 # against `cryptsetup reencrypt --force-offline-reencrypt`, both with
 # checksum resilience (the default of both) and their default hot zones.
+# MODE "rekey-luks1" times ours on a cryptsetup LUKS1 image against ours
+# on the LUKS2 one (cryptsetup's LUKS1 run needs device-mapper).
 # MODE "decrypt" times in-place decryption of the same LUKS2 image:
 # `qemu-img-lite reencrypt --decrypt` against `cryptsetup reencrypt
 # --decrypt --header HDR --force-offline-reencrypt` (both move the header
@@ -66,6 +68,37 @@ timed() {
 
 dd_time=$(timed 0 dd if="$SRC" of="$DIR/dd.out" bs=256K conv=fsync)
 
+if [ "$MODE" = rekey-luks1 ]; then
+    # SRC becomes a cryptsetup LUKS1 image (2 MiB payload offset, 512-bit
+    # key) of the random bytes; ours on it, against ours on LUKS2 (the
+    # rekey mode's image). cryptsetup's LUKS1 re-encryption needs
+    # device-mapper, which this kernel lacks: not timed.
+    mv "$SRC" "$DIR/payload"
+    truncate -s $(((SIZE_MIB + 2) << 20)) "$SRC"
+    "$CRYPTSETUP" luksFormat --batch-mode --type luks1 --key-file "$KEY" \
+        --pbkdf-force-iterations 1000 --key-size 512 "$SRC"
+    dd if="$DIR/payload" of="$SRC" bs=1M seek=2 conv=notrunc status=none
+    luks1=$(timed 0 "$QIL" reencrypt --object "secret,id=s0,file=$KEY" \
+            -o iter-time=10 --image-opts \
+            "driver=luks,key-secret=s0,file.filename=$WORK")
+    truncate -s $(((SIZE_MIB + 16) << 20)) "$SRC"
+    "$CRYPTSETUP" luksFormat --batch-mode --type luks2 --key-file "$KEY" \
+        --pbkdf pbkdf2 --pbkdf-force-iterations 1000 --key-size 512 \
+        --sector-size 512 "$SRC"
+    dd if="$DIR/payload" of="$SRC" bs=1M seek=16 conv=notrunc status=none
+    rm -f "$DIR/payload"
+    luks2=$(timed 0 "$QIL" reencrypt --object "secret,id=s0,file=$KEY" \
+            -o iter-time=10,kdf=pbkdf2 --image-opts \
+            "driver=luks,key-secret=s0,file.filename=$WORK")
+    echo "New volume key for $SIZE_MIB MiB in $DIR (best of $RUNS)"
+    row "dd (copy, fsync)" "$dd_time" "$dd_time"
+    row "qemu-img-lite reencrypt LUKS1" "$luks1" "$dd_time"
+    row "qemu-img-lite reencrypt LUKS2" "$luks2" "$dd_time"
+    awk -v a="$luks1" -v b="$luks2" -v s="$SIZE_MIB" 'BEGIN {
+        printf "LUKS1 %.0f MiB/s, LUKS2 %.0f MiB/s: LUKS1 takes %.2fx LUKS2\n",
+            s / a, s / b, a / b }'
+    exit 0
+fi
 if [ "$MODE" = rekey ] || [ "$MODE" = decrypt ]; then
     # SRC becomes a LUKS2 image whose payload is the random bytes (what
     # they decrypt to does not matter for the time).

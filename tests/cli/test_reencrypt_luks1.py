@@ -251,6 +251,39 @@ class ReencryptLuks1(ReencTestCase):
         self.assertFails(["info", "--object", SECRET, "--image-opts",
                           image_opts(img)], "cryptsetup")
 
+    def test_zone_recovery(self):
+        """Killed after a zone's data write, before its sync (blkdebug
+        kill-flush: the init's 2 syncs, the zone's checksums' sync, then
+        this one): the zone's sectors are new, found so by the resume
+        (decrypted with the new key, encrypted with the old, they hash
+        to their checksums) and kept; one sector overwritten is neither
+        old nor new: refused, the image untouched."""
+        img, orig = self.qemu_luks1("z.img")
+        old = self.volume_key(img)
+        proc = qil("reencrypt", "--object", SECRET, "-o", KDF,
+                   "--hotzone-size", "1M", "--image-opts",
+                   "driver=luks,key-secret=sec0,file.driver=blkdebug,"
+                   f"file.kill-flush=4,file.file.filename={img}",
+                   check=False)
+        self.assertEqual(proc.returncode, -9, proc.stderr)
+        self.assertEqual(self.magic(img), RUN_MAGIC)
+        bad = self.path("bad.img")
+        with open(img, "rb") as f, open(bad, "wb") as g:
+            g.write(f.read())
+        with open(bad, "r+b") as f:
+            f.seek(104)
+            payload = int.from_bytes(f.read(4), "big") * 512
+            f.seek(payload + 5 * 512)
+            f.write(os.urandom(512))
+        before = file_bytes(bad)
+        self.assertFails(["reencrypt", "--object", SECRET, "--resume-only",
+                          "--image-opts", image_opts(bad)],
+                         "payload offset 2560 holds neither its old nor "
+                         "its new ciphertext")
+        self.assertEqual(file_bytes(bad), before)
+        self.resume(img)
+        self.check_data(img, orig, old)
+
     def test_sigkill_then_resume(self):
         """Kill the run (and sometimes the resume) anywhere; nothing lost."""
         def ours(img):
