@@ -26,116 +26,9 @@
 #define FUZZ_LUKS2_MAX_ITERATIONS 10000
 #include "fuzz-luks2.h"
 
-#include "crypto/reencrypt.h"
+#include "fuzz-reenc-file.h"
 
 #define FUZZ_PASSPHRASE "fuzz"
-/* The file may grow to twice the input plus this (a truncate, a write). */
-#define FUZZ_REENC_GROWTH (1024 * 1024)
-#define FUZZ_REENC_MAX_FILE (16 * 1024 * 1024)
-#define FUZZ_REENC_HOTZONE (16 * 1024)
-/* Zones per run: the file bounds them, this bounds them more. */
-#define FUZZ_REENC_MAX_ZONES 256
-
-typedef struct FuzzFile {
-    uint8_t *data;
-    size_t len;             /* the file's length */
-    size_t alloc;           /* data's size */
-    size_t max;             /* the largest length allowed */
-    unsigned zones;         /* progress calls this run */
-    unsigned stop_after;    /* stop at this progress call (0: never) */
-} FuzzFile;
-
-static int ff_reserve(FuzzFile *f, uint64_t len, Error **errp)
-{
-    if (len > f->max) {
-        error_setg(errp, "No space left: the file would grow to %" PRIu64
-                   " bytes", len);
-        return -1;
-    }
-    if (len > f->alloc) {
-        size_t n = MIN(MAX(len, 2 * f->alloc), f->max);
-
-        f->data = g_realloc(f->data, n);
-        f->alloc = n;
-    }
-    return 0;
-}
-
-static int ff_read(void *opaque, uint64_t off, void *buf, size_t len,
-                   Error **errp)
-{
-    FuzzFile *f = opaque;
-
-    if (off > f->len || len > f->len - off) {
-        error_setg(errp, "Read of %zu bytes at %" PRIu64 " is beyond the "
-                   "end of the file (%zu bytes)", len, off, f->len);
-        return -1;
-    }
-    memcpy(buf, f->data + off, len);
-    return 0;
-}
-
-static int ff_write(void *opaque, uint64_t off, const void *buf, size_t len,
-                    Error **errp)
-{
-    FuzzFile *f = opaque;
-
-    if (off > f->max || len > f->max - off) {
-        error_setg(errp, "Write of %zu bytes at %" PRIu64 " is beyond the "
-                   "largest file allowed", len, off);
-        return -1;
-    }
-    if (ff_reserve(f, off + len, errp) < 0) {
-        return -1;
-    }
-    if (off > f->len) {
-        memset(f->data + f->len, 0, off - f->len);
-    }
-    memcpy(f->data + off, buf, len);
-    f->len = MAX(f->len, off + len);
-    return 0;
-}
-
-static int ff_sync(void *opaque, Error **errp)
-{
-    return 0;
-}
-
-static int64_t ff_length(void *opaque, Error **errp)
-{
-    FuzzFile *f = opaque;
-
-    return f->len;
-}
-
-static int ff_truncate(void *opaque, uint64_t size, Error **errp)
-{
-    FuzzFile *f = opaque;
-
-    if (ff_reserve(f, size, errp) < 0) {
-        return -1;
-    }
-    if (size > f->len) {
-        memset(f->data + f->len, 0, size - f->len);
-    }
-    f->len = size;
-    return 0;
-}
-
-static bool ff_progress(void *opaque, uint64_t done, uint64_t total)
-{
-    FuzzFile *f = opaque;
-
-    if (done > total) {
-        fuzz_fail("progress: %" PRIu64 " of %" PRIu64 " bytes done", done,
-                  total);
-    }
-    f->zones++;
-    if (f->zones > FUZZ_REENC_MAX_ZONES) {
-        return true;
-    }
-    return f->stop_after && f->zones == f->stop_after;
-}
 
 /* A finished image opens with the passphrase (the real open, strict). */
 static void fuzz_check_done(FuzzFile *f, const QCryptoBlockSecret *secret)
@@ -193,16 +86,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const QCryptoBlockSecret secret = {
         (const uint8_t *)FUZZ_PASSPHRASE, strlen(FUZZ_PASSPHRASE)
     };
-    FuzzFile f = { 0 };
-    QCryptoReencryptIO io = {
-        .read = ff_read,
-        .write = ff_write,
-        .sync = ff_sync,
-        .length = ff_length,
-        .truncate = ff_truncate,
-        .progress = ff_progress,
-        .opaque = &f,
-    };
+    FuzzFile f;
+    QCryptoReencryptIO io;
     int ret;
 
     fuzz_init();
@@ -210,11 +95,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_debug("skipped: costly key slots", NULL);
         return -1;      /* not added to the corpus */
     }
-    f.max = MIN((uint64_t)2 * size + FUZZ_REENC_GROWTH, FUZZ_REENC_MAX_FILE);
-    f.max = MAX(f.max, size);
-    f.alloc = MAX(size, 1);
-    f.data = fuzz_memdup(data, size);
-    f.len = size;
+    ff_init(&f, &io, data, size);
     fuzz_luks2_fix_checksums(f.data, f.len);
 
     /* Once stopped after the first zone, then to the end. */
@@ -239,7 +120,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         }
     }
-    explicit_bzero(f.data, f.alloc);
-    g_free(f.data);
+    ff_free(&f);
     return 0;
 }

@@ -47,6 +47,15 @@ for t in "$@"; do
             break
         fi
     done
+    # libFuzzer cuts inputs to 1 MiB unless told: a target whose seeds
+    # are larger (LUKS1 images with 8 key slots of AES-XTS key material)
+    # gets its largest seed's size.
+    maxlen=$(find "$src/corpus/$t" "$src/regress/$t" -type f -printf '%s\n' |
+             sort -n | tail -n 1)
+    lenopt=
+    if [ "${maxlen:-0}" -gt 1048576 ]; then
+        lenopt="-max_len=$maxlen"
+    fi
     echo "== $t: ${seconds}s, log in $work/$t.log"
     # -timeout: one input running this long is a hang (the format's own
     # limits keep a valid open well under it). Leaks are reported
@@ -54,7 +63,7 @@ for t in "$@"; do
     # shellcheck disable=SC2086
     "$build/tests/fuzz/$t" -max_total_time="$seconds" -timeout=25 \
         -rss_limit_mb=2048 -print_final_stats=1 \
-        -artifact_prefix="$work/artifacts/$t/" $dict ${FUZZ_ARGS:-} \
+        -artifact_prefix="$work/artifacts/$t/" $dict $lenopt ${FUZZ_ARGS:-} \
         "$work/corpus/$t" "$src/corpus/$t" "$src/regress/$t" \
         > "$work/$t.log" 2>&1
     rc=$?
