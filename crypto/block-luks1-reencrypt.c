@@ -109,6 +109,8 @@ typedef struct L1R {
     uint64_t payload;           /* bytes */
     uint64_t pos;               /* [0, pos) is under the new key */
     QCryptoSectorCipher *old_sc, *new_sc;
+    /* One thread at a time uses a sector cipher: the run's and online's. */
+    GMutex sc_lock;
     uint8_t *csums;             /* one region */
 } L1R;
 
@@ -554,6 +556,7 @@ static int l1r_start(ReencRun *run, JsonObject *ks,
     L1R *l = g_new0(L1R, 1);
     uint64_t cap;
 
+    g_mutex_init(&l->sc_lock);
     run->state = l;
     if (l1r_load(l, r->io, errp) < 0) {
         return -1;
@@ -584,6 +587,21 @@ static void l1r_unit_hash(const uint8_t *unit, uint8_t *out)
 
     l1r_sha256(unit, L1R_UNIT, d);
     memcpy(out, d, L1R_CSUM);
+}
+
+/* The sectors [off, off + len) with sc, under the lock. */
+static int l1r_crypt_with(L1R *l, QCryptoSectorCipher *sc, bool encrypt,
+                          uint64_t off, uint8_t *buf, size_t len,
+                          Error **errp)
+{
+    int ret;
+
+    g_mutex_lock(&l->sc_lock);
+    ret = encrypt ?
+        qcrypto_sector_cipher_encrypt(sc, off / L1R_UNIT, buf, len, errp) :
+        qcrypto_sector_cipher_decrypt(sc, off / L1R_UNIT, buf, len, errp);
+    g_mutex_unlock(&l->sc_lock);
+    return ret;
 }
 
 /*
@@ -673,10 +691,8 @@ static int l1r_zone(ReencRun *run, uint64_t off, uint64_t len, Error **errp)
     for (uint64_t u = 0; u < n; u++) {
         l1r_unit_hash(run->buf + u * L1R_UNIT, l->csums + u * L1R_CSUM);
     }
-    if (qcrypto_sector_cipher_decrypt(l->old_sc, off / L1R_UNIT, run->buf,
-                                      len, errp) < 0 ||
-        qcrypto_sector_cipher_encrypt(l->new_sc, off / L1R_UNIT, run->buf,
-                                      len, errp) < 0) {
+    if (l1r_crypt_with(l, l->old_sc, false, off, run->buf, len, errp) < 0 ||
+        l1r_crypt_with(l, l->new_sc, true, off, run->buf, len, errp) < 0) {
         return -1;
     }
     /* The other region and the other copy: the current ones stay whole. */
@@ -776,7 +792,32 @@ static void l1r_clear(ReencRun *run)
     qcrypto_sector_cipher_free(l->old_sc);
     qcrypto_sector_cipher_free(l->new_sc);
     g_free(l->csums);
+    g_mutex_clear(&l->sc_lock);
     explicit_bzero(l, sizeof(*l));
+}
+
+/* Online: [0, done) under the new key, the rest under the old. */
+static int l1r_crypt(ReencRun *run, uint64_t done, bool encrypt,
+                     uint64_t off, uint8_t *buf, size_t len, Error **errp)
+{
+    L1R *l = run->state;
+    size_t n = off < done ? MIN(len, done - off) : 0;
+
+    if (n && l1r_crypt_with(l, l->new_sc, encrypt, off, buf, n, errp) < 0) {
+        return -1;
+    }
+    return len > n ? l1r_crypt_with(l, l->old_sc, encrypt, off + n, buf + n,
+                                    len - n, errp) : 0;
+}
+
+static uint64_t l1r_data_offset(ReencRun *run)
+{
+    return ((L1R *)run->state)->payload;
+}
+
+static uint32_t l1r_sector_size(ReencRun *run)
+{
+    return L1R_UNIT;
 }
 
 const ReencMode reenc_mode_luks1 = {
@@ -788,6 +829,9 @@ const ReencMode reenc_mode_luks1 = {
     .done = l1r_done,
     .finish = l1r_finish,
     .clear = l1r_clear,
+    .crypt = l1r_crypt,
+    .data_offset = l1r_data_offset,
+    .sector_size = l1r_sector_size,
 };
 
 /*
@@ -812,17 +856,13 @@ static int l1r_finish_wipe(const QCryptoReencryptIO *io, Error **errp)
     return ret;
 }
 
-int reenc_luks1_resume(const QCryptoBlockSecret *secret,
-                       const QCryptoReencryptKeys *keys, uint64_t hotzone,
-                       const QCryptoReencryptIO *io, Error **errp)
+int reenc_luks1_find(const QCryptoReencryptIO *io, Error **errp)
 {
-    Reenc r = { .io = io, .keys = keys };
     int ret;
 
     switch (l1r_state(io)) {
     case L1R_RUNNING:
-        return reenc_mode_run(&r, &reenc_mode_luks1, NULL, secret, hotzone,
-                              errp);
+        return 1;
     case L1R_CRYPTSETUP:
         l1r_cryptsetup_error(errp);
         return -1;

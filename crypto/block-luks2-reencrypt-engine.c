@@ -27,54 +27,123 @@ static const ReencMode *reenc_mode_find(const char *name)
     return NULL;
 }
 
-int reenc_mode_run(Reenc *r, const ReencMode *m, JsonObject *ks,
-                   const QCryptoBlockSecret *secret, uint64_t hotzone,
-                   Error **errp)
-{
-    const QCryptoReencryptIO *io = r->io;
-    ReencRun run = { .r = r };
-    uint64_t off, len;
-    int ret = -1;
+struct QCryptoReencryptRun {
+    Reenc r;
+    const ReencMode *m;
+    ReencRun run;
+    bool started;               /* m->start ran: run.state is the mode's */
+};
 
-    if (m->start(&run, ks, secret, hotzone, errp) < 0) {
-        goto out;
+void qcrypto_reencrypt_run_free(QCryptoReencryptRun *x)
+{
+    if (!x) {
+        return;
     }
-    run.buf = reenc_zone_buf_new(run.bufsize);
-    if (m->recover && m->recover(&run, errp) < 0) {
-        goto out;
+    reenc_zone_buf_free(x->run.buf, x->run.bufsize);
+    if (x->started && x->run.state && x->m->clear) {
+        x->m->clear(&x->run);
     }
-    while (m->next(&run, &off, &len)) {
-        if (io->progress && io->progress(io->opaque, m->done(&run),
-                                         r->size)) {
-            /* Stopped between zones: what was written is made durable. */
-            ret = io->sync(io->opaque, errp) < 0 ? -1 : 1;
-            goto out;
-        }
-        ret = m->zone(&run, off, len, errp);
-        if (ret != 0) {
-            goto out;
-        }
-        ret = -1;
+    g_free(x->run.state);
+    reenc_clear(&x->r);
+    g_free(x);
+}
+
+/* Start mode x->m (state in x->r, key slot ks), repair a cut zone. */
+static int reenc_run_begin(QCryptoReencryptRun *x, JsonObject *ks,
+                           const QCryptoBlockSecret *secret, uint64_t hotzone,
+                           Error **errp)
+{
+    x->run.r = &x->r;
+    x->started = true;
+    if (x->m->start(&x->run, ks, secret, hotzone, errp) < 0) {
+        return -1;
     }
-    if (io->stop_at == QCRYPTO_REENCRYPT_STOP_BEFORE_FINISH &&
-        m->stop_before_finish) {
-        ret = m->stop_before_finish(&run, errp) < 0 ? -1 : 1;
-        goto out;
-    }
-    if (m->finish(&run, errp) < 0) {
-        goto out;
+    x->run.buf = reenc_zone_buf_new(x->run.bufsize);
+    return x->m->recover ? x->m->recover(&x->run, errp) : 0;
+}
+
+bool qcrypto_reencrypt_run_next(QCryptoReencryptRun *x, uint64_t *off,
+                                uint64_t *len)
+{
+    return x->m->next(&x->run, off, len);
+}
+
+/* 0, or 1 from the tests' stops inside a zone (resumable), -1 */
+int qcrypto_reencrypt_run_zone(QCryptoReencryptRun *x, uint64_t off,
+                               uint64_t len, Error **errp)
+{
+    return x->m->zone(&x->run, off, len, errp);
+}
+
+uint64_t qcrypto_reencrypt_run_done(QCryptoReencryptRun *x)
+{
+    return x->m->done(&x->run);
+}
+
+uint64_t qcrypto_reencrypt_run_size(QCryptoReencryptRun *x)
+{
+    return x->r.size;
+}
+
+int qcrypto_reencrypt_run_finish(QCryptoReencryptRun *x, Error **errp)
+{
+    const QCryptoReencryptIO *io = x->r.io;
+
+    if (x->m->finish(&x->run, errp) < 0) {
+        return -1;
     }
     if (io->progress) {
-        io->progress(io->opaque, r->size, r->size);
+        io->progress(io->opaque, x->r.size, x->r.size);
     }
-    ret = 0;
-out:
-    reenc_zone_buf_free(run.buf, run.bufsize);
-    if (run.state && m->clear) {
-        m->clear(&run);
+    return 0;
+}
+
+bool qcrypto_reencrypt_run_online(QCryptoReencryptRun *x)
+{
+    return x->m->crypt != NULL;
+}
+
+uint64_t qcrypto_reencrypt_run_data_offset(QCryptoReencryptRun *x)
+{
+    return x->m->data_offset(&x->run);
+}
+
+uint32_t qcrypto_reencrypt_run_sector_size(QCryptoReencryptRun *x)
+{
+    return x->m->sector_size(&x->run);
+}
+
+int qcrypto_reencrypt_run_crypt(QCryptoReencryptRun *x, uint64_t done,
+                                bool encrypt, uint64_t off, uint8_t *buf,
+                                size_t len, Error **errp)
+{
+    return x->m->crypt(&x->run, done, encrypt, off, buf, len, errp);
+}
+
+/* The zones, with progress, to the end: 0 done, 1 stopped, -1 error. */
+static int reenc_run_loop(QCryptoReencryptRun *x, Error **errp)
+{
+    const QCryptoReencryptIO *io = x->r.io;
+    uint64_t off, len;
+
+    while (qcrypto_reencrypt_run_next(x, &off, &len)) {
+        if (io->progress && io->progress(io->opaque,
+                                         qcrypto_reencrypt_run_done(x),
+                                         x->r.size)) {
+            /* Stopped between zones: what was written is made durable. */
+            return io->sync(io->opaque, errp) < 0 ? -1 : 1;
+        }
+        int ret = qcrypto_reencrypt_run_zone(x, off, len, errp);
+
+        if (ret != 0) {
+            return ret;         /* 1: a test stop, resumable */
+        }
     }
-    g_free(run.state);
-    return ret;
+    if (io->stop_at == QCRYPTO_REENCRYPT_STOP_BEFORE_FINISH &&
+        x->m->stop_before_finish) {
+        return x->m->stop_before_finish(&x->run, errp) < 0 ? -1 : 1;
+    }
+    return qcrypto_reencrypt_run_finish(x, errp);
 }
 
 /*
@@ -143,42 +212,79 @@ int qcrypto_reencrypt_resume(const QCryptoBlockSecret *secret,
     return qcrypto_reencrypt_resume_keys(secret, NULL, hotzone, io, errp);
 }
 
+/*
+ * Find the run the image behind io is in: 1 (x->m set; *ks its LUKS2 key
+ * slot, NULL for LUKS1), 0 nothing left to do (what a finished run left
+ * was tidied), -1 and errp.
+ */
+static int reenc_run_find(QCryptoReencryptRun *x,
+                          const QCryptoReencryptKeys *keys,
+                          const QCryptoReencryptIO *io, JsonObject **ks,
+                          Error **errp)
+{
+    const char *mode;
+    int ret;
+
+    x->r.keys = keys;
+    x->r.io = io;
+    *ks = NULL;
+    /* LUKS1 keeps its run's state its own way (block-luks1-reencrypt.c) */
+    if (reenc_luks1_image(io)) {
+        ret = reenc_luks1_find(io, errp);
+        x->m = ret > 0 ? &reenc_mode_luks1 : NULL;
+        return ret;
+    }
+    if (reenc_load(&x->r, io, errp) < 0) {
+        return -1;
+    }
+    ret = reenc_trim_to_recorded_size(&x->r, errp);
+    if (ret != 0) {
+        return ret > 0 ? 0 : -1;
+    }
+    if (!(*ks = reenc_find_keyslot(&x->r, &mode, errp))) {
+        return -1;
+    }
+    x->m = reenc_mode_find(mode);
+    if (!x->m) {
+        error_setg(errp, "LUKS2 re-encryption mode '%s' is not supported "
+                   "here yet: finish it with cryptsetup reencrypt "
+                   "--resume-only", mode);
+        return -1;
+    }
+    return 1;
+}
+
+QCryptoReencryptRun *qcrypto_reencrypt_run_open(
+    const QCryptoBlockSecret *secret, const QCryptoReencryptKeys *keys,
+    uint64_t hotzone, const QCryptoReencryptIO *io, Error **errp)
+{
+    g_autoptr(QCryptoReencryptRun) x = g_new0(QCryptoReencryptRun, 1);
+    JsonObject *ks;
+    int ret = reenc_run_find(x, keys, io, &ks, errp);
+
+    if (ret == 0) {
+        error_setg(errp, "The image is not being re-encrypted");
+    }
+    if (ret <= 0 || reenc_run_begin(x, ks, secret, hotzone, errp) < 0) {
+        return NULL;
+    }
+    return g_steal_pointer(&x);
+}
+
 int qcrypto_reencrypt_resume_keys(const QCryptoBlockSecret *secret,
                                   const QCryptoReencryptKeys *keys,
                                   uint64_t hotzone,
                                   const QCryptoReencryptIO *io, Error **errp)
 {
-    Reenc r = { .keys = keys };
-    const ReencMode *m;
+    g_autoptr(QCryptoReencryptRun) x = g_new0(QCryptoReencryptRun, 1);
     JsonObject *ks;
-    const char *mode;
-    int ret = -1;
+    int ret = reenc_run_find(x, keys, io, &ks, errp);
 
-    /* LUKS1 keeps its run's state its own way (block-luks1-reencrypt.c) */
-    if (reenc_luks1_image(io)) {
-        return reenc_luks1_resume(secret, keys, hotzone, io, errp);
+    if (ret <= 0) {
+        return ret;
     }
-    if (reenc_load(&r, io, errp) < 0) {
-        goto out;
+    if (reenc_run_begin(x, ks, secret, hotzone, errp) < 0) {
+        return -1;
     }
-    ret = reenc_trim_to_recorded_size(&r, errp);
-    if (ret != 0) {
-        ret = ret > 0 ? 0 : -1;
-        goto out;
-    }
-    ret = -1;
-    if (!(ks = reenc_find_keyslot(&r, &mode, errp))) {
-        goto out;
-    }
-    m = reenc_mode_find(mode);
-    if (!m) {
-        error_setg(errp, "LUKS2 re-encryption mode '%s' is not supported "
-                   "here yet: finish it with cryptsetup reencrypt "
-                   "--resume-only", mode);
-        goto out;
-    }
-    ret = reenc_mode_run(&r, m, ks, secret, hotzone, errp);
-out:
-    reenc_clear(&r);
-    return ret;
+    return reenc_run_loop(x, errp);
 }

@@ -948,6 +948,36 @@ static void rekey_clear(ReencRun *run)
     qcrypto_block_free(rr->k.newblock);
 }
 
+/* Online: [0, done) under the new key, the rest under the old. */
+static int rekey_online_crypt(ReencRun *run, uint64_t done, bool encrypt,
+                              uint64_t off, uint8_t *buf, size_t len,
+                              Error **errp)
+{
+    RekeyRun *rr = run->state;
+    size_t n = off < done ? MIN(len, done - off) : 0;
+    int (*fn)(QCryptoBlock *, uint64_t, uint8_t *, size_t, Error **) =
+        encrypt ? qcrypto_block_encrypt : qcrypto_block_decrypt;
+
+    if (n && fn(rr->k.newblock, off, buf, n, errp) < 0) {
+        return -1;
+    }
+    return len > n ? fn(run->r->block, off + n, buf + n, len - n, errp) : 0;
+}
+
+static uint64_t rekey_data_offset(ReencRun *run)
+{
+    RekeyRun *rr = run->state;
+
+    return rr->k.offset;
+}
+
+static uint32_t rekey_sector_size(ReencRun *run)
+{
+    RekeyRun *rr = run->state;
+
+    return MAX(run->r->block->sector_size, rr->k.newblock->sector_size);
+}
+
 const ReencMode reenc_mode_rekey = {
     .name = "reencrypt",
     .start = rekey_start,
@@ -958,6 +988,9 @@ const ReencMode reenc_mode_rekey = {
     .stop_before_finish = rekey_stop_before_finish,
     .finish = rekey_finish_run,
     .clear = rekey_clear,
+    .crypt = rekey_online_crypt,
+    .data_offset = rekey_data_offset,
+    .sector_size = rekey_sector_size,
 };
 
 /* ---- init ---- */

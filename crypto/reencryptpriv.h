@@ -202,6 +202,17 @@ typedef struct ReencMode {
     int (*finish)(ReencRun *run, Error **errp);
     /* Optional: free run->state's insides (the loop frees run->state). */
     void (*clear)(ReencRun *run);
+    /*
+     * Optional, online runs (qcrypto_reencrypt_run_crypt(), a new volume
+     * key only): encrypt or decrypt logical [off, off + len) of buf in
+     * place with the key it is under when [0, done) is new; from any
+     * thread, while zone runs on another (never on the same bytes). With
+     * it: the data's offset in the file and the largest sector size.
+     */
+    int (*crypt)(ReencRun *run, uint64_t done, bool encrypt, uint64_t off,
+                 uint8_t *buf, size_t len, Error **errp);
+    uint64_t (*data_offset)(ReencRun *run);
+    uint32_t (*sector_size)(ReencRun *run);
 } ReencMode;
 
 struct ReencRun {
@@ -218,15 +229,6 @@ extern const ReencMode reenc_mode_decrypt;
 extern const ReencMode reenc_mode_rekey;
 extern const ReencMode reenc_mode_luks1;
 
-/*
- * Run mode m over the state r holds (r->io, r->keys; for LUKS2 loaded,
- * its reencrypt key slot ks) to the end: 0 done, 1 stopped (progress
- * asked, or a test stop), -1 error.
- */
-int reenc_mode_run(Reenc *r, const ReencMode *m, JsonObject *ks,
-                   const QCryptoBlockSecret *secret, uint64_t hotzone,
-                   Error **errp);
-
 /* ---- LUKS1 (block-luks1-reencrypt.c) ---- */
 
 /* The image behind io->read starts with a LUKS1 header, whole or marked
@@ -236,10 +238,12 @@ bool reenc_luks1_image(const QCryptoReencryptIO *io);
 bool reenc_luks1_running(const QCryptoReencryptIO *io);
 /* The same, with errp saying whose run it is and how to finish it. */
 bool reenc_luks1_busy(const QCryptoReencryptIO *io, Error **errp);
-/* qcrypto_reencrypt_resume_keys() of a LUKS1 image. */
-int reenc_luks1_resume(const QCryptoBlockSecret *secret,
-                       const QCryptoReencryptKeys *keys, uint64_t hotzone,
-                       const QCryptoReencryptIO *io, Error **errp);
+/*
+ * The run a LUKS1 image is in: 1 ours (mode reenc_mode_luks1), 0 none
+ * left (what a finished one left was wiped), -1 and errp (not being
+ * re-encrypted, or by cryptsetup).
+ */
+int reenc_luks1_find(const QCryptoReencryptIO *io, Error **errp);
 /* qcrypto_reencrypt_rekey_init() of a LUKS1 image. */
 int reenc_luks1_rekey_init(const QCryptoReencryptRekeyOptions *o,
                            const QCryptoReencryptIO *io, Error **errp);

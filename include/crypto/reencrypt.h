@@ -207,6 +207,44 @@ QCryptoReencryptKind qcrypto_reencrypt_unfinished_kind(
     const QCryptoReencryptIO *io);
 
 /*
+ * A run taken one zone at a time, for a caller that serves the image
+ * meanwhile (online re-encryption: block/crypto-online.c): open finds
+ * the run the image behind io is in, unlocks its keys (or takes keys'),
+ * and repairs the zone a crash cut short; NULL and errp if there is none
+ * or that fails. next says the next zone, zone does it (durable and
+ * recorded when it returns 0), finish writes the final metadata once
+ * next says none is left. Those run on one thread; the rest on any.
+ */
+typedef struct QCryptoReencryptRun QCryptoReencryptRun;
+QCryptoReencryptRun *qcrypto_reencrypt_run_open(
+    const QCryptoBlockSecret *secret, const QCryptoReencryptKeys *keys,
+    uint64_t hotzone, const QCryptoReencryptIO *io, Error **errp);
+bool qcrypto_reencrypt_run_next(QCryptoReencryptRun *run, uint64_t *off,
+                                uint64_t *len);
+int qcrypto_reencrypt_run_zone(QCryptoReencryptRun *run, uint64_t off,
+                               uint64_t len, Error **errp);
+int qcrypto_reencrypt_run_finish(QCryptoReencryptRun *run, Error **errp);
+/* Bytes done (as progress counts them) and the data's size. */
+uint64_t qcrypto_reencrypt_run_done(QCryptoReencryptRun *run);
+uint64_t qcrypto_reencrypt_run_size(QCryptoReencryptRun *run);
+/*
+ * Whether requests can be served during the run: a new volume key (LUKS2
+ * or LUKS1), whose data stays where it is. Then: where the data starts in
+ * the file, the sector size requests must be whole multiples of, and
+ * crypt, which encrypts or decrypts logical [off, off + len) in place
+ * with the key that part is under when [0, done) is done (done: what
+ * qcrypto_reencrypt_run_done() said last).
+ */
+bool qcrypto_reencrypt_run_online(QCryptoReencryptRun *run);
+uint64_t qcrypto_reencrypt_run_data_offset(QCryptoReencryptRun *run);
+uint32_t qcrypto_reencrypt_run_sector_size(QCryptoReencryptRun *run);
+int qcrypto_reencrypt_run_crypt(QCryptoReencryptRun *run, uint64_t done,
+                                bool encrypt, uint64_t off, uint8_t *buf,
+                                size_t len, Error **errp);
+void qcrypto_reencrypt_run_free(QCryptoReencryptRun *run);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(QCryptoReencryptRun, qcrypto_reencrypt_run_free)
+
+/*
  * Finish the re-encryption the image behind io is in (started by us or by
  * cryptsetup), hot zone by hot zone. 0 when done, 1 when progress asked to
  * stop (resumable), -1 and errp on failure.
