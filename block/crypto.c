@@ -16,6 +16,7 @@
 
 #include "block/block_int.h"
 #include "block/crypto.h"
+#include "block/crypto-online.h"
 #include "crypto/reencrypt.h"
 #include "crypto/secret.h"
 
@@ -32,6 +33,8 @@ typedef struct BlockCrypto {
     uint64_t payload_offset;        /* bytes into bs->file */
     uint64_t data_size;             /* fixed by the header; 0: to the end */
     uint64_t sector_size;
+    /* reencrypt=on: a new volume key while served (crypto-online.c) */
+    BlockCryptoOnline *online;
 } BlockCrypto;
 
 /* Header I/O callbacks: opaque is the node holding the header. */
@@ -340,6 +343,57 @@ static QCryptoBlock *block_crypto_open_block(BlockDriverState *bs,
     return block;
 }
 
+/*
+ * reencrypt=on: serve the image while it gets a new volume key, started
+ * here or resumed (block/crypto-online.c); the run's thread starts with
+ * block_crypto_online_start_node().
+ */
+static int block_crypto_open_online(BlockDriverState *bs, GHashTable *opts,
+                                    int flags, Error **errp)
+{
+    BlockCrypto *s = bs->opaque;
+    QCryptoBlockSecret secret = { 0 };
+
+    if (!(flags & BDRV_O_RDWR) || (flags & BDRV_O_NO_IO)) {
+        error_setg(errp, "reencrypt=on needs the image opened for writing");
+        return -1;
+    }
+    if (bdrv_opts_has_child(opts, "header")) {
+        error_setg(errp, "reencrypt=on does not take a detached header");
+        return -1;
+    }
+    if (block_crypto_check_not_decrypting(bs->file, flags, errp) < 0 ||
+        block_crypto_take_secret(opts, "key-secret", true, NULL, &secret,
+                                 errp) < 0) {
+        return -1;
+    }
+    s->online = block_crypto_online_open(bs->file, opts, &secret, errp);
+    block_crypto_secret_free(&secret);
+    if (!s->online) {
+        return -1;
+    }
+    s->sector_size = block_crypto_online_sector_size(s->online);
+    bs->request_alignment = s->sector_size;
+    return 0;
+}
+
+bool block_crypto_online_start_node(BlockDriverState *bs,
+                                    BlockCryptoOnlineProgress *progress,
+                                    void *opaque)
+{
+    BlockCrypto *s;
+
+    if (!bs || bs->drv != &bdrv_luks) {
+        return false;
+    }
+    s = bs->opaque;
+    if (!s->online) {
+        return false;
+    }
+    block_crypto_online_start(s->online, progress, opaque);
+    return true;
+}
+
 static int block_crypto_open(BlockDriverState *bs, GHashTable *opts, int flags,
                              Error **errp)
 {
@@ -349,8 +403,15 @@ static int block_crypto_open(BlockDriverState *bs, GHashTable *opts, int flags,
     };
     unsigned int qflags = 0;
     int64_t hdr_len, file_len;
+    bool online;
     int ret = -1;
 
+    if (qemu_opt_take_bool(opts, "reencrypt", false, &online, errp) < 0) {
+        return -1;
+    }
+    if (online) {
+        return block_crypto_open_online(bs, opts, flags, errp);
+    }
     /* First: no secret or header can make such an image readable. */
     if (block_crypto_check_not_reencrypting(bs->file, flags, errp) < 0) {
         return -1;
@@ -418,6 +479,10 @@ static void block_crypto_close(BlockDriverState *bs)
 {
     BlockCrypto *s = bs->opaque;
 
+    if (s->online) {
+        block_crypto_online_close(g_steal_pointer(&s->online));
+        return;
+    }
     qcrypto_block_free(s->block);
 }
 
@@ -428,6 +493,9 @@ static int block_crypto_read_sectors(BlockDriverState *bs, uint64_t offset,
     BlockCrypto *s = bs->opaque;
     BlockDriverState *file = bs->file;
 
+    if (s->online) {
+        return block_crypto_online_pread(s->online, offset, buf, bytes, errp);
+    }
     /* The file may end inside the last sector: the rest reads as zeroes. */
     if (bdrv_pread(file, s->payload_offset + offset, buf, bytes,
                    errp) < 0) {
@@ -443,6 +511,10 @@ static int block_crypto_write_sectors(BlockDriverState *bs, uint64_t offset,
     BlockCrypto *s = bs->opaque;
     BlockDriverState *file = bs->file;
 
+    if (s->online) {
+        return block_crypto_online_pwrite(s->online, offset, buf, bytes,
+                                          errp);
+    }
     if (qcrypto_block_encrypt(s->block, offset, buf, bytes, errp) < 0) {
         return -1;
     }
@@ -494,8 +566,12 @@ static int block_crypto_pwrite(BlockDriverState *bs, uint64_t offset,
 static int64_t block_crypto_getlength(BlockDriverState *bs, Error **errp)
 {
     BlockCrypto *s = bs->opaque;
-    int64_t len = bdrv_getlength_exact(bs->file, errp);
+    int64_t len;
 
+    if (s->online) {
+        return block_crypto_online_size(s->online);
+    }
+    len = bdrv_getlength_exact(bs->file, errp);
     if (len < 0) {
         return -1;
     }
@@ -517,6 +593,11 @@ static int block_crypto_truncate(BlockDriverState *bs, uint64_t size,
      * partial last sector could not be read or written, and cryptsetup
      * refuses such a device. Up, as QEMU reports a partial one.
      */
+    if (s->online) {
+        error_setg(errp, "The image is being re-encrypted (reencrypt=on): "
+                   "it cannot be resized meanwhile");
+        return -1;
+    }
     size = qcrypto_block_round_to_sectors(size, s->sector_size);
     if (s->data_size) {
         error_setg(errp, "The LUKS2 header fixes the data size at %" G_GUINT64_FORMAT
@@ -533,7 +614,7 @@ static const char *block_crypto_get_warning(BlockDriverState *bs)
 {
     BlockCrypto *s = bs->opaque;
 
-    return qcrypto_block_get_warning(s->block);
+    return s->block ? qcrypto_block_get_warning(s->block) : NULL;
 }
 
 static bool block_crypto_is_encrypted(BlockDriverState *bs)
@@ -546,6 +627,10 @@ static int block_crypto_get_info(BlockDriverState *bs, BlockImageInfo *info,
 {
     BlockCrypto *s = bs->opaque;
 
+    if (s->online) {
+        error_setg(errp, "The image is being re-encrypted (reencrypt=on)");
+        return -1;
+    }
     info->luks = qcrypto_block_get_info(s->block, errp);
     return info->luks ? 0 : -1;
 }

@@ -34,6 +34,8 @@
  * far above what a socket carries) and reads, the common case, are not.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -44,6 +46,7 @@
 #include <nbdkit-plugin.h>
 
 #include "../qemu-img-lite/img.h"
+#include "block/crypto.h"
 #include "crypto/secret.h"
 
 /* The largest run one block status answer describes (nbdkit asks more). */
@@ -290,6 +293,81 @@ static int qil_get_ready(void)
         img_error_free(qil.image, err);
         return -1;
     }
+    return 0;
+}
+
+/* ---- Online re-encryption (the image opened with reencrypt=on) */
+
+/*
+ * SIGUSR1 pauses the run between zones and SIGUSR2 asks where it is (the
+ * run's thread says so on stderr): only flags here, read by the progress
+ * callback.
+ */
+static volatile sig_atomic_t qil_reenc_paused;
+static volatile sig_atomic_t qil_reenc_report;
+
+static void qil_reenc_signal(int sig)
+{
+    if (sig == SIGUSR1) {
+        qil_reenc_paused = !qil_reenc_paused;
+    }
+    qil_reenc_report = 1;
+}
+
+/* On the run's thread: a line at each tenth, when asked, and at the end. */
+static bool qil_reenc_progress(void *opaque, uint64_t done, uint64_t size,
+                               bool ended, const Error *err)
+{
+    static unsigned last_tenth;
+    static bool was_paused;
+    unsigned tenth = size ? done * 10 / size : 10;
+    bool paused = qil_reenc_paused;
+
+    if (ended) {
+        if (err) {
+            img_error(qil.image, "re-encryption stopped at %" PRIu64 " of %"
+                      PRIu64 " bytes: %s", done, size, error_get_pretty(err));
+        } else {
+            fprintf(stderr, "qemu-nbd-lite: re-encryption %s: %" PRIu64
+                    " of %" PRIu64 " bytes under the new key\n",
+                    done == size ? "done" : "stopped (resumable)", done,
+                    size);
+        }
+        return false;
+    }
+    if (qil_reenc_report || tenth != last_tenth || paused != was_paused) {
+        qil_reenc_report = 0;
+        last_tenth = tenth;
+        was_paused = paused;
+        fprintf(stderr, "qemu-nbd-lite: re-encryption%s: %" PRIu64 " of %"
+                PRIu64 " bytes (%.1f%%)\n", paused ? " paused" : "", done,
+                size, size ? 100.0 * done / size : 100.0);
+    }
+    return paused;
+}
+
+/*
+ * After nbdkit forked (or not): the run is a thread, which a fork would
+ * not carry, so it starts here.
+ */
+static void qil_after_fork_reencrypt(void)
+{
+    struct sigaction sa = { .sa_handler = qil_reenc_signal };
+
+    if (!qil.bs) {
+        return;
+    }
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    if (block_crypto_online_start_node(qil.bs, qil_reenc_progress, NULL)) {
+        sigaction(SIGUSR1, &sa, NULL);
+        sigaction(SIGUSR2, &sa, NULL);
+    }
+}
+
+static int qil_after_fork(void)
+{
+    qil_after_fork_reencrypt();
     return 0;
 }
 
@@ -614,6 +692,7 @@ static struct nbdkit_plugin plugin = {
         "shared=N           serve N clients at once, others wait (0: any)",
     .magic_config_key = "image",
     .get_ready = qil_get_ready,
+    .after_fork = qil_after_fork,
     .list_exports = qil_list_exports,
     .default_export = qil_default_export,
     .preconnect = qil_preconnect,

@@ -23,6 +23,9 @@ packages=(
     # (python3-cryptography); the NBD TLS tests (client and server) make
     # their keys and certificates with psktool and certtool (gnutls-bin)
     nbdkit-plugin-dev fuse3 gnutls-bin python3-cryptography
+    # online re-encryption's test writes random blocks through NBD while
+    # the server re-encrypts, from python (libnbd's bindings)
+    python3-libnbd
     # manual pages from docs/*.md (meson install)
     pandoc
     # the RBD protocol driver (librbd-dev), and the throwaway Ceph cluster

@@ -67,4 +67,24 @@ int block_crypto_check_not_decrypting(BlockDriverState *file, int flags,
 int block_crypto_check_not_reencrypting(BlockDriverState *file, int flags,
                                         Error **errp);
 
+/*
+ * Online re-encryption: a luks node opened with reencrypt=on serves the
+ * image while it gets a new volume key (docs/reencrypt.md, "Online").
+ * progress is called between zones with the bytes done and the data's
+ * size (ended false): true pauses the run, and it is asked again about
+ * five times a second until false. Once more when the run ends (ended
+ * true; err set if it failed, NULL if it finished or was stopped by the
+ * node's close), its return then ignored. It runs on the run's thread.
+ */
+typedef bool BlockCryptoOnlineProgress(void *opaque, uint64_t done,
+                                       uint64_t size, bool ended,
+                                       const Error *err);
+/*
+ * Start bs's run (after any fork: it is a thread); false if bs is not a
+ * luks node opened with reencrypt=on.
+ */
+bool block_crypto_online_start_node(BlockDriverState *bs,
+                                    BlockCryptoOnlineProgress *progress,
+                                    void *opaque);
+
 #endif
