@@ -6,7 +6,10 @@
  * written and protected; the loop here starts it, repairs the zone a
  * crash cut short, runs the zones with progress, and finishes. The modes:
  * "encrypt" (block-luks2-reencrypt.c), "decrypt" (-decrypt.c) and
- * "reencrypt", a new volume key (-rekey.c); docs/reencrypt.md.
+ * "reencrypt", a new volume key (-rekey.c), and a LUKS1 image's new
+ * volume key (block-luks1-reencrypt.c); docs/reencrypt.md. The same run,
+ * taken one zone at a time (qcrypto_reencrypt_run_*), is what online
+ * re-encryption drives (block/crypto-online.c).
  */
 #include "crypto/reencryptpriv.h"
 
@@ -121,7 +124,7 @@ int qcrypto_reencrypt_run_crypt(QCryptoReencryptRun *x, uint64_t done,
 }
 
 /* The zones, with progress, to the end: 0 done, 1 stopped, -1 error. */
-static int reenc_run_loop(QCryptoReencryptRun *x, Error **errp)
+static int reenc_mode_resume(QCryptoReencryptRun *x, Error **errp)
 {
     const QCryptoReencryptIO *io = x->r.io;
     uint64_t off, len;
@@ -286,5 +289,5 @@ int qcrypto_reencrypt_resume_keys(const QCryptoBlockSecret *secret,
     if (reenc_run_begin(x, ks, secret, hotzone, errp) < 0) {
         return -1;
     }
-    return reenc_run_loop(x, errp);
+    return reenc_mode_resume(x, errp);
 }
