@@ -926,11 +926,7 @@ static int l1r_open_slots(const QCryptoReencryptRekeyOptions *o,
             return -1;
         }
         if (rc == 0) {
-            error_setg(errp, "LUKS1 key slot %d does not open with %s: give "
-                       "every key slot's secret with slot-secrets=ID:ID... "
-                       "(in slot order), or keep one slot with keyslot=N",
-                       i, o->nslot_secrets ? "its slot-secrets entry"
-                                           : "key-secret");
+            reenc_slot_not_opened(errp, "LUKS1", i, o->nslot_secrets != 0);
             return -1;
         }
         if (!*nslots) {

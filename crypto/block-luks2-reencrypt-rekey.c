@@ -1042,11 +1042,7 @@ static int rekey_open_slots(Rekey *k, const QCryptoLUKS2Metadata *md,
             return -1;
         }
         if (rc == 0) {
-            error_setg(errp, "LUKS2 key slot %d does not open with %s: give "
-                       "every key slot's secret with slot-secrets=ID:ID... "
-                       "(in slot order), or keep one slot with keyslot=N",
-                       i, o->nslot_secrets ? "its slot-secrets entry"
-                                           : "key-secret");
+            reenc_slot_not_opened(errp, "LUKS2", i, o->nslot_secrets != 0);
             return -1;
         }
         if (!*key) {

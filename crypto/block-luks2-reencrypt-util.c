@@ -868,3 +868,12 @@ uint64_t reenc_hotzone_size(uint64_t asked, uint64_t dflt, uint64_t max,
     }
     return h;
 }
+
+void reenc_slot_not_opened(Error **errp, const char *fmt, int slot,
+                           bool from_list)
+{
+    error_setg(errp, "%s key slot %d does not open with %s: give every key "
+               "slot's secret with slot-secrets=ID:ID... (in slot order), or "
+               "keep one slot with keyslot=N", fmt, slot,
+               from_list ? "its slot-secrets entry" : "key-secret");
+}

@@ -229,6 +229,13 @@ extern const ReencMode reenc_mode_decrypt;
 extern const ReencMode reenc_mode_rekey;
 extern const ReencMode reenc_mode_luks1;
 
+/*
+ * A new volume key's init: key slot slot of a fmt ("LUKS1", "LUKS2")
+ * image did not open with its secret (from slot-secrets, or key-secret).
+ */
+void reenc_slot_not_opened(Error **errp, const char *fmt, int slot,
+                           bool from_list);
+
 /* ---- LUKS1 (block-luks1-reencrypt.c) ---- */
 
 /* The image behind io->read starts with a LUKS1 header, whole or marked

@@ -15,7 +15,6 @@ passphrase) with another volume key than before.
 """
 import os
 import random
-import re
 import signal
 import subprocess
 import sys
@@ -142,12 +141,6 @@ class Online(ReencTestCase):
             self.assertIsNone(proc.poll(), text)
             time.sleep(0.05)
         self.fail("the online re-encryption did not finish")
-
-    def volume_key(self, img):
-        out = run([CRYPTSETUP, "luksDump", "--dump-volume-key",
-                   "--batch-mode", "--key-file", self.keyfile, img]).stdout
-        return bytes.fromhex("".join(re.search(
-            r"MK dump:\s*((?:[0-9a-f ]+\n\s*)+)", out).group(1).split()))
 
     def image(self, name, luks1=False, seed=1):
         raw, img = self.path(name + ".raw"), self.path(name)

@@ -8,12 +8,13 @@ import hashlib
 import json
 import os
 import random
+import re
 import struct
 import subprocess
 import sys
 import time
 
-from qiltest import PASSPHRASE, TestCase
+from qiltest import CRYPTSETUP, PASSPHRASE, TestCase, run
 
 
 def image_opts(img):
@@ -85,6 +86,14 @@ class ReencTestCase(TestCase):
         self.keyfile = self.path("key")
         with open(self.keyfile, "w") as f:
             f.write(PASSPHRASE)
+
+    def volume_key(self, img, keyfile=None):
+        """The volume key, as cryptsetup luksDump --dump-volume-key says."""
+        out = run([CRYPTSETUP, "luksDump", "--dump-volume-key",
+                   "--batch-mode", "--key-file", keyfile or self.keyfile,
+                   img]).stdout
+        return bytes.fromhex("".join(re.search(
+            r"MK dump:\s*((?:[0-9a-f ]+\n\s*)+)", out).group(1).split()))
 
     def kill_at_random(self, args, limit):
         """Start args, SIGKILL it within limit seconds; its exit status."""

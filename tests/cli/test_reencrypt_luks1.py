@@ -82,13 +82,6 @@ class ReencryptLuks1(ReencTestCase):
         with open(img, "rb") as f:
             return f.read(6)
 
-    def volume_key(self, img, keyfile=None):
-        out = run([CRYPTSETUP, "luksDump", "--dump-volume-key",
-                   "--batch-mode", "--key-file", keyfile or self.keyfile,
-                   img]).stdout
-        return bytes.fromhex("".join(re.search(
-            r"MK dump:\s*((?:[0-9a-f ]+\n\s*)+)", out).group(1).split()))
-
     def dump(self, img):
         return run([CRYPTSETUP, "luksDump", img]).stdout
 

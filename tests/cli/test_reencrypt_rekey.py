@@ -17,7 +17,6 @@ every byte. The seed is printed with each failure.
 """
 import json
 import os
-import re
 import signal
 import subprocess
 import time
@@ -89,13 +88,6 @@ class ReencryptRekey(ReencTestCase):
     def dump(self, img):
         return json.loads(run([CRYPTSETUP, "luksDump",
                                "--dump-json-metadata", img]).stdout)
-
-    def volume_key(self, img, keyfile=None):
-        out = run([CRYPTSETUP, "luksDump", "--dump-volume-key",
-                   "--batch-mode", "--key-file", keyfile or self.keyfile,
-                   img]).stdout
-        return bytes.fromhex("".join(re.search(
-            r"MK dump:\s*((?:[0-9a-f ]+\n\s*)+)", out).group(1).split()))
 
     def in_progress(self, img):
         return "requirements" in self.dump(img)["config"]

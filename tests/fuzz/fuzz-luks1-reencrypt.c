@@ -135,25 +135,6 @@ static bool fuzz_fix(uint8_t *d, size_t len)
     return true;
 }
 
-/* A finished image opens with the passphrase (the real open, strict). */
-static void fuzz_check_done(FuzzFile *f, const QCryptoBlockSecret *secret)
-{
-    FuzzImage img = { .data = f->data, .size = f->len, .strict = true };
-    QCryptoBlockOpenOptions opts = {
-        .format = QCRYPTO_BLOCK_FORMAT_LUKS,
-        .secret = *secret,
-    };
-    g_autoptr(Error) err = NULL;
-    g_autoptr(QCryptoBlock) block = NULL;
-
-    block = qcrypto_block_open(&opts, fuzz_image_read, &img, 0, &err);
-    if (!block) {
-        fuzz_fail("resume finished, but the image does not open: %s",
-                  error_get_pretty(err));
-    }
-    fuzz_payload(block);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const QCryptoBlockSecret secret = {

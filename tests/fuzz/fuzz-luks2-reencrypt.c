@@ -30,25 +30,6 @@
 
 #define FUZZ_PASSPHRASE "fuzz"
 
-/* A finished image opens with the passphrase (the real open, strict). */
-static void fuzz_check_done(FuzzFile *f, const QCryptoBlockSecret *secret)
-{
-    FuzzImage img = { .data = f->data, .size = f->len, .strict = true };
-    QCryptoBlockOpenOptions opts = {
-        .format = QCRYPTO_BLOCK_FORMAT_LUKS,
-        .secret = *secret,
-    };
-    g_autoptr(Error) err = NULL;
-    g_autoptr(QCryptoBlock) block = NULL;
-
-    block = qcrypto_block_open(&opts, fuzz_image_read, &img, 0, &err);
-    if (!block) {
-        fuzz_fail("resume finished, but the image does not open: %s",
-                  error_get_pretty(err));
-    }
-    fuzz_payload(block);
-}
-
 /* libFuzzer's own mutator (weak: the replay build has none, nor calls it). */
 size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size)
     __attribute__((weak));

@@ -147,4 +147,23 @@ static void ff_free(FuzzFile *f)
     g_free(f->data);
 }
 
+/* A finished image opens with the passphrase (the real open, strict). */
+static void fuzz_check_done(FuzzFile *f, const QCryptoBlockSecret *secret)
+{
+    FuzzImage img = { .data = f->data, .size = f->len, .strict = true };
+    QCryptoBlockOpenOptions opts = {
+        .format = QCRYPTO_BLOCK_FORMAT_LUKS,
+        .secret = *secret,
+    };
+    g_autoptr(Error) err = NULL;
+    g_autoptr(QCryptoBlock) block = NULL;
+
+    block = qcrypto_block_open(&opts, fuzz_image_read, &img, 0, &err);
+    if (!block) {
+        fuzz_fail("resume finished, but the image does not open: %s",
+                  error_get_pretty(err));
+    }
+    fuzz_payload(block);
+}
+
 #endif
