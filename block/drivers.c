@@ -41,3 +41,28 @@ const BlockDriver *const bdrv_drivers[] = {
     &bdrv_bochs,
     NULL,
 };
+
+/*
+ * Every block driver name QEMU 7.2 registers (its bdrv_find_format()):
+ * a name qemu-img takes where it only stores a format (rebase -u -F),
+ * whether or not this build has the driver.
+ */
+bool bdrv_qemu_format_known(const char *name)
+{
+    static const char *const qemu_names[] = {
+        "blkdebug", "blklogwrites", "blkreplay", "blkverify", "bochs",
+        "cloop", "compress", "copy-before-write", "copy-on-read", "dmg",
+        "file", "ftp", "ftps", "host_cdrom", "host_device", "http", "https",
+        "iscsi", "iser", "luks", "nbd", "nfs", "null-aio", "null-co",
+        "nvme", "parallels", "preallocate", "qcow", "qcow2", "qed",
+        "quorum", "raw", "rbd", "replication", "snapshot-access", "ssh",
+        "throttle", "vdi", "vhdx", "vmdk", "vpc", "vvfat",
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(qemu_names); i++) {
+        if (g_str_equal(name, qemu_names[i])) {
+            return true;
+        }
+    }
+    return bdrv_find_driver(name) != NULL;
+}

@@ -34,12 +34,12 @@ static int qcow2_rewrite_header(BlockDriverState *bs, Error **errp)
     size_t n;
 
     n = qcow2_header_build(&s->header, s->backing_file,
-                           s->ext.backing_format, coff, clen, true, buf,
-                           hlen);
+                           s->ext.backing_format, coff, clen, true,
+                           s->ext.unknown, buf, hlen);
     if (n >= cs) {
         n = qcow2_header_build(&s->header, s->backing_file,
-                               s->ext.backing_format, coff, clen, false, buf,
-                               hlen);
+                               s->ext.backing_format, coff, clen, false,
+                               s->ext.unknown, buf, hlen);
     }
     if (n > cs) {
         error_setg(errp, "The new header does not fit in the first cluster");

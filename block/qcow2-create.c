@@ -116,7 +116,8 @@ static size_t qcow2_feature_table(uint8_t *t)
 size_t qcow2_header_build(const Qcow2Header *h, const char *backing_file,
                           const char *backing_fmt, uint64_t crypto_off,
                           uint64_t crypto_len, bool feature_table,
-                          uint8_t *buf, size_t len)
+                          const GByteArray *unknown, uint8_t *buf,
+                          size_t len)
 {
     uint8_t table[8 * QCOW2_FEATURE_ENTRY_LEN];
     size_t pos;
@@ -158,6 +159,11 @@ size_t qcow2_header_build(const Qcow2Header *h, const char *backing_file,
         size_t n = qcow2_feature_table(table);
 
         qcow2_put_ext(buf, &pos, QCOW2_EXT_FEATURE_TABLE, table, n);
+    }
+    /* Then, as QEMU, the unknown ones as they were (when they fit). */
+    if (unknown && pos + unknown->len + 8 <= len) {
+        memcpy(buf + pos, unknown->data, unknown->len);
+        pos += unknown->len;
     }
     pos += 8;   /* the end marker: zeroes */
     if (backing_file) {
@@ -715,11 +721,12 @@ static int qcow2_write_image(BlockDriverState *file, const Qcow2CreateOpts *o,
     }
     /* As QEMU, the feature name table is left out if it does not fit. */
     need = qcow2_header_build(&h, o->backing_file, o->backing_fmt,
-                              l->luks_offset, l->luks_len, true, hdr, hlen);
+                              l->luks_offset, l->luks_len, true, NULL, hdr,
+                              hlen);
     if (need >= l->cs) {
         need = qcow2_header_build(&h, o->backing_file, o->backing_fmt,
-                                  l->luks_offset, l->luks_len, false, hdr,
-                                  hlen);
+                                  l->luks_offset, l->luks_len, false, NULL,
+                                  hdr, hlen);
     }
     if (need > l->cs) {
         error_setg(errp, "The header, its extensions and the backing file "

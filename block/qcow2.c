@@ -283,6 +283,9 @@ void qcow2_extensions_clear(Qcow2Extensions *ext)
 {
     g_free(ext->backing_format);
     g_free(ext->data_file);
+    if (ext->unknown) {
+        g_byte_array_unref(ext->unknown);
+    }
     for (int i = 0; i < 64; i++) {
         g_free(ext->incompat_names[i]);
     }
@@ -419,7 +422,17 @@ static int qcow2_extensions_parse_inner(const Qcow2Header *h,
             }
             break;
         default:
-            /* Unknown extensions: the spec says they can be ignored. */
+            /* The spec: ignored, and kept when the header is rewritten. */
+            if (!ext->unknown) {
+                ext->unknown = g_byte_array_new();
+            }
+            g_byte_array_append(ext->unknown, buf + off,
+                                8 + MIN(ROUND_UP((uint64_t)elen, 8),
+                                        end - off - 8));
+            /* (a last one whose padding the cluster cuts: padded here) */
+            while (ext->unknown->len % 8) {
+                g_byte_array_append(ext->unknown, (const uint8_t *)"", 1);
+            }
             break;
         }
         off += 8 + ROUND_UP((uint64_t)elen, 8);

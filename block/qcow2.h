@@ -130,6 +130,12 @@ typedef struct Qcow2Extensions {
     /* The bits named, in the table's order */
     uint8_t incompat_order[64];
     int nb_incompat_order;
+    /*
+     * Extensions of types this code does not know, as they stand (type,
+     * length, data padded to 8): a header rewrite keeps them, as QEMU
+     * does (qemu-iotests 031). NULL: none.
+     */
+    GByteArray *unknown;
 } Qcow2Extensions;
 
 void qcow2_extensions_clear(Qcow2Extensions *ext);
@@ -556,11 +562,15 @@ int qcow2_create(BlockDriverState *file, GHashTable *opts, int flags,
 /* Open a node that create made, with its LUKS key (crypto, or NULL). */
 int qcow2_open_created(BlockDriverState *bs, Qcow2Crypto *crypto, int flags,
                        Error **errp);
-/* The header bytes of h (and of its extensions) into buf (a cluster). */
+/*
+ * The header bytes of h (and of its extensions, unknown ones last: NULL
+ * for none) into buf (a cluster).
+ */
 size_t qcow2_header_build(const Qcow2Header *h, const char *backing_file,
                           const char *backing_fmt, uint64_t crypto_off,
                           uint64_t crypto_len, bool feature_table,
-                          uint8_t *buf, size_t len);
+                          const GByteArray *unknown, uint8_t *buf,
+                          size_t len);
 
 extern const BlockDriver bdrv_qcow2;
 

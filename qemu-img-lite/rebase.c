@@ -278,9 +278,14 @@ int img_rebase(int argc, char **argv)
     if (!bs) {
         goto out;
     }
-    if (backing_fmt && !g_str_equal(backing_fmt, "raw") &&
-        !g_str_equal(backing_fmt, "qcow2") &&
-        !g_str_equal(backing_fmt, "luks")) {
+    /*
+     * -u only stores the name: any format QEMU knows (qemu-iotests 031
+     * stores host_device); else the backing file is opened with it.
+     */
+    if (backing_fmt && (unsafe ? !bdrv_qemu_format_known(backing_fmt) :
+                        (!g_str_equal(backing_fmt, "raw") &&
+                         !g_str_equal(backing_fmt, "qcow2") &&
+                         !g_str_equal(backing_fmt, "luks")))) {
         img_error(NULL, "Invalid format name: '%s'", backing_fmt);
         goto out;
     }

@@ -123,6 +123,12 @@ BlockDriverState *bdrv_open_protocol(const char *filename, int flags,
                                      Error **errp);
 
 /*
+ * Whether QEMU 7.2 knows a block driver of this name (qemu-img takes it
+ * where a format is only stored, as rebase -u -F does), ours or not.
+ */
+bool bdrv_qemu_format_known(const char *name);
+
+/*
  * Open an image. filename may be NULL when options say where the bytes
  * are (--image-opts). format NULL means: options["driver"], or else probe
  * (every format driver scores the start of the file and the best wins;

@@ -134,6 +134,35 @@ class Rebase(TestCase):
         self.assertEqual(self.backing_of(top), ("moved.qcow2", "qcow2"))
         self.assertEqual(self.contents(top), before)
 
+    def test_unknown_header_extension_kept(self):
+        """-u rewrites the header: an extension of an unknown type stays
+        (as QEMU keeps it: qemu-iotests 031), and -F takes any format
+        name QEMU knows, host_device included, as it only stores it."""
+        img = self.path("x.qcow2")
+        qemu_img("create", "-q", "-f", "qcow2", img, "1M")
+        ext = (0x12345678).to_bytes(4, "big") + (31).to_bytes(4, "big") + \
+            b"This is a test header extension" + bytes(1)
+        with open(img, "r+b") as f:
+            head = bytearray(f.read(65536))
+            off = int.from_bytes(head[100:104], "big")     # header_length
+            while int.from_bytes(head[off:off + 4], "big"):
+                n = int.from_bytes(head[off + 4:off + 8], "big")
+                off += 8 + (n + 7) // 8 * 8
+            head[off:off + len(ext) + 8] = ext + bytes(8)
+            f.seek(0)
+            f.write(head)
+        for args in (["-b", ""], ["-b", "/some/backing/file/path", "-F",
+                                  "host_device"]):
+            qil("rebase", "-u", *args, img)
+            with open(img, "rb") as f:
+                self.assertIn(ext[:39], f.read(65536), args)
+            if not args[1]:
+                qemu_img("check", img)      # (no backing file to open)
+        self.assertEqual(self.backing_of(img),
+                         ("/some/backing/file/path", "host_device"))
+        self.assertFails(["rebase", "-u", "-b", "b", "-F", "nosuch", img],
+                         "Invalid format name: 'nosuch'")
+
     def test_luks_overlay(self):
         """An encrypted overlay on a plain base: the data copied into it
         is encrypted with its key; qemu-img reads it back the same."""
