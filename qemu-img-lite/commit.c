@@ -82,11 +82,26 @@ static int commit_copy(GPtrArray *layers, BlockDriverState *base,
 }
 
 /* Whether a and b name the same file. */
-static bool commit_same_file(const char *a, const char *b)
+/*
+ * Whether -b NAME names the backing file of the image layer (file name
+ * layer) whose header says stored, fully full: as QEMU's
+ * bdrv_find_backing_image(), the name as stored, or NAME taken relative
+ * to the layer's directory (not the working directory: qemu-iotests 020)
+ * and the same file.
+ */
+static bool commit_is_base(const char *name, const char *layer,
+                           const char *stored, const char *full)
 {
-    g_autofree char *ra = realpath(a, NULL);
-    g_autofree char *rb = realpath(b, NULL);
+    g_autofree char *dir = g_path_get_dirname(layer);
+    g_autofree char *path = g_path_is_absolute(name) ?
+        g_strdup(name) : g_build_filename(dir, name, NULL);
+    g_autofree char *ra = NULL, *rb = NULL;
 
+    if (g_str_equal(name, stored)) {
+        return true;
+    }
+    ra = realpath(path, NULL);
+    rb = realpath(full, NULL);
     return ra && rb && g_str_equal(ra, rb);
 }
 
@@ -190,7 +205,9 @@ int img_commit(int argc, char **argv)
             goto out;
         }
         if (!base_name ||
-            commit_same_file(base_name, info->full_backing_filename)) {
+            commit_is_base(base_name, bdrv_get_filename(l),
+                           info->backing_filename,
+                           info->full_backing_filename)) {
             base = bdrv_open(info->full_backing_filename,
                              info->backing_filename_format, NULL, flags,
                              &err);

@@ -111,6 +111,26 @@ class Commit(TestCase):
         self.assertFails(["commit", lone],
                          "Image does not have a backing file")
 
+    def test_base_names_relative_to_the_image(self):
+        """-b NAME, as QEMU: the name the header stores, or a path taken
+        relative to the image's own directory, not the working directory
+        (qemu-iotests 020)."""
+        sub = self.path("sub")
+        os.mkdir(sub)
+        for name, back in (("t.base", None), ("t.mid", "t.base"),
+                           ("t", "t.mid")):
+            args = ["-b", back, "-F", "qcow2"] if back else []
+            qemu_img("create", "-q", "-f", "qcow2", *args,
+                     os.path.join(sub, name), "1M")
+        cwd = os.getcwd()
+        self.addCleanup(os.chdir, cwd)
+        os.chdir(self.dir)
+        qil("commit", "-b", "t.mid", "sub/t")
+        self.assertFails(["commit", "-b", "sub/t.mid", "sub/t"],
+                         "Did not find 'sub/t.mid' in the backing chain of "
+                         "'sub/t'")
+        qil("commit", "-b", os.path.join(sub, "t.mid"), "sub/t")
+
     def test_zeroes_free_base_clusters(self):
         """An overlay of zeroes over a full base: the base's clusters are
         freed (qemu-iotests 313), check clean, the data zero."""
