@@ -79,6 +79,25 @@ class Compare(TestCase):
                    check=False)
         self.assertEqual(proc.returncode, 1)
 
+    def test_one_spec_for_plain_and_encrypted_qcow2(self):
+        """As qemu-img (qemu-iotests 188): encrypt.key-secret on a plain
+        qcow2 is taken and unused; encrypt.format on one is an error."""
+        self.need_luks()
+        plain, enc = self.path("p.qcow2"), self.path("e.qcow2")
+        qemu_img("create", "-q", "-f", "qcow2", plain, "1M")
+        qil("convert", "-O", "qcow2", "--object", SECRET, "-o",
+            "encrypt.format=luks,encrypt.key-secret=sec0,encrypt.iter-time=10",
+            plain, enc)
+        spec = "driver=qcow2,encrypt.key-secret=sec0,file.filename="
+        proc = qil("compare", "--object", SECRET, "--image-opts",
+                   spec + plain, spec + enc)
+        self.assertEqual(proc.stdout, "Images are identical.\n")
+        self.assertFails(["info", "--image-opts",
+                          f"driver=qcow2,encrypt.format=luks,"
+                          f"file.filename={plain}"],
+                         "No encryption in image header, but options "
+                         "specified format 'luks'")
+
 
 if __name__ == "__main__":
     main()
