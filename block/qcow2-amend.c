@@ -258,16 +258,24 @@ static int qcow2_shrink(BlockDriverState *bs, uint64_t size, Error **errp)
     bool free_;
     uint8_t zero[8] = { 0 };
 
-    /* From the start of the cluster the new end is in: a later grow must
-     * not bring back old data. */
-    if (qcow2_range_is_free(bs, ROUND_DOWN(size, cs), h->size, &free_,
+    /*
+     * --shrink over data drops it, as QEMU does: the clusters wholly past
+     * the new end are unallocated and freed (the one the end falls in
+     * keeps its data; a grow zeroes its tail: qcow2_zero_grown_tail()).
+     * Entries of an external data file are not ours to free.
+     */
+    if (qcow2_range_is_free(bs, ROUND_UP(size, cs), h->size, &free_,
                             errp) < 0) {
         return -1;
     }
-    if (!free_) {
-        error_setg(errp, "Cannot shrink a qcow2 image over data: guest bytes "
-                   "past %" G_GUINT64_FORMAT " (rounded down to a cluster) "
-                   "are allocated", size);
+    if (!free_ && s->ext.data_file) {
+        error_setg(errp, "Cannot shrink an image with an external data file "
+                   "over data: guest bytes past %" G_GUINT64_FORMAT " are "
+                   "allocated", size);
+        return -1;
+    }
+    if (!free_ && qcow2_unmap_range_locked(bs, ROUND_UP(size, cs), h->size,
+                                           errp) < 0) {
         return -1;
     }
     h->size = size;
@@ -303,10 +311,39 @@ static int qcow2_shrink(BlockDriverState *bs, uint64_t size, Error **errp)
                                DIV_ROUND_UP_U64(need * 8, cs), errp);
 }
 
+/*
+ * Grown from old_size, which ends inside an allocated cluster: the bytes
+ * of that cluster past it may hold data a shrink left (or anything a
+ * writer put there), which would now show: written as zeroes, as QEMU
+ * does (qemu-iotests 292).
+ */
+static int qcow2_zero_grown_tail(BlockDriverState *bs, uint64_t old_size,
+                                 uint64_t size, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t cs = s->g.cluster_size;
+    uint64_t end = MIN(ROUND_UP(old_size, cs), size);
+    g_autofree uint8_t *zeroes = NULL;
+    Qcow2Extent ext;
+
+    if (old_size % cs == 0) {
+        return 0;
+    }
+    if (qcow2_get_extent(bs, old_size, end - old_size, &ext, errp) < 0) {
+        return -1;
+    }
+    if (ext.type != QCOW2_SC_NORMAL && ext.type != QCOW2_SC_COMPRESSED) {
+        return 0;
+    }
+    zeroes = g_malloc0(end - old_size);
+    return qcow2_pwrite(bs, old_size, zeroes, end - old_size, 0, errp);
+}
+
 int qcow2_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
                    Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
+    uint64_t old_size = s->header.size;
     int ret;
 
     if (size % BDRV_SECTOR_SIZE) {
@@ -336,6 +373,9 @@ int qcow2_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
         ret = qcow2_shrink(bs, size, errp);
     }
     g_mutex_unlock(&s->alloc_lock);
+    if (ret == 0 && old_size < size) {
+        ret = qcow2_zero_grown_tail(bs, old_size, size, errp);
+    }
     if (ret == 0) {
         qcow2_bitmaps_resize(bs, size);
     }

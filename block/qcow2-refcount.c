@@ -30,8 +30,9 @@ uint64_t qcow2_refcount_block_entry(const uint8_t *block, uint64_t index,
     return v;
 }
 
-int qcow2_get_refcount(BlockDriverState *bs, uint64_t offset,
-                       uint64_t *refcount, Error **errp)
+static int qcow2_get_refcount_as(BlockDriverState *bs, uint64_t offset,
+                                  uint64_t *refcount, bool locked,
+                                  Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
     const Qcow2Header *h = &s->header;
@@ -70,19 +71,37 @@ int qcow2_get_refcount(BlockDriverState *bs, uint64_t offset,
     skip = order < 3 ? block_index % (8u >> order) : 0;
     n = order < 3 ? 1 : (1u << order) / 8;
     /* A block a writer holds changed in memory is read from there. */
-    g_mutex_lock(&s->alloc_lock);
+    if (!locked) {
+        g_mutex_lock(&s->alloc_lock);
+    }
     if (s->rb.valid && s->rb.idx == table_index) {
         *refcount = qcow2_refcount_block_entry(s->rb.block, block_index,
                                                order);
-        g_mutex_unlock(&s->alloc_lock);
+        if (!locked) {
+            g_mutex_unlock(&s->alloc_lock);
+        }
         return 0;
     }
-    g_mutex_unlock(&s->alloc_lock);
+    if (!locked) {
+        g_mutex_unlock(&s->alloc_lock);
+    }
     if (bdrv_pread(bs->file, block + byte, raw, n, errp) < 0) {
         return -1;
     }
     *refcount = qcow2_refcount_block_entry(raw, skip, order);
     return 0;
+}
+
+int qcow2_get_refcount(BlockDriverState *bs, uint64_t offset,
+                       uint64_t *refcount, Error **errp)
+{
+    return qcow2_get_refcount_as(bs, offset, refcount, false, errp);
+}
+
+int qcow2_get_refcount_locked(BlockDriverState *bs, uint64_t offset,
+                              uint64_t *refcount, Error **errp)
+{
+    return qcow2_get_refcount_as(bs, offset, refcount, true, errp);
 }
 
 /* ---- Writing: the refcounts of new clusters */

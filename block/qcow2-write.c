@@ -759,6 +759,35 @@ static int qcow2_replace_entry(BlockDriverState *bs, uint64_t off,
     return 0;
 }
 
+int qcow2_unmap_range_locked(BlockDriverState *bs, uint64_t start,
+                             uint64_t end, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t cs = s->g.cluster_size;
+
+    for (uint64_t off = start; off < end; off += cs) {
+        uint64_t entry, bitmap, host, refs;
+
+        if (qcow2_get_l2_entry(bs, off, &entry, &bitmap, errp) < 0) {
+            return -1;
+        }
+        host = entry & QCOW2_OFFSET_MASK;
+        if (!entry && !bitmap) {
+            continue;
+        }
+        if (qcow2_replace_entry(bs, off, entry, 0, errp) < 0) {
+            return -1;
+        }
+        /* A host cluster now free goes back to the file (QEMU's "always") */
+        if (host && !(entry & QCOW2_OFLAG_COMPRESSED) &&
+            (qcow2_get_refcount_locked(bs, host, &refs, errp) < 0 ||
+             (refs == 0 && bdrv_pdiscard(bs->file, host, cs, errp) < 0))) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /*
  * commit: every cluster unallocated again, reading through to the
  * backing file (QEMU's bdrv_make_empty()). Entry by entry: the L2 entry

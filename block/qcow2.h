@@ -274,6 +274,9 @@ uint64_t qcow2_refcount_block_entry(const uint8_t *block, uint64_t index,
 /* The refcount of the host cluster holding offset (0: free). */
 int qcow2_get_refcount(BlockDriverState *bs, uint64_t offset,
                        uint64_t *refcount, Error **errp);
+/* The same, alloc_lock held. */
+int qcow2_get_refcount_locked(BlockDriverState *bs, uint64_t offset,
+                              uint64_t *refcount, Error **errp);
 /* Set entry index of a refcount block (the inverse of the above). */
 void qcow2_refcount_block_set(uint8_t *block, uint64_t index, unsigned order,
                               uint64_t value);
@@ -322,6 +325,13 @@ int qcow2_write_compressed(BlockDriverState *bs, uint64_t offset,
 int qcow2_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
                             const void *buf, size_t bytes, Error **errp);
 /* Zero writes that may unmap whole clusters (see there). */
+/*
+ * Guest clusters [start, end) (cluster-aligned) unallocated, their host
+ * clusters freed, entry by entry (a crash leaks, never frees one in use).
+ * alloc_lock held; no snapshots, no external data file.
+ */
+int qcow2_unmap_range_locked(BlockDriverState *bs, uint64_t start,
+                             uint64_t end, Error **errp);
 int qcow2_pwrite_zeroes(BlockDriverState *bs, uint64_t offset, size_t bytes,
                         int flags, Error **errp);
 /* Unallocate every cluster (commit's bdrv_make_empty()). */
