@@ -124,12 +124,15 @@ static int blkdebug_open(BlockDriverState *bs, GHashTable *opts, int flags,
     if (!s->rules) {
         return -1;
     }
-    /* QEMU's request-shape options: align is honoured, the rest taken. */
-    if (qemu_opt_take_uint(opts, "align", 0, &align, errp) < 0) {
+    /*
+     * QEMU's request-shape options (sizes there: "4k" too): align is
+     * honoured, the rest taken.
+     */
+    if (qemu_opt_take_size(opts, "align", 0, &align, errp) < 0) {
         return -1;
     }
     for (size_t i = 0; i < G_N_ELEMENTS(shape); i++) {
-        if (qemu_opt_take_uint(opts, shape[i], 0, &ignored, errp) < 0) {
+        if (qemu_opt_take_size(opts, shape[i], 0, &ignored, errp) < 0) {
             return -1;
         }
     }

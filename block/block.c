@@ -679,6 +679,14 @@ BlockDriverState *bdrv_get_backing(BlockDriverState *bs)
     return bs->backing;
 }
 
+BlockDriverState *bdrv_skip_filters(BlockDriverState *bs)
+{
+    while (bs && bs->drv->is_filter && bs->file) {
+        bs = bs->file;
+    }
+    return bs;
+}
+
 const char *bdrv_get_format_name(BlockDriverState *bs)
 {
     return bs->drv->format_name;

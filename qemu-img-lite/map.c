@@ -34,6 +34,8 @@ static int map_get_status(BlockDriverState *bs, uint64_t offset,
     uint64_t map = 0;
     int depth = 0, ret;
 
+    /* A filter on top (blkdebug): its image's chain is the one walked. */
+    bs = bdrv_skip_filters(bs);
     for (;;) {
         ret = bdrv_block_status(bs, offset, bytes, &bytes, &map, &file, errp);
         if (ret < 0) {

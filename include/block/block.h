@@ -219,6 +219,8 @@ const char *bdrv_get_warning(BlockDriverState *bs);
 
 /* The node unallocated parts of bs read from (qcow2), or NULL. */
 BlockDriverState *bdrv_get_backing(BlockDriverState *bs);
+/* The first node below bs (or bs) that is not a filter (blkdebug). */
+BlockDriverState *bdrv_skip_filters(BlockDriverState *bs);
 
 /*
  * Virtual size in bytes, rounded up to BDRV_SECTOR_SIZE as QEMU reports

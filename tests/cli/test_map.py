@@ -286,6 +286,19 @@ class MapTest(TestCase):
             self.assert_same_map(name, cwd=cwd)
             self.assert_same_map("-s", "1M", "-l", "3M", name, cwd=cwd)
 
+    def test_chain_under_a_filter(self):
+        """A blkdebug filter on top, with QEMU's size-typed align=4k: the
+        map walks the image's chain under it (qemu-iotests 204)."""
+        self.need_qemu_io()
+        base = self.qcow2("fb.qcow2", size="4M", writes=("write -P 1 0 4M",))
+        top = self.path("ft.qcow2")
+        qemu_img("create", "-q", "-f", "qcow2", "-b", base, "-F", "qcow2",
+                 top, "4M")
+        io(top, "write -P 2 0 1M")
+        self.assert_same_map(
+            "--image-opts", "driver=blkdebug,image.driver=qcow2,"
+            f"image.file.driver=file,image.file.filename={top},align=4k")
+
     # ---- usage
 
     def test_usage_errors(self):
