@@ -45,6 +45,7 @@ enum {
     QNL_OPT_DISCARD,
     QNL_OPT_DETECT_ZEROES,
     QNL_OPT_IMAGE_OPTS,
+    QNL_OPT_REENCRYPT,
 };
 
 static void qnl_help(void)
@@ -92,6 +93,10 @@ static void qnl_help(void)
 "      --discard=MODE        set discard mode (ignore, unmap)\n"
 "      --detect-zeroes=MODE  set detect-zeroes mode (off, on, unmap)\n"
 "      --image-opts          treat FILE as a full set of image options\n"
+"      --reencrypt           give the LUKS image a new volume key while it is\n"
+"                            served (or resume that run): FILE's options get\n"
+"                            reencrypt=on; SIGUSR1 pauses/continues, SIGUSR2\n"
+"                            reports progress on stderr (docs/reencrypt.md)\n"
 "\n"
 "Not here: -c/-d (no kernel NBD client: mount with nbdfuse, see\n"
 "docs/nbd.md), -L (use nbdinfo --list), -s, -l, -A, -B, -T, --tls-authz.\n");
@@ -224,6 +229,7 @@ int main(int argc, char **argv)
         { "tls-creds", required_argument, NULL, QNL_OPT_TLS_CREDS },
         { "tls-authz", required_argument, NULL, QNL_OPT_TLS_AUTHZ },
         { "image-opts", no_argument, NULL, QNL_OPT_IMAGE_OPTS },
+        { "reencrypt", no_argument, NULL, QNL_OPT_REENCRYPT },
         { "trace", required_argument, NULL, 'T' },
         { "fork", no_argument, NULL, QNL_OPT_FORK },
         { "pid-file", required_argument, NULL, QNL_OPT_PID_FILE },
@@ -240,6 +246,7 @@ int main(int argc, char **argv)
     g_autofree char *plugin = NULL;
     bool readonly = false, persistent = false, verbose = false;
     bool image_opts = false, fork_server = false, force_share = false;
+    bool reencrypt = false;
     uint64_t offset = 0;
     long shared = 1;
     int secrets_fd, c;
@@ -325,6 +332,9 @@ int main(int argc, char **argv)
         case QNL_OPT_IMAGE_OPTS:
             image_opts = true;
             break;
+        case QNL_OPT_REENCRYPT:
+            reencrypt = true;
+            break;
         case QNL_OPT_FORK:
             fork_server = true;
             break;
@@ -379,6 +389,13 @@ int main(int argc, char **argv)
     }
     if (image_opts && format) {
         img_error(NULL, "--image-opts and -f are mutually exclusive");
+        return 1;
+    }
+    /* A LUKS image's key secret is an image option: FILE is options. */
+    if (reencrypt && (!image_opts || readonly)) {
+        img_error(NULL, "--reencrypt needs --image-opts "
+                  "(driver=luks,key-secret=ID,file.filename=FILE) and a "
+                  "read-write export");
         return 1;
     }
     img_install_signal_handlers();
@@ -452,7 +469,8 @@ int main(int argc, char **argv)
     }
     plugin = qnl_find_plugin();
     g_ptr_array_add(nargv, g_strdup(plugin));
-    qnl_arg(nargv, "image=%s", argv[optind]);
+    qnl_arg(nargv, "image=%s%s", argv[optind],
+            reencrypt ? ",reencrypt=on" : "");
     if (format) {
         qnl_arg(nargv, "format=%s", format);
     }

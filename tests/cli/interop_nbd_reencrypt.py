@@ -110,13 +110,13 @@ class Online(ReencTestCase):
 
     # ---- helpers ----
 
-    def serve(self, img, log, opts=OPTS):
+    def serve(self, img, log, opts=OPTS, flags=()):
         sock = self.path("srv.sock")
         if os.path.exists(sock):
             os.unlink(sock)
         with open(log, "a") as f:
             proc = subprocess.Popen(
-                [SERVER, "-t", "-k", sock, "--object", SECRET,
+                [SERVER, "-t", "-k", sock, "--object", SECRET, *flags,
                  "--image-opts",
                  f"driver=luks,key-secret=sec0,{opts},file.filename={img}"],
                 stdout=subprocess.DEVNULL, stderr=f)
@@ -223,8 +223,8 @@ class Online(ReencTestCase):
         old = self.volume_key(img)
         log = self.path("p.log")
         proc, uri = self.serve(
-            img, log, "reencrypt=on,reencrypt-iter-time=10,"
-            "reencrypt-hotzone-size=64k")
+            img, log, "reencrypt-iter-time=10,reencrypt-hotzone-size=64k",
+            flags=["--reencrypt"])
         proc.send_signal(signal.SIGUSR1)
         time.sleep(0.5)
         with open(log) as f:
@@ -255,6 +255,13 @@ class Online(ReencTestCase):
         self.assertNotEqual(proc.returncode, 0)
         self.assertIn("reencrypt=on needs the image opened for writing",
                       proc.stderr)
+        self.assertEqual(file_bytes(img), before)
+        for args in (["-r", "--image-opts", image_opts(img)], [img]):
+            proc = subprocess.run(
+                [SERVER, "-k", sock, "--reencrypt", *args],
+                capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(proc.returncode, 0)
+            self.assertIn("--reencrypt needs --image-opts", proc.stderr)
         self.assertEqual(file_bytes(img), before)
         raw = self.path("e.raw")
         random_file(raw, 4 * MiB, 3)
