@@ -1025,6 +1025,11 @@ static int block_crypto_amend(BlockDriverState *bs, GHashTable *opts,
         error_setg(errp, "Invalid parameter '%s'", unknown);
         goto out;
     }
+    if (s->online) {
+        error_setg(errp, "The image is being re-encrypted (reencrypt=on): "
+                   "its key slots cannot be changed meanwhile");
+        goto out;
+    }
     ret = qcrypto_block_amend_options(s->block, block_crypto_header_read,
                                       block_crypto_header_write,
                                       block_crypto_header_flush,

@@ -263,6 +263,18 @@ class Online(ReencTestCase):
             self.assertNotEqual(proc.returncode, 0)
             self.assertIn("--reencrypt needs --image-opts", proc.stderr)
         self.assertEqual(file_bytes(img), before)
+        # A node in re-encryption takes no key-slot change (the open
+        # started the run: it is resumable, and resumed here).
+        proc = qil("amend", "--object", SECRET, "--object",
+                   "secret,id=sec1,data=x", "--image-opts",
+                   f"driver=luks,key-secret=sec0,{OPTS},file.filename={img}",
+                   "-o", "state=active,new-secret=sec1,iter-time=10",
+                   check=False)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("its key slots cannot be changed meanwhile",
+                      proc.stderr)
+        qil("reencrypt", "--object", SECRET, "--resume-only",
+            "--image-opts", image_opts(img))
         raw = self.path("e.raw")
         random_file(raw, 4 * MiB, 3)
         qil("reencrypt", "--object", SECRET, "--encrypt", "--init-only",
