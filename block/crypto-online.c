@@ -42,7 +42,6 @@ struct BlockCryptoOnline {
     uint64_t zone_off, zone_len;    /* the zone fenced (len 0: none) */
     GArray *inflight;           /* ranges of the requests in flight */
     bool stop;                  /* close: stop between zones */
-    bool finished;
     Error *failed;              /* the run's error: its zone stays fenced */
 
     QCryptoReencryptKeys *keys;    /* the init's, for the run's start */
@@ -257,7 +256,6 @@ static gpointer online_thread(gpointer opaque)
     if (!err && !stopped) {
         if (qcrypto_reencrypt_run_finish(o->run, &err) == 0) {
             g_mutex_lock(&o->lock);
-            o->finished = true;
             o->done = o->size;
             g_mutex_unlock(&o->lock);
         }
@@ -285,16 +283,6 @@ void block_crypto_online_start(BlockCryptoOnline *o,
     o->progress = progress;
     o->progress_opaque = opaque;
     o->thread = g_thread_new("reencrypt", online_thread, o);
-}
-
-void block_crypto_online_status(BlockCryptoOnline *o, uint64_t *done,
-                                uint64_t *size, bool *finished)
-{
-    g_mutex_lock(&o->lock);
-    *done = o->done;
-    *size = o->size;
-    *finished = o->finished;
-    g_mutex_unlock(&o->lock);
 }
 
 void block_crypto_online_close(BlockCryptoOnline *o)
@@ -373,8 +361,9 @@ static void online_leave(BlockCryptoOnline *o, uint64_t off, uint64_t len)
     g_mutex_unlock(&o->lock);
 }
 
-int block_crypto_online_pread(BlockCryptoOnline *o, uint64_t off,
-                              uint8_t *buf, size_t len, Error **errp)
+/* One request, routed by the run's position; a write encrypts buf. */
+static int online_request(BlockCryptoOnline *o, uint64_t off, uint8_t *buf,
+                          size_t len, bool write, Error **errp)
 {
     uint64_t done;
     int ret;
@@ -382,30 +371,32 @@ int block_crypto_online_pread(BlockCryptoOnline *o, uint64_t off,
     if (online_enter(o, off, len, &done, errp) < 0) {
         return -1;
     }
-    ret = bdrv_pread(o->file, o->offset + off, buf, len, errp);
-    if (ret == 0) {
-        ret = qcrypto_reencrypt_run_crypt(o->run, done, false, off, buf, len,
+    if (write) {
+        ret = qcrypto_reencrypt_run_crypt(o->run, done, true, off, buf, len,
                                           errp);
+        if (ret == 0) {
+            ret = bdrv_pwrite(o->file, o->offset + off, buf, len, 0, errp);
+        }
+    } else {
+        ret = bdrv_pread(o->file, o->offset + off, buf, len, errp);
+        if (ret == 0) {
+            ret = qcrypto_reencrypt_run_crypt(o->run, done, false, off, buf,
+                                              len, errp);
+        }
     }
     online_leave(o, off, len);
     return ret;
+}
+
+int block_crypto_online_pread(BlockCryptoOnline *o, uint64_t off,
+                              uint8_t *buf, size_t len, Error **errp)
+{
+    return online_request(o, off, buf, len, false, errp);
 }
 
 /* buf is encrypted in place. */
 int block_crypto_online_pwrite(BlockCryptoOnline *o, uint64_t off,
                                uint8_t *buf, size_t len, Error **errp)
 {
-    uint64_t done;
-    int ret;
-
-    if (online_enter(o, off, len, &done, errp) < 0) {
-        return -1;
-    }
-    ret = qcrypto_reencrypt_run_crypt(o->run, done, true, off, buf, len,
-                                      errp);
-    if (ret == 0) {
-        ret = bdrv_pwrite(o->file, o->offset + off, buf, len, 0, errp);
-    }
-    online_leave(o, off, len);
-    return ret;
+    return online_request(o, off, buf, len, true, errp);
 }

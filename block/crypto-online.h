@@ -23,8 +23,6 @@ BlockCryptoOnline *block_crypto_online_open(BlockDriverState *file,
 void block_crypto_online_start(BlockCryptoOnline *o,
                                BlockCryptoOnlineProgress *progress,
                                void *opaque);
-void block_crypto_online_status(BlockCryptoOnline *o, uint64_t *done,
-                                uint64_t *size, bool *finished);
 /* Stops the run between zones (resumable), frees o. */
 void block_crypto_online_close(BlockCryptoOnline *o);
 

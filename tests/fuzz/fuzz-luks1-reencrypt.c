@@ -148,7 +148,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * finished: its key slots are whatever the input says.)
      */
     bool marked = size >= 6 && !memcmp(data, RUN_MAGIC, 6);
-    int ret;
 
     fuzz_init();
     ff_init(&f, &io, data, size);
@@ -158,30 +157,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return -1;      /* not added to the corpus */
     }
 
-    /* Once stopped after the first zone, then to the end. */
-    for (int run = 0; run < 2; run++) {
-        g_autoptr(Error) err = NULL;
-
-        f.zones = 0;
-        f.stop_after = run == 0 ? 2 : 0;
-        ret = qcrypto_reencrypt_resume(&secret, FUZZ_REENC_HOTZONE, &io,
-                                       &err);
-        g_assert(ret >= -1 && ret <= 1);
-        g_assert((ret < 0) == !!err);
-        fuzz_debug(run ? "resume again" : "resume", err);
-        if (f.len > f.max) {
-            fuzz_fail("the file grew past its limit");
-        }
-        if (ret == 0) {
-            if (marked) {
-                fuzz_check_done(&f, &secret);
-            }
-            break;
-        }
-        if (ret < 0) {
-            break;
-        }
-    }
+    ff_resume_twice(&f, &io, &secret, marked);
     ff_free(&f);
     return 0;
 }

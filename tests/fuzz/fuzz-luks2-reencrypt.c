@@ -69,7 +69,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     };
     FuzzFile f;
     QCryptoReencryptIO io;
-    int ret;
 
     fuzz_init();
     if (!fuzz_luks2_costs_bounded(data, size)) {
@@ -79,28 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ff_init(&f, &io, data, size);
     fuzz_luks2_fix_checksums(f.data, f.len);
 
-    /* Once stopped after the first zone, then to the end. */
-    for (int run = 0; run < 2; run++) {
-        g_autoptr(Error) err = NULL;
-
-        f.zones = 0;
-        f.stop_after = run == 0 ? 2 : 0;
-        ret = qcrypto_reencrypt_resume(&secret, FUZZ_REENC_HOTZONE, &io,
-                                       &err);
-        g_assert(ret >= -1 && ret <= 1);
-        g_assert((ret < 0) == !!err);
-        fuzz_debug(run ? "resume again" : "resume", err);
-        if (f.len > f.max) {
-            fuzz_fail("the file grew past its limit");
-        }
-        if (ret == 0) {
-            fuzz_check_done(&f, &secret);
-            break;
-        }
-        if (ret < 0) {
-            break;
-        }
-    }
+    ff_resume_twice(&f, &io, &secret, true);
     ff_free(&f);
     return 0;
 }
