@@ -175,6 +175,7 @@ aes_x86_cbc_encrypt(const AesX86Key *key, uint8_t *iv, const uint8_t *in,
 #define V_XPOW_LEFT_ALL(b) V_XPOW_LEFT(b)
 #define V_XPOW_RIGHT_ALL(b) V_XPOW_RIGHT(b)
 #define V_CTR_LANES(b) _mm_set_epi64x(0, b)
+#define V_FROM_LANES(l) ((l)[0])
 
 #include "aes-x86-template.c.inc"
 

@@ -50,6 +50,8 @@
 #define V_XPOW_LEFT_ALL(b) _mm256_set1_epi64x(b)
 #define V_XPOW_RIGHT_ALL(b) _mm256_set1_epi64x(64 - (b))
 #define V_CTR_LANES(b) _mm256_set_epi64x(0, (b) + 1, 0, b)
+/* A vector of VL 128-bit lanes from an array, lane 0 first. */
+#define V_FROM_LANES(l) _mm256_set_m128i((l)[1], (l)[0])
 
 #include "aes-x86-template.c.inc"
 
@@ -108,6 +110,9 @@ const AesX86Ops aes_x86_ops_vaes256 = {
 #define V_XPOW_RIGHT_ALL(b) _mm512_set1_epi64(64 - (b))
 #define V_CTR_LANES(b) \
     _mm512_set_epi64(0, (b) + 3, 0, (b) + 2, 0, (b) + 1, 0, b)
+#define V_FROM_LANES(l) \
+    _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i((l)[1], (l)[0])), \
+                       _mm256_set_m128i((l)[3], (l)[2]), 1)
 
 #include "aes-x86-template.c.inc"
 

@@ -19,6 +19,7 @@ typedef struct AesX86Cipher {
     const AesX86Ops *ops;
     AesX86Key key;
     AesX86Key tweak_key;        /* XTS: K2, which encrypts the IV */
+    AesX86TweakCache tweak_cache;   /* XTS: first tweaks computed ahead */
     union {
         uint8_t iv[16];         /* CBC: last ciphertext; CTR: counter */
         xts_uint128 tweak;      /* XTS: tweak of the next block */
@@ -176,7 +177,8 @@ static void aes_x86_encrypt_sectors(QCryptoCipher *cipher,
 {
     AesX86Cipher *c = (AesX86Cipher *)cipher;
 
-    c->ops->xts_encrypt_sectors(&c->key, &c->tweak_key, s, buf, count);
+    c->ops->xts_encrypt_sectors(&c->key, &c->tweak_key, &c->tweak_cache, s,
+                               buf, count);
 }
 
 static void aes_x86_decrypt_sectors(QCryptoCipher *cipher,
@@ -185,7 +187,8 @@ static void aes_x86_decrypt_sectors(QCryptoCipher *cipher,
 {
     AesX86Cipher *c = (AesX86Cipher *)cipher;
 
-    c->ops->xts_decrypt_sectors(&c->key, &c->tweak_key, s, buf, count);
+    c->ops->xts_decrypt_sectors(&c->key, &c->tweak_key, &c->tweak_cache, s,
+                               buf, count);
 }
 
 static void aes_x86_free(QCryptoCipher *cipher)

@@ -31,6 +31,21 @@ typedef struct AesX86Key {
     unsigned rounds;
 } AesX86Key;
 
+/*
+ * XTS first tweaks computed ahead, for one-sector calls (the template's
+ * xts_one_sector()): tw[next .. n-1] are E_K2 of the IV numbers num,
+ * num + (1 << iv_shift), ... in iv_format. A tweak depends on K2 and the
+ * IV number alone, so an entry is never stale: a call for another sector
+ * simply misses. Key material: wiped with the cipher.
+ */
+typedef struct AesX86TweakCache {
+    xts_uint128 tw[4];          /* one zmm of lanes at most */
+    uint64_t num;
+    unsigned next, n;
+    unsigned iv_shift;
+    QCryptoCipherIVFormat iv_format;
+} AesX86TweakCache;
+
 typedef struct AesX86Ops {
     const char *name;
     /* nblocks whole 16-byte blocks; in == out allowed. */
@@ -56,12 +71,16 @@ typedef struct AesX86Ops {
                         const uint8_t *in, uint8_t *out, size_t len);
     /*
      * count whole sectors in place, with IVs counted as s says (see
-     * crypto/cipher.h); the first tweak of each is E_tkey(its IV).
+     * crypto/cipher.h); the first tweak of each is E_tkey(its IV). A
+     * one-sector call takes its tweak from cache when it is there, and
+     * leaves the next sector's there.
      */
     void (*xts_encrypt_sectors)(const AesX86Key *key, const AesX86Key *tkey,
+                                AesX86TweakCache *cache,
                                 const QCryptoCipherSectors *s, uint8_t *buf,
                                 size_t count);
     void (*xts_decrypt_sectors)(const AesX86Key *key, const AesX86Key *tkey,
+                                AesX86TweakCache *cache,
                                 const QCryptoCipherSectors *s, uint8_t *buf,
                                 size_t count);
 } AesX86Ops;
@@ -104,17 +123,15 @@ static inline void aes_x86_sector_ivs(xts_uint128 *iv,
 }
 
 /*
- * The IV of sector i of the run s, built in a register rather than in
- * memory: the one-sector path feeds it straight into E_K2, and a 16-byte
- * load of two 8-byte stores just made would miss store forwarding on the
- * critical path of the call.
+ * The IV of number num laid out as iv_format says, built in a register
+ * rather than in memory: the one-sector path feeds it straight into E_K2,
+ * and a 16-byte load of two 8-byte stores just made would miss store
+ * forwarding on the critical path of a call whose tweak is not cached.
  */
-static inline __m128i aes_x86_sector_iv_vec(const QCryptoCipherSectors *s,
-                                            size_t i)
+static inline __m128i aes_x86_iv_vec(QCryptoCipherIVFormat iv_format,
+                                     uint64_t num)
 {
-    uint64_t num = s->first_iv + ((uint64_t)i << s->iv_shift);
-
-    switch (s->iv_format) {
+    switch (iv_format) {
     case QCRYPTO_CIPHER_IV_LE32:
         return _mm_cvtsi64_si128((long long)(num & UINT32_MAX));
     case QCRYPTO_CIPHER_IV_LE64:
