@@ -27,19 +27,19 @@ static int qcow2_rewrite_header(BlockDriverState *bs, Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
     uint64_t cs = s->g.cluster_size;
-    size_t hlen = 2 * cs + QCOW2_MAX_BACKING_NAME;
+    size_t hlen = 2 * cs + QCOW2_MAX_BACKING_NAME + QCOW2_MAX_EXT_STRING + 8;
     g_autofree uint8_t *buf = g_malloc(hlen);
     uint64_t coff = s->ext.has_crypto_header ? s->ext.crypto_header_offset : 0;
     uint64_t clen = s->ext.has_crypto_header ? s->ext.crypto_header_length : 0;
     size_t n;
 
     n = qcow2_header_build(&s->header, s->backing_file,
-                           s->ext.backing_format, coff, clen, true,
-                           s->ext.unknown, buf, hlen);
+                           s->ext.backing_format, s->ext.data_file, coff,
+                           clen, true, s->ext.unknown, buf, hlen);
     if (n >= cs) {
         n = qcow2_header_build(&s->header, s->backing_file,
-                               s->ext.backing_format, coff, clen, false,
-                               s->ext.unknown, buf, hlen);
+                               s->ext.backing_format, s->ext.data_file, coff,
+                               clen, false, s->ext.unknown, buf, hlen);
     }
     if (n > cs) {
         error_setg(errp, "The new header does not fit in the first cluster");
@@ -268,7 +268,7 @@ static int qcow2_shrink(BlockDriverState *bs, uint64_t size, Error **errp)
                             errp) < 0) {
         return -1;
     }
-    if (!free_ && s->ext.data_file) {
+    if (!free_ && s->g.has_data_file) {
         error_setg(errp, "Cannot shrink an image with an external data file "
                    "over data: guest bytes past %" G_GUINT64_FORMAT " are "
                    "allocated", size);
@@ -339,6 +339,35 @@ static int qcow2_zero_grown_tail(BlockDriverState *bs, uint64_t old_size,
     return qcow2_pwrite(bs, old_size, zeroes, end - old_size, 0, errp);
 }
 
+/*
+ * Grown from old_size with an external data file: with data_file_raw the
+ * new clusters are mapped to their place in it (QEMU preallocates their
+ * metadata: the data file must stay the whole disk); the data file grows
+ * to the new size (never shrinks: QEMU's truncate is not exact there).
+ */
+static int qcow2_grow_data_file(BlockDriverState *bs, uint64_t old_size,
+                                uint64_t size, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t cs = s->g.cluster_size;
+    bool raw = s->header.autoclear_features & QCOW2_AUTOCLEAR_DATA_FILE_RAW;
+    uint64_t want = raw ? ROUND_UP(size, cs) : size;
+    int64_t len;
+
+    if (raw && qcow2_map_raw_data_file(bs, ROUND_UP(old_size, cs),
+                                       ROUND_UP(size, cs), errp) < 0) {
+        return -1;
+    }
+    len = bdrv_getlength_exact(s->data_file, errp);
+    if (len < 0) {
+        return -1;
+    }
+    if ((uint64_t)len >= want) {
+        return 0;
+    }
+    return bdrv_truncate(s->data_file, want, PREALLOC_MODE_OFF, errp);
+}
+
 int qcow2_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
                    Error **errp)
 {
@@ -373,6 +402,9 @@ int qcow2_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
         ret = qcow2_shrink(bs, size, errp);
     }
     g_mutex_unlock(&s->alloc_lock);
+    if (ret == 0 && old_size < size && s->g.has_data_file) {
+        ret = qcow2_grow_data_file(bs, old_size, size, errp);
+    }
     if (ret == 0 && old_size < size) {
         ret = qcow2_zero_grown_tail(bs, old_size, size, errp);
     }
@@ -418,9 +450,9 @@ out:
 
 /*
  * rebase: a new backing file name and format in the header (one write
- * of the first cluster: the old header or the new), the bitmaps
- * extension kept. An external data file's name the header writer does
- * not carry over: refused.
+ * of the first cluster: the old header or the new), the bitmaps and
+ * external data file extensions kept. With data_file_raw the data file
+ * alone is the disk: no backing file (QEMU's -EINVAL).
  */
 int qcow2_change_backing_file(BlockDriverState *bs, const char *backing_file,
                               const char *backing_fmt, Error **errp)
@@ -428,9 +460,9 @@ int qcow2_change_backing_file(BlockDriverState *bs, const char *backing_file,
     BDRVQcow2State *s = bs->opaque;
     char *old_file = s->backing_file, *old_fmt = s->ext.backing_format;
 
-    if (s->ext.data_file) {
-        error_setg(errp, "Changing the backing file of an image with an "
-                   "external data file is not supported by qemu-img-lite");
+    if (backing_file &&
+        (s->header.autoclear_features & QCOW2_AUTOCLEAR_DATA_FILE_RAW)) {
+        error_setg(errp, "Invalid argument");
         return -1;
     }
     if (backing_file && strlen(backing_file) > QCOW2_MAX_BACKING_NAME) {

@@ -49,7 +49,7 @@ int qcow2_l2_entry_type(const Qcow2Geometry *g, uint64_t l2_entry,
      * 0 is a real offset and the COPIED bit (refcount 1, always true
      * there) tells the two apart (as QEMU does).
      */
-    has_host = host || (g->has_data_file && (l2_entry & QCOW2_OFLAG_COPIED));
+    has_host = qcow2_entry_has_host(g, l2_entry);
 
     if (!g->extended_l2) {
         if (l2_entry & QCOW2_OFLAG_ZERO) {

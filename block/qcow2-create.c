@@ -15,6 +15,12 @@
  *                      to whole clusters
  *   ..                 L2 tables, then data (preallocation != off only)
  *
+ * With an external data file (data_file=), the data is there instead, each
+ * guest cluster at its own offset (spec, "External data file"): the image
+ * file holds the metadata alone, and preallocation fills the data file.
+ * QEMU ends a file whose last table is the L1 table at that table's last
+ * entry (196616 bytes for 64 MiB, qemu-iotests 243), and so do we.
+ *
  * Unlike QEMU (one table cluster that grows), the refcount table is made
  * large enough for the fully allocated image and then some, so that the
  * write path (qcow2-write.c) never has to move it.
@@ -48,6 +54,8 @@ typedef struct Qcow2CreateOpts {
     Qcow2CompressionType compression;
     char *backing_file;
     char *backing_fmt;
+    char *data_file;                /* the name in the header; NULL: none */
+    bool data_file_raw;
     bool encrypt;
     bool encrypt_aes;               /* legacy AES: crypt_method 1 */
     QCryptoBlockCreateOptions copts;
@@ -62,13 +70,17 @@ typedef struct Qcow2Layout {
     uint64_t luks_offset, luks_len, luks_clusters;
     uint64_t l2_offset, l2_tables;
     uint64_t data_offset, data_clusters;
+    /* Preallocated: guest clusters mapped, and where cluster 0 is mapped. */
+    uint64_t mapped_clusters, map_base;
     uint64_t clusters;              /* in the file */
+    uint64_t file_len;              /* bytes: clusters, or up to the L1 end */
 } Qcow2Layout;
 
 static void qcow2_create_opts_clear(Qcow2CreateOpts *o)
 {
     g_free(o->backing_file);
     g_free(o->backing_fmt);
+    g_free(o->data_file);
     if (o->encrypt) {
         block_crypto_clear_luks_create_opts(&o->copts);
     }
@@ -114,7 +126,8 @@ static size_t qcow2_feature_table(uint8_t *t)
 }
 
 size_t qcow2_header_build(const Qcow2Header *h, const char *backing_file,
-                          const char *backing_fmt, uint64_t crypto_off,
+                          const char *backing_fmt, const char *data_file,
+                          uint64_t crypto_off,
                           uint64_t crypto_len, bool feature_table,
                           const GByteArray *unknown, uint8_t *buf,
                           size_t len)
@@ -143,10 +156,17 @@ size_t qcow2_header_build(const Qcow2Header *h, const char *backing_file,
         buf[QCOW2_COMPRESSION_TYPE_OFFSET] = h->compression_type;
     }
     pos = h->header_length;
-    /* QEMU's order: backing format, crypto header, feature table. */
+    /*
+     * QEMU's order: backing format, external data file, crypto header,
+     * feature table.
+     */
     if (backing_fmt) {
         qcow2_put_ext(buf, &pos, QCOW2_EXT_BACKING_FORMAT, backing_fmt,
                       strlen(backing_fmt));
+    }
+    if (data_file) {
+        qcow2_put_ext(buf, &pos, QCOW2_EXT_DATA_FILE, data_file,
+                      strlen(data_file));
     }
     if (crypto_len) {
         uint8_t ext[16];
@@ -400,6 +420,43 @@ static int qcow2_check_backing(BlockDriverState *file, Qcow2CreateOpts *o,
     return 0;
 }
 
+/*
+ * data_file and data_file_raw, as QEMU 7.2 checks them. data_file_raw
+ * (spec: the data file reads as the guest's disk on its own) needs every
+ * guest cluster mapped to its place in the data file: at least
+ * preallocation=metadata, as QEMU makes it.
+ */
+static int qcow2_check_data_file(Qcow2CreateOpts *o, Error **errp)
+{
+    if (o->data_file_raw && !o->data_file) {
+        error_setg(errp, "data-file-raw requires data-file");
+        return -1;
+    }
+    if (o->data_file_raw && o->backing_file) {
+        error_setg(errp, "Backing file and data-file-raw cannot be used at "
+                   "the same time");
+        return -1;
+    }
+    if (o->data_file_raw && o->prealloc == QCOW2_PREALLOC_OFF) {
+        o->prealloc = QCOW2_PREALLOC_METADATA;
+    }
+    if (!o->data_file) {
+        return 0;
+    }
+    if (o->version < 3) {
+        error_setg(errp, "External data files are only supported with "
+                   "compatibility level 1.1 and above (use version=v3 or "
+                   "greater)");
+        return -1;
+    }
+    /* What the header extension may hold (QEMU reads no longer a name). */
+    if (strlen(o->data_file) > QCOW2_MAX_EXT_STRING) {
+        error_setg(errp, "Data file name too long");
+        return -1;
+    }
+    return 0;
+}
+
 static int qcow2_take_create_opts(BlockDriverState *file, GHashTable *opts,
                                   Qcow2CreateOpts *o, Error **errp)
 {
@@ -427,13 +484,11 @@ static int qcow2_take_create_opts(BlockDriverState *file, GHashTable *opts,
                            errp) < 0) {
         return -1;
     }
-    if (g_hash_table_contains(opts, "data_file") ||
-        g_hash_table_contains(opts, "data_file_raw")) {
-        error_setg(errp, "External data files (data_file, data_file_raw) "
-                   "are not created by qemu-img-lite: the qcow2 image holds "
-                   "its data itself");
+    if (qemu_opt_take_bool(opts, "data_file_raw", false, &o->data_file_raw,
+                           errp) < 0) {
         return -1;
     }
+    o->data_file = qemu_opt_take(opts, "data_file");
     o->backing_file = qemu_opt_take(opts, "backing_file");
     o->backing_fmt = qemu_opt_take(opts, "backing_fmt");
     ctype = qemu_opt_take(opts, "compression_type");
@@ -497,7 +552,8 @@ static int qcow2_take_create_opts(BlockDriverState *file, GHashTable *opts,
                    "same time if extended_l2 is on");
         return -1;
     }
-    if (qcow2_take_encrypt(opts, o, errp) < 0 ||
+    if (qcow2_check_data_file(o, errp) < 0 ||
+        qcow2_take_encrypt(opts, o, errp) < 0 ||
         qcow2_check_backing(file, o, has_size, unchecked, errp) < 0) {
         return -1;
     }
@@ -542,7 +598,9 @@ static int qcow2_plan(const Qcow2CreateOpts *o, uint64_t luks_len,
     l->luks_clusters = div_round_up(luks_len, cs);
     if (o->prealloc != QCOW2_PREALLOC_OFF) {
         l->l2_tables = l->l1_size;
-        l->data_clusters = div_round_up(o->size, cs);
+        l->mapped_clusters = div_round_up(o->size, cs);
+        /* An external data file holds the data clusters: not counted here. */
+        l->data_clusters = o->data_file ? 0 : l->mapped_clusters;
     }
     fixed = 1 + l->l1_clusters + l->luks_clusters + l->l2_tables +
             l->data_clusters;
@@ -586,11 +644,54 @@ static int qcow2_plan(const Qcow2CreateOpts *o, uint64_t luks_len,
     l->luks_offset = l->l1_offset + l->l1_clusters * cs;
     l->l2_offset = l->luks_offset + l->luks_clusters * cs;
     l->data_offset = l->l2_offset + l->l2_tables * cs;
+    l->map_base = o->data_file ? 0 : l->data_offset;
     l->clusters = l->data_offset / cs + l->data_clusters;
+    l->file_len = l->clusters * cs;
+    if (l->l1_clusters && l->luks_offset == l->clusters * cs) {
+        /* The L1 table last: the file ends with its last entry, as QEMU's. */
+        l->file_len = l->l1_offset + l->l1_size * 8;
+    }
     return 0;
 }
 
 /* ---- Writing */
+
+/* What the file under the data gets (metadata: nothing). */
+static PreallocMode qcow2_prealloc_mode(Qcow2Prealloc p)
+{
+    return p == QCOW2_PREALLOC_FALLOC ? PREALLOC_MODE_FALLOC :
+           p == QCOW2_PREALLOC_FULL ? PREALLOC_MODE_FULL : PREALLOC_MODE_OFF;
+}
+
+/*
+ * The external data file, new (a file already there is replaced, as
+ * qemu-img truncates it), as long as the image: its virtual size without
+ * preallocation, whole (sub)clusters with it, the
+ * data preallocated for falloc and full. Unnamed until finished, as the
+ * image file (bdrv_create_finish()).
+ */
+static BlockDriverState *qcow2_create_data_file(BlockDriverState *file,
+                                                const Qcow2CreateOpts *o,
+                                                int flags, Error **errp)
+{
+    /* QEMU's preallocate_co maps whole (sub)clusters, up to its end. */
+    uint64_t unit = (1ull << o->cluster_bits) /
+                    (o->extended_l2 ? QCOW2_SUBCLUSTERS_PER_CLUSTER : 1);
+    uint64_t len = o->prealloc == QCOW2_PREALLOC_OFF ? o->size :
+                   ROUND_UP(o->size, unit);
+    BlockDriverState *data;
+
+    data = bdrv_create_file(o->data_file, flags, file->interrupt, errp);
+    if (!data) {
+        return NULL;
+    }
+    if (bdrv_create_fit(data, len, qcow2_prealloc_mode(o->prealloc),
+                        errp) < 0) {
+        bdrv_close(data);
+        return NULL;
+    }
+    return data;
+}
 
 typedef struct Qcow2CreateState {
     BlockDriverState *file;
@@ -635,8 +736,8 @@ static int qcow2_write_tables(BlockDriverState *file,
 
     for (uint64_t t = 0; t < l->l2_tables; t++) {
         memset(l2, 0, l->cs);
-        for (uint64_t i = 0; i < per_l2 && data < l->data_clusters; i++) {
-            stq_be_p(l2 + i * esize, (l->data_offset + data * l->cs) |
+        for (uint64_t i = 0; i < per_l2 && data < l->mapped_clusters; i++) {
+            stq_be_p(l2 + i * esize, (l->map_base + data * l->cs) |
                      QCOW2_OFLAG_COPIED);
             if (o->extended_l2) {
                 /* All 32 subclusters allocated. */
@@ -653,8 +754,10 @@ static int qcow2_write_tables(BlockDriverState *file,
     if (!l->l1_clusters) {
         return 0;
     }
-    return bdrv_pwrite(file, l->l1_offset, l1, l->l1_clusters * l->cs, 0,
-                       errp);
+    /* Not past the file's end (file_len): the rest of the cluster reads 0. */
+    return bdrv_pwrite(file, l->l1_offset, l1,
+                       MIN(l->l1_clusters * l->cs,
+                           l->file_len - l->l1_offset), 0, errp);
 }
 
 static int qcow2_luks_init(QCryptoBlock *block, uint64_t headerlen,
@@ -705,8 +808,9 @@ static int qcow2_write_image(BlockDriverState *file, const Qcow2CreateOpts *o,
                                            QCOW2_V2_HEADER_LEN,
         .compression_type = o->compression,
     };
-    /* Room for the header, every extension and the name, however large. */
-    size_t hlen = 2 * l->cs + QCOW2_MAX_BACKING_NAME;
+    /* Room for the header, every extension and the names, however large. */
+    size_t hlen = 2 * l->cs + QCOW2_MAX_BACKING_NAME +
+                  QCOW2_MAX_EXT_STRING + 8;
     g_autofree uint8_t *hdr = g_malloc(hlen);
     size_t need;
 
@@ -719,14 +823,20 @@ static int qcow2_write_image(BlockDriverState *file, const Qcow2CreateOpts *o,
     if (o->lazy_refcounts) {
         h.compatible_features |= QCOW2_COMPAT_LAZY_REFCOUNTS;
     }
+    if (o->data_file) {
+        h.incompatible_features |= QCOW2_INCOMPAT_DATA_FILE;
+    }
+    if (o->data_file_raw) {
+        h.autoclear_features |= QCOW2_AUTOCLEAR_DATA_FILE_RAW;
+    }
     /* As QEMU, the feature name table is left out if it does not fit. */
     need = qcow2_header_build(&h, o->backing_file, o->backing_fmt,
-                              l->luks_offset, l->luks_len, true, NULL, hdr,
-                              hlen);
+                              o->data_file, l->luks_offset, l->luks_len,
+                              true, NULL, hdr, hlen);
     if (need >= l->cs) {
         need = qcow2_header_build(&h, o->backing_file, o->backing_fmt,
-                                  l->luks_offset, l->luks_len, false, NULL,
-                                  hdr, hlen);
+                                  o->data_file, l->luks_offset, l->luks_len,
+                                  false, NULL, hdr, hlen);
     }
     if (need > l->cs) {
         error_setg(errp, "The header, its extensions and the backing file "
@@ -738,11 +848,9 @@ static int qcow2_write_image(BlockDriverState *file, const Qcow2CreateOpts *o,
      * The file's full length first (a block device must hold it already):
      * then the tables, then the header.
      */
-    if (bdrv_create_fit(file, l->clusters * l->cs,
-                      o->prealloc == QCOW2_PREALLOC_FALLOC ?
-                      PREALLOC_MODE_FALLOC :
-                      o->prealloc == QCOW2_PREALLOC_FULL ?
-                      PREALLOC_MODE_FULL : PREALLOC_MODE_OFF, errp) < 0 ||
+    if (bdrv_create_fit(file, l->file_len,
+                        o->data_file ? PREALLOC_MODE_OFF :
+                        qcow2_prealloc_mode(o->prealloc), errp) < 0 ||
         qcow2_write_refcounts(file, o, l, errp) < 0 ||
         qcow2_write_tables(file, o, l, errp) < 0) {
         return -1;
@@ -764,6 +872,7 @@ int qcow2_create(BlockDriverState *file, GHashTable *opts, int flags,
     Qcow2CreateOpts o;
     Qcow2Layout l;
     QCryptoBlock *block = NULL;
+    BlockDriverState *data = NULL;
     uint64_t luks_len = 0;
     int ret = -1;
 
@@ -776,24 +885,48 @@ int qcow2_create(BlockDriverState *file, GHashTable *opts, int flags,
                                                errp) < 0) {
         goto out;
     }
-    if (qcow2_plan(&o, luks_len, &l, errp) < 0 ||
-        qcow2_write_image(file, &o, &l, &block, errp) < 0 ||
+    if (qcow2_plan(&o, luks_len, &l, errp) < 0) {
+        goto out;
+    }
+    if (o.data_file) {
+        data = qcow2_create_data_file(file, &o, flags, errp);
+        if (!data) {
+            goto out;
+        }
+    }
+    if (qcow2_write_image(file, &o, &l, &block, errp) < 0 ||
         bdrv_flush(file, errp) < 0) {
         qcrypto_block_free(block);
+        bdrv_close(data);       /* never named: nothing is left */
         goto out;
     }
     ret = 0;
-    if (!pbs || !block) {
-        /* Opened the usual way by the caller, if it wants it. */
+    if (!pbs) {
+        /*
+         * The caller names the image file alone: the data file is named
+         * now, first (a kill in between leaves it without its image, as
+         * a qemu-img killed there leaves it truncated).
+         */
         qcrypto_block_free(block);
+        if (data && bdrv_create_finish(data, errp) < 0) {
+            ret = -1;
+        }
+        bdrv_close(data);
         goto out;
     }
-    /* Hand over the image with the master key just made. */
+    if (!block && !data) {
+        /* Opened the usual way by the caller. */
+        goto out;
+    }
+    /*
+     * Hand over the image with the master key just made, or with its new
+     * data file: its name is not there yet (until bdrv_create_finish()).
+     */
     *pbs = bdrv_new_node(&bdrv_qcow2, file, BDRV_O_RDWR | flags);
-    if (qcow2_open_created(*pbs, qcow2_crypto_new_luks(file, block,
-                                                       l.luks_offset,
-                                                       l.luks_len),
-                           BDRV_O_RDWR | flags, errp) < 0) {
+    if (qcow2_open_created(*pbs, block ?
+                           qcow2_crypto_new_luks(file, block, l.luks_offset,
+                                                 l.luks_len) : NULL,
+                           data, BDRV_O_RDWR | flags, errp) < 0) {
         /* qcow2_open_created undid the open; file stays the caller's. */
         bdrv_new_node_abandon(*pbs);
         *pbs = NULL;

@@ -609,7 +609,7 @@ static int qcow2_snapshot_writable(BlockDriverState *bs, Error **errp)
         error_setg(errp, "Image is read-only");
         return -1;
     }
-    if (s->ext.data_file) {
+    if (s->g.has_data_file) {
         /* QEMU's -ENOTSUP for internal snapshots with a data file. */
         error_setg(errp, "-95 (Operation not supported)");
         return -1;

@@ -14,6 +14,12 @@
  * entry pointing at unwritten or uncounted clusters. Clusters are taken
  * from the end of the file and never reused.
  *
+ * With an external data file (spec, "External data file"), a guest
+ * cluster's data has one place: the same offset in the data file, which
+ * the refcounts do not cover. Step 1 is then for L2 tables only. With
+ * data_file_raw, the data file must read as the guest's disk at all
+ * times: zeroes are written there too, never only marked in an L2 entry.
+ *
  * Concurrency (the convert loop writes distinct ranges from several
  * threads): allocation and metadata updates hold s->alloc_lock; the data
  * of whole new clusters and of in-place writes is encrypted and written
@@ -319,6 +325,31 @@ static int qcow2_write_data_from(BlockDriverState *bs, uint64_t host,
     return qcow2_write_data(bs, host, (uint8_t *)buf, len, errp);
 }
 
+/*
+ * Host clusters for the n guest clusters from offset (cluster-aligned),
+ * alloc_lock held: new ones at the end of the image file, counted; with
+ * an external data file the guest's own offset there (nothing counted).
+ */
+static int qcow2_alloc_data_clusters(BlockDriverState *bs, uint64_t offset,
+                                     uint64_t n, uint64_t *host,
+                                     Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    if (s->g.has_data_file) {
+        *host = offset;
+        return 0;
+    }
+    return qcow2_alloc_clusters(bs, n, host, errp);
+}
+
+/* Whether the entry names a host cluster of data (not compressed). */
+static bool qcow2_entry_has_data(BDRVQcow2State *s, uint64_t entry)
+{
+    return !(entry & QCOW2_OFLAG_COMPRESSED) &&
+           qcow2_entry_has_host(&s->g, entry);
+}
+
 /* Subclusters [a, b) of a cluster as bitmap bits (allocation half). */
 static uint64_t qcow2_sc_bits(BDRVQcow2State *s, uint64_t a, uint64_t b)
 {
@@ -342,23 +373,26 @@ static int qcow2_write_cluster(BlockDriverState *bs, uint64_t offset,
     uint64_t a = offset - cstart, b = a + len, ra, rb;
     uint64_t entry, bitmap, host, new_entry, new_bitmap;
     uint64_t old_coff = 0, old_clen = 0, shared = 0;
-    bool compressed, alloc, whole;
+    bool compressed, alloc, whole, has_host;
     g_autofree uint8_t *tmp = NULL;
 
     if (qcow2_get_l2_entry(bs, cstart, &entry, &bitmap, errp) < 0) {
         return -1;
     }
     compressed = entry & QCOW2_OFLAG_COMPRESSED;
-    host = compressed ? 0 : entry & QCOW2_OFFSET_MASK;
+    has_host = qcow2_entry_has_data(s, entry);
+    host = has_host ? entry & QCOW2_OFFSET_MASK : 0;
     /*
      * A host cluster without COPIED is shared with a snapshot (refcount
-     * above 1): copied whole to a new one, then released (COW).
+     * above 1): copied whole to a new one, then released (COW). (No
+     * snapshots with an external data file: its clusters are never shared.)
      */
-    if (host && !(entry & QCOW2_OFLAG_COPIED) && !s->ext.data_file) {
+    if (has_host && !(entry & QCOW2_OFLAG_COPIED) && !s->g.has_data_file) {
         shared = host;
+        has_host = false;
         host = 0;
     }
-    alloc = !host;
+    alloc = !has_host;
     /* A new cluster that takes the place of one with data: all of it. */
     whole = compressed || shared;
     if (shared) {
@@ -375,11 +409,11 @@ static int qcow2_write_cluster(BlockDriverState *bs, uint64_t offset,
         uint64_t sb = ROUND_UP(b, s->g.subcluster_size);
         unsigned sec = s->crypto ? BDRV_SECTOR_SIZE : 1;
 
-        ra = host && (bitmap & qcow2_sc_bits(s, sa, sa + 1)) ?
+        ra = has_host && (bitmap & qcow2_sc_bits(s, sa, sa + 1)) ?
              ROUND_DOWN(a, sec) : sa;
-        rb = host && (bitmap & qcow2_sc_bits(s, sb - 1, sb)) ?
+        rb = has_host && (bitmap & qcow2_sc_bits(s, sb - 1, sb)) ?
              ROUND_UP(b, sec) : sb;
-    } else if (host && !(entry & QCOW2_OFLAG_ZERO)) {
+    } else if (has_host && !(entry & QCOW2_OFLAG_ZERO)) {
         /* In place: whole encryption sectors. */
         ra = s->crypto ? ROUND_DOWN(a, BDRV_SECTOR_SIZE) : a;
         rb = s->crypto ? ROUND_UP(b, BDRV_SECTOR_SIZE) : b;
@@ -397,7 +431,7 @@ static int qcow2_write_cluster(BlockDriverState *bs, uint64_t offset,
     if (compressed) {
         qcow2_compressed_extent(&s->g, entry, &old_coff, &old_clen);
     }
-    if (alloc && qcow2_alloc_clusters(bs, 1, &host, errp) < 0) {
+    if (alloc && qcow2_alloc_data_clusters(bs, cstart, 1, &host, errp) < 0) {
         return -1;
     }
     if (qcow2_write_data(bs, host + ra, tmp, rb - ra, errp) < 0) {
@@ -444,10 +478,14 @@ static int qcow2_write_zero_cluster(BlockDriverState *bs, uint64_t offset,
     BDRVQcow2State *s = bs->opaque;
     uint64_t entry, bitmap, zentry, zbitmap;
 
+    /* Raw: the data file itself must read as zeroes there. */
+    if (s->header.autoclear_features & QCOW2_AUTOCLEAR_DATA_FILE_RAW) {
+        return 0;
+    }
     if (qcow2_get_l2_entry(bs, offset, &entry, &bitmap, errp) < 0) {
         return -1;
     }
-    if (entry & (QCOW2_OFLAG_COMPRESSED | QCOW2_OFFSET_MASK)) {
+    if ((entry & QCOW2_OFLAG_COMPRESSED) || qcow2_entry_has_data(s, entry)) {
         return 0;
     }
     if (s->g.extended_l2) {
@@ -500,7 +538,8 @@ static int64_t qcow2_write_new_clusters(BlockDriverState *bs,
                                errp) < 0) {
             goto out;
         }
-        if (entry & (QCOW2_OFLAG_COMPRESSED | QCOW2_OFFSET_MASK)) {
+        if ((entry & QCOW2_OFLAG_COMPRESSED) ||
+            qcow2_entry_has_data(s, entry)) {
             break;
         }
         if (buffer_is_zero(buf + k * cs, cs)) {
@@ -514,7 +553,7 @@ static int64_t qcow2_write_new_clusters(BlockDriverState *bs,
             goto out;
         }
     }
-    if (!k || qcow2_alloc_clusters(bs, k, &host, errp) < 0) {
+    if (!k || qcow2_alloc_data_clusters(bs, offset, k, &host, errp) < 0) {
         ret = k ? -1 : 0;
         goto out;
     }
@@ -603,6 +642,40 @@ int qcow2_pwrite(BlockDriverState *bs, uint64_t offset, const void *vbuf,
     return 0;
 }
 
+/*
+ * data_file_raw: the guest clusters [start, end) (cluster-aligned, mapping
+ * nothing: grown by a resize) are mapped to their place in the data file,
+ * as QEMU's preallocation=metadata maps them, so that the data file stays
+ * the whole disk. One L2 table at a time.
+ */
+int qcow2_map_raw_data_file(BlockDriverState *bs, uint64_t start,
+                            uint64_t end, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t cs = s->g.cluster_size;
+    int ret = 0;
+
+    g_mutex_lock(&s->alloc_lock);
+    while (start < end && ret == 0) {
+        uint64_t n = MIN((end - start) / cs,
+                         s->g.l2_entries - qcow2_l2_index(s, start));
+        g_autofree uint64_t *entries = g_new(uint64_t, n);
+        g_autofree uint64_t *bitmaps = g_new(uint64_t, n);
+
+        for (uint64_t i = 0; i < n; i++) {
+            entries[i] = (start + i * cs) | QCOW2_OFLAG_COPIED;
+            bitmaps[i] = QCOW2_BITMAP_ALL_ALLOC;
+        }
+        ret = qcow2_set_l2_entries(bs, start, n, entries, bitmaps, errp);
+        start += n * cs;
+    }
+    if (ret == 0) {
+        ret = qcow2_flush_metadata_locked(bs, errp);
+    }
+    g_mutex_unlock(&s->alloc_lock);
+    return ret;
+}
+
 /* ---- Compressed clusters */
 
 int qcow2_write_compressed(BlockDriverState *bs, uint64_t offset,
@@ -689,6 +762,12 @@ int qcow2_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
                    "same time");
         return -1;
     }
+    if (s->g.has_data_file) {
+        /* Spec: no compressed clusters with an external data file. */
+        error_setg_errno(errp, ENOTSUP, "Compressed writes into an image "
+                         "with an external data file");
+        return -1;
+    }
     while (bytes) {
         uint64_t in_cluster = offset & (cs - 1);
         uint64_t n = MIN(bytes, cs - in_cluster);
@@ -752,7 +831,8 @@ static int qcow2_replace_entry(BlockDriverState *bs, uint64_t off,
         qcow2_compressed_extent(&s->g, old_entry, &coff, &clen);
         return qcow2_update_refcounts(bs, coff, clen, -1, errp);
     }
-    if (old_entry & QCOW2_OFFSET_MASK) {
+    /* (A data file's clusters are not counted.) */
+    if ((old_entry & QCOW2_OFFSET_MASK) && !s->g.has_data_file) {
         return qcow2_update_refcounts(bs, old_entry & QCOW2_OFFSET_MASK,
                                       s->g.cluster_size, -1, errp);
     }
@@ -780,6 +860,7 @@ int qcow2_unmap_range_locked(BlockDriverState *bs, uint64_t start,
         }
         /* A host cluster now free goes back to the file (QEMU's "always") */
         if (host && !(entry & QCOW2_OFLAG_COMPRESSED) &&
+            !s->g.has_data_file &&
             (qcow2_get_refcount_locked(bs, host, &refs, errp) < 0 ||
              (refs == 0 && bdrv_pdiscard(bs->file, host, cs, errp) < 0))) {
             return -1;
@@ -805,7 +886,7 @@ int qcow2_make_empty(BlockDriverState *bs, Error **errp)
                    "snapshots");
         return -1;
     }
-    if (s->ext.data_file) {
+    if (s->g.has_data_file) {
         error_setg(errp, "Cannot empty an image with an external data file");
         return -1;
     }
@@ -846,7 +927,7 @@ int qcow2_pwrite_zeroes(BlockDriverState *bs, uint64_t offset, size_t bytes,
     int ret = 0;
 
     if (!(flags & BDRV_REQ_MAY_UNMAP) || s->header.version < 3 ||
-        s->g.extended_l2 || s->header.nb_snapshots || s->ext.data_file ||
+        s->g.extended_l2 || s->header.nb_snapshots || s->g.has_data_file ||
         offset % cs || (bytes % cs && offset + bytes != s->header.size)) {
         return -ENOTSUP;
     }

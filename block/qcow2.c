@@ -574,6 +574,11 @@ static int qcow2_open_data_file(BlockDriverState *bs, GHashTable *opts,
     BDRVQcow2State *s = bs->opaque;
     bool external = s->header.incompatible_features & QCOW2_INCOMPAT_DATA_FILE;
 
+    if (s->data_file) {
+        /* The new data file create made (qcow2_open_created()). */
+        g_assert(external);
+        return 0;
+    }
     if (bdrv_opts_has_child(opts, "data-file")) {
         if (!external) {
             error_setg(errp, "'data-file' can only be set for images with "
@@ -744,15 +749,13 @@ static int qcow2_open_writable(BlockDriverState *bs, Error **errp)
 
     if (h->crypt_method == QCOW2_CRYPT_AES) {
         why = "it uses the legacy AES encryption";
-    } else if (h->incompatible_features & QCOW2_INCOMPAT_DATA_FILE) {
-        why = "its data is in an external data file";
     } else if (h->incompatible_features & QCOW2_INCOMPAT_CORRUPT) {
         why = "it is marked corrupt (run 'qemu-img check -r all')";
     } else if (h->incompatible_features & QCOW2_INCOMPAT_DIRTY) {
         why = "its dirty bit is set: its refcounts may be stale (run "
               "'qemu-img check -r all')";
-    } else if (h->autoclear_features & ~QCOW2_AUTOCLEAR_BITMAPS) {
-        why = "it has autoclear features other than bitmaps";
+    } else if (h->autoclear_features & ~QCOW2_AUTOCLEAR_KNOWN) {
+        why = "it has autoclear features qemu-img-lite does not know";
     }
     if (why) {
         error_setg(errp, "qcow2 image '%s' cannot be written by "
@@ -845,12 +848,18 @@ static int qcow2_open(BlockDriverState *bs, GHashTable *opts, int flags,
     return ret;
 }
 
-int qcow2_open_created(BlockDriverState *bs, Qcow2Crypto *crypto, int flags,
-                       Error **errp)
+int qcow2_open_created(BlockDriverState *bs, Qcow2Crypto *crypto,
+                       BlockDriverState *data_file, int flags, Error **errp)
 {
+    BDRVQcow2State *s = bs->opaque;
     g_autoptr(GHashTable) opts = qemu_opts_new();
 
-    ((BDRVQcow2State *)bs->opaque)->crypto = crypto;
+    s->crypto = crypto;
+    if (data_file) {
+        /* A child now: closed with bs, or by bdrv_new_node_abandon(). */
+        s->data_file = bdrv_attach_child(bs, data_file, "data-file",
+                                         BDRV_CHILD_DATA);
+    }
     return qcow2_open(bs, opts, flags, errp);
 }
 

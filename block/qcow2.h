@@ -186,6 +186,18 @@ typedef struct Qcow2Geometry {
 
 void qcow2_geometry_init(Qcow2Geometry *g, const Qcow2Header *h);
 
+/*
+ * Whether a standard (not compressed) L2 entry names a host cluster: in
+ * an external data file offset 0 is one, told from "unallocated" by the
+ * COPIED flag (spec, "External data file"; QEMU sets it on every entry).
+ */
+static inline bool qcow2_entry_has_host(const Qcow2Geometry *g,
+                                        uint64_t l2_entry)
+{
+    return (l2_entry & QCOW2_OFFSET_MASK) ||
+           (g->has_data_file && (l2_entry & QCOW2_OFLAG_COPIED));
+}
+
 /* L1 entries needed to map size bytes. */
 uint64_t qcow2_l1_entries_needed(const Qcow2Geometry *g, uint64_t size);
 
@@ -315,6 +327,12 @@ void qcow2_cache_update(Qcow2Cache *c, uint64_t offset, size_t pos,
 
 int qcow2_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
                  size_t bytes, int flags, Error **errp);
+/*
+ * data_file_raw: map the guest clusters [start, end) (cluster-aligned,
+ * unallocated) to the same offsets of the data file.
+ */
+int qcow2_map_raw_data_file(BlockDriverState *bs, uint64_t start,
+                            uint64_t end, Error **errp);
 /*
  * Write one compressed cluster (guest offset cluster-aligned; data is
  * already compressed, len bytes). The cluster must be unallocated.
@@ -569,15 +587,20 @@ int qcow2_amend(BlockDriverState *bs, GHashTable *opts, bool force,
 
 int qcow2_create(BlockDriverState *file, GHashTable *opts, int flags,
                  BlockDriverState **pbs, Error **errp);
-/* Open a node that create made, with its LUKS key (crypto, or NULL). */
-int qcow2_open_created(BlockDriverState *bs, Qcow2Crypto *crypto, int flags,
-                       Error **errp);
+/*
+ * Open a node that create made, with its LUKS key (crypto, or NULL) and
+ * its new external data file (data_file, or NULL: bs takes it as its
+ * "data-file" child).
+ */
+int qcow2_open_created(BlockDriverState *bs, Qcow2Crypto *crypto,
+                       BlockDriverState *data_file, int flags, Error **errp);
 /*
  * The header bytes of h (and of its extensions, unknown ones last: NULL
  * for none) into buf (a cluster).
  */
 size_t qcow2_header_build(const Qcow2Header *h, const char *backing_file,
-                          const char *backing_fmt, uint64_t crypto_off,
+                          const char *backing_fmt, const char *data_file,
+                          uint64_t crypto_off,
                           uint64_t crypto_len, bool feature_table,
                           const GByteArray *unknown, uint8_t *buf,
                           size_t len);
