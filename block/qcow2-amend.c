@@ -119,6 +119,11 @@ static int qcow2_amend_compat(BlockDriverState *bs, uint32_t version,
         error_setg(errp, "compat=0.10 requires refcount_bits=16");
         return -1;
     }
+    if (s->g.has_data_file) {
+        /* Version 2 has no incompatible feature bits to say so. */
+        error_setg(errp, "Cannot downgrade an image with a data file");
+        return -1;
+    }
     if (s->g.extended_l2) {
         error_setg(errp, "Cannot downgrade an image with extended L2 entries");
         return -1;
@@ -486,13 +491,40 @@ int qcow2_change_backing_file(BlockDriverState *bs, const char *backing_file,
     return 0;
 }
 
+/*
+ * amend's data_file (the name in the header, for an image that has a
+ * data file) and data_file_raw (may be turned off only: on, the data file
+ * would have to hold the whole disk already), as QEMU takes them.
+ */
+static int qcow2_amend_check_data_file(BlockDriverState *bs,
+                                       const char *data_file, bool raw,
+                                       Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    if (data_file && !s->g.has_data_file) {
+        error_setg(errp, "data-file can only be set for images that use an "
+                   "external data file");
+        return -1;
+    }
+    if (data_file && strlen(data_file) > QCOW2_MAX_EXT_STRING) {
+        error_setg(errp, "Data file name too long");
+        return -1;
+    }
+    if (raw && !(s->header.autoclear_features &
+                 QCOW2_AUTOCLEAR_DATA_FILE_RAW)) {
+        error_setg(errp, "data-file-raw cannot be set on existing images");
+        return -1;
+    }
+    return 0;
+}
+
 int qcow2_amend(BlockDriverState *bs, GHashTable *opts, bool force,
                 Error **errp)
 {
     static const char *const create_only[] = {
         "cluster_size", "preallocation", "extended_l2", "compression_type",
-        "encrypt.format", "encryption", "data_file", "data_file_raw",
-        "backing_file", "backing_fmt",
+        "encrypt.format", "encryption", "backing_file", "backing_fmt",
     };
     BDRVQcow2State *s = bs->opaque;
     g_autofree char *compat = qemu_opt_take(opts, "compat");
@@ -504,6 +536,11 @@ int qcow2_amend(BlockDriverState *bs, GHashTable *opts, bool force,
     bool has_lazy = g_hash_table_contains(opts, "lazy_refcounts");
     bool lazy = false;
     uint32_t version = s->header.version;
+    g_autofree char *data_file = qemu_opt_take(opts, "data_file");
+    bool was_raw = s->header.autoclear_features &
+                   QCOW2_AUTOCLEAR_DATA_FILE_RAW;
+    bool has_raw = g_hash_table_contains(opts, "data_file_raw");
+    bool raw = was_raw;
 
     for (size_t i = 0; i < G_N_ELEMENTS(create_only); i++) {
         if (g_hash_table_contains(opts, create_only[i])) {
@@ -517,6 +554,8 @@ int qcow2_amend(BlockDriverState *bs, GHashTable *opts, bool force,
         qemu_opt_take_bool(opts, "lazy_refcounts", false, &lazy, errp) < 0 ||
         qemu_opt_take_uint(opts, "refcount_bits",
                            1u << s->header.refcount_order, &refcount_bits,
+                           errp) < 0 ||
+        qemu_opt_take_bool(opts, "data_file_raw", was_raw, &raw,
                            errp) < 0) {
         return -1;
     }
@@ -542,6 +581,9 @@ int qcow2_amend(BlockDriverState *bs, GHashTable *opts, bool force,
             return -1;
         }
     }
+    if (qcow2_amend_check_data_file(bs, data_file, raw, errp) < 0) {
+        return -1;
+    }
     if (has_lazy && lazy && version < 3) {
         error_setg(errp, "Lazy refcounts only supported with compatibility "
                    "level 1.1 and above (use version=v3 or greater)");
@@ -555,10 +597,19 @@ int qcow2_amend(BlockDriverState *bs, GHashTable *opts, bool force,
     if (qcow2_flush_metadata(bs, errp) < 0) {
         return -1;
     }
-    if (compat || has_lazy) {
+    if (compat || has_lazy || data_file || has_raw) {
         if (qcow2_amend_compat(bs, version, errp) < 0) {
             s->header = saved;
             return -1;
+        }
+        if (!raw) {
+            s->header.autoclear_features &= ~QCOW2_AUTOCLEAR_DATA_FILE_RAW;
+        }
+        if (data_file) {
+            /* Empty: no name (each open then names the file itself). */
+            g_free(s->ext.data_file);
+            s->ext.data_file = *data_file ? g_steal_pointer(&data_file)
+                                          : NULL;
         }
         if (has_lazy && version >= 3) {
             if (lazy) {

@@ -591,8 +591,11 @@ static int qcow2_open_data_file(BlockDriverState *bs, GHashTable *opts,
             error_setg(errp, "'data-file' is required for this image");
             return -1;
         }
-        /* As QEMU 7.2: the name is opened as given (from the cwd). */
-        s->data_file = bdrv_open(s->ext.data_file, "file", NULL, flags, errp);
+        /*
+         * As QEMU 7.2: the name is opened as given (from the cwd), by the
+         * protocol its prefix names, with no format above it.
+         */
+        s->data_file = bdrv_open_protocol(s->ext.data_file, flags, errp);
     } else {
         s->data_file = bs->file;
         return 0;

@@ -40,6 +40,68 @@ static GOptionEntry *img_entries_as_bytes(const GOptionEntry *entries)
     return copy;
 }
 
+/* Whether -c takes an argument among entries. */
+static bool img_short_takes_arg(const GOptionEntry *entries, char c)
+{
+    for (const GOptionEntry *e = entries; e->long_name; e++) {
+        if (e->short_name == c && e->arg != G_OPTION_ARG_NONE &&
+            !(e->flags & G_OPTION_FLAG_NO_ARG)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * getopt (qemu-img's parser) takes a short option's argument glued to it,
+ * "-odata_file=x" (qemu-iotests 244); GOption only "-o x": such arguments
+ * are split in two first. Nothing after "--" is. The new vector stays
+ * reachable (from here) for the life of the process.
+ */
+static void img_split_glued(int *argc, char ***argv,
+                            const GOptionEntry *own,
+                            const GOptionEntry *common)
+{
+    static GPtrArray *keep;
+    GPtrArray *out = g_ptr_array_new();
+
+    for (int i = 0; i < *argc; i++) {
+        char *a = (*argv)[i];
+
+        if (i > 0 && g_str_equal(a, "--")) {
+            for (; i < *argc; i++) {
+                g_ptr_array_add(out, (*argv)[i]);
+            }
+            break;
+        }
+        if (i > 0 && a[0] == '-' && a[1] && a[1] != '-' && a[2] &&
+            (img_short_takes_arg(own, a[1]) ||
+             img_short_takes_arg(common, a[1]))) {
+            char *opt = g_strndup(a, 2);
+
+            if (!keep) {
+                keep = g_ptr_array_new();
+            }
+            g_ptr_array_add(keep, opt);
+            g_ptr_array_add(out, opt);
+            g_ptr_array_add(out, a + 2);
+            continue;
+        }
+        g_ptr_array_add(out, a);
+    }
+    if (out->len == (guint)*argc) {
+        g_ptr_array_free(out, true);
+        return;
+    }
+    *argc = out->len;
+    g_ptr_array_add(out, NULL);
+    if (!keep) {
+        keep = g_ptr_array_new();
+    }
+    *argv = (char **)out->pdata;
+    g_ptr_array_add(keep, g_ptr_array_free(out, false));
+}
+
 int img_parse_args(int *argc, char ***argv, const char *params,
                    const char *summary, const char *description,
                    const GOptionEntry *entries, ImgCommonOpts *common)
@@ -68,6 +130,7 @@ int img_parse_args(int *argc, char ***argv, const char *params,
     }
     g_option_context_add_main_entries(ctx, own, NULL);
     g_option_context_add_main_entries(ctx, common_own, NULL);
+    img_split_glued(argc, argv, own, common_own);
     if (!g_option_context_parse(ctx, argc, argv, &gerr)) {
         const char *unknown = gerr->message + strlen("Unknown option ");
 

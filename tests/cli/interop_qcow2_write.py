@@ -10,7 +10,7 @@ widths 1 to 64, lazy refcounts, extended L2 entries, zstd, every
 preallocation mode, LUKS with every encrypt.* option; overlays on raw and
 qcow2 backing files (copy-on-write of partial clusters); writing into an
 existing image with -n (ours and qemu-img's, encrypted or not); the
-refusals (AES, data_file).
+refusals (AES). External data files: interop_qcow2_datafile.py.
 """
 import json
 import os
@@ -602,8 +602,6 @@ class Qcow2WriteInterop(TestCase):
                           self.path("a.qcow2"), "1M"],
                          "Invalid parameter 'encrypt.cipher-alg'")
         self.assertFalse(os.path.exists(self.path("a.qcow2")))
-        self.assertFails(["create", "-f", "qcow2", "-o", "data_file=x.raw",
-                          self.path("d.qcow2"), "1M"], "data_file")
         self.assertFails(["create", "-f", "qcow2", "-o",
                           "compat=0.10,lazy_refcounts=on",
                           self.path("l.qcow2"), "1M"],
