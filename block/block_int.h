@@ -299,7 +299,9 @@ struct BlockDriver {
                            PreallocMode prealloc, Error **errp);
     /*
      * Optional, protocols: give the new file this node writes its name
-     * (see bdrv_create_finish()); nothing to do for other nodes.
+     * (see bdrv_create_finish()); nothing to do for other nodes. A format
+     * whose children must be named in some order names them here (it is
+     * called before the children are): qcow2, its data file first.
      */
     int (*bdrv_create_finish)(BlockDriverState *bs, Error **errp);
     /* Optional, for protocols: see bdrv_delete_file(). */

@@ -866,6 +866,21 @@ int qcow2_open_created(BlockDriverState *bs, Qcow2Crypto *crypto,
     return qcow2_open(bs, opts, flags, errp);
 }
 
+/*
+ * A new image with a new external data file: the data file is named
+ * first, so that a kill before the image file is named never leaves a
+ * new image naming the data file it replaced (bdrv_create_finish()).
+ */
+static int qcow2_create_finish(BlockDriverState *bs, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    if (!s->data_file || s->data_file == bs->file) {
+        return 0;
+    }
+    return bdrv_create_finish(s->data_file, errp);
+}
+
 static int qcow2_flush(BlockDriverState *bs, Error **errp)
 {
     /* (The block layer then flushes bs->file to the disk.) */
@@ -1324,6 +1339,7 @@ const BlockDriver bdrv_qcow2 = {
     .bdrv_flush = qcow2_flush,
     .bdrv_has_zero_init = qcow2_has_zero_init,
     .bdrv_create = qcow2_create,
+    .bdrv_create_finish = qcow2_create_finish,
     .bdrv_pwrite_compressed = qcow2_pwrite_compressed_tracked,
     .bdrv_truncate = qcow2_truncate,
     .bdrv_amend = qcow2_amend,

@@ -234,10 +234,11 @@ class FailedSync(TestCase):
         img = self.path("leaky.qcow2")
         qil("create", "-f", "qcow2", img, "4M")
         f = Qcow2File(img)
-        size = os.path.getsize(img)
-        with open(img, "ab") as out:
-            out.write(bytes(f.cluster_size))
-        f.set_refcount(size >> f.cluster_bits, 1)
+        # A new image ends with its L1 table, not at a cluster boundary.
+        end = -(-os.path.getsize(img) // f.cluster_size) * f.cluster_size
+        with open(img, "r+b") as out:
+            out.truncate(end + f.cluster_size)
+        f.set_refcount(end >> f.cluster_bits, 1)
         opts = target_opts("qcow2", img, self.RULE)
         proc = qil("check", "-r", "all", "--image-opts", opts, check=False)
         self.assertEqual(proc.returncode, 1, proc.stderr)

@@ -361,6 +361,42 @@ static void test_extensions(void)
     qcow2_extensions_clear(&ext);
 }
 
+/*
+ * What create writes for data_file=: the extension after the backing
+ * format and before the feature table (QEMU's order), read back as the
+ * name, the incompatible bit and the raw autoclear bit as given.
+ */
+static void test_extensions_build_data_file(void)
+{
+    g_autoptr(Img) img = img_new(16, 1ull << 30, false);
+    Qcow2Header h;
+    Qcow2Extensions ext;
+    uint8_t *b = img->buf->data;
+    size_t n;
+
+    g_assert_cmpint(qcow2_header_parse(b, img->cs, img->buf->len, &h, NULL),
+                    ==, 0);
+    h.incompatible_features |= QCOW2_INCOMPAT_DATA_FILE;
+    h.autoclear_features |= QCOW2_AUTOCLEAR_DATA_FILE_RAW;
+    n = qcow2_header_build(&h, NULL, "raw", "disk.data", 0, 0, true, NULL,
+                           b, img->cs);
+    g_assert_cmpuint(n, <, img->cs);
+    /* 112: backing format (8 + 8), then the data file name (8 + 16). */
+    g_assert_cmphex(ldl_be_p(b + 112), ==, QCOW2_EXT_BACKING_FORMAT);
+    g_assert_cmphex(ldl_be_p(b + 128), ==, QCOW2_EXT_DATA_FILE);
+    g_assert_cmpuint(ldl_be_p(b + 132), ==, 9);
+    g_assert_cmphex(ldl_be_p(b + 152), ==, QCOW2_EXT_FEATURE_TABLE);
+    g_assert_cmpint(qcow2_header_parse(b, img->cs, img->buf->len, &h, NULL),
+                    ==, 0);
+    g_assert_cmphex(h.incompatible_features, ==, QCOW2_INCOMPAT_DATA_FILE);
+    g_assert_cmphex(h.autoclear_features, ==, QCOW2_AUTOCLEAR_DATA_FILE_RAW);
+    g_assert_cmpint(qcow2_extensions_parse(&h, b, img->cs, img->buf->len,
+                                           &ext, &error_abort), ==, 0);
+    g_assert_cmpstr(ext.data_file, ==, "disk.data");
+    g_assert_cmpstr(ext.backing_format, ==, "raw");
+    qcow2_extensions_clear(&ext);
+}
+
 static void test_extensions_hostile(void)
 {
     static const char long_fmt[] = "a-format-name-of-16";
@@ -1024,6 +1060,8 @@ int main(int argc, char **argv)
     g_test_add_func("/qcow2/header/features", test_header_features);
     g_test_add_func("/qcow2/header/v2", test_header_v2);
     g_test_add_func("/qcow2/extensions/valid", test_extensions);
+    g_test_add_func("/qcow2/extensions/build-data-file",
+                    test_extensions_build_data_file);
     g_test_add_func("/qcow2/extensions/hostile", test_extensions_hostile);
     g_test_add_func("/qcow2/extensions/crypto", test_extensions_crypto);
     g_test_add_func("/qcow2/validate-table", test_validate_table);
