@@ -601,7 +601,7 @@ static int qcow2_open_data_file(BlockDriverState *bs, GHashTable *opts,
         return 0;
     }
     if (!s->data_file) {
-        error_prepend(errp, "Could not open the data file: ");
+        /* As QEMU: the data file's own words ("Could not open 'F': ..."). */
         return -1;
     }
     bdrv_attach_child(bs, s->data_file, "data-file", BDRV_CHILD_DATA);
@@ -1204,6 +1204,7 @@ static int qcow2_get_info(BlockDriverState *bs, BlockImageInfo *info,
     q->corrupt = h->incompatible_features & QCOW2_INCOMPAT_CORRUPT;
     q->extended_l2 = s->g.extended_l2;
     if (h->incompatible_features & QCOW2_INCOMPAT_DATA_FILE) {
+        q->has_data_file = true;
         q->data_file = g_strdup(s->ext.data_file);
         q->data_file_raw =
             h->autoclear_features & QCOW2_AUTOCLEAR_DATA_FILE_RAW;

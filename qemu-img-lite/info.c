@@ -231,7 +231,7 @@ static void info_add_qcow2_json(JsonBuilder *b, const BlockImageInfoQcow2 *q)
         }
         json_builder_end_object(b);
     }
-    if (v3 && q->data_file) {
+    if (v3 && q->has_data_file) {
         json_add_bool(b, "data-file-raw", q->data_file_raw);
     }
     if (v3) {
@@ -570,7 +570,7 @@ static void info_print_qcow2_human(const BlockImageInfoQcow2 *q)
             printf("        format: %s\n", q->encrypt_format);
         }
     }
-    if (v3 && q->data_file) {
+    if (v3 && q->has_data_file) {
         printf("    data file raw: %s\n", q->data_file_raw ? "true" : "false");
     }
     if (v3) {

@@ -346,7 +346,9 @@ typedef struct BlockImageInfoQcow2 {
     unsigned refcount_bits;
     bool corrupt;
     bool extended_l2;
-    char *data_file;                /* external data file name, or NULL */
+    /* An external data file: its name in the header (NULL: none), raw. */
+    bool has_data_file;
+    char *data_file;
     bool data_file_raw;
     const char *encrypt_format;     /* NULL, "aes" or "luks" */
     QCryptoBlockInfo *encrypt_luks; /* the LUKS header, for "luks" */
