@@ -449,6 +449,13 @@ static int qcow2_check_data_file(Qcow2CreateOpts *o, Error **errp)
                    "greater)");
         return -1;
     }
+    /* The name is opened as a file name later (qcow2_open_data_file()). */
+    if (!bdrv_names_local_file(o->data_file)) {
+        error_setg(errp, "External data files are local files in "
+                   "qemu-img-lite: '%s' names another protocol",
+                   o->data_file);
+        return -1;
+    }
     /* What the header extension may hold (QEMU reads no longer a name). */
     if (strlen(o->data_file) > QCOW2_MAX_EXT_STRING) {
         error_setg(errp, "Data file name too long");

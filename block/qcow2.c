@@ -592,10 +592,12 @@ static int qcow2_open_data_file(BlockDriverState *bs, GHashTable *opts,
             return -1;
         }
         /*
-         * As QEMU 7.2: the name is opened as given (from the cwd), by the
-         * protocol its prefix names, with no format above it.
+         * As QEMU 7.2: the name is opened as given (from the cwd). A file,
+         * never another protocol: a name in an image must not make the
+         * tool connect anywhere (QEMU 7.2 follows "nbd://" or "blkdebug::"
+         * prefixes there; later QEMUs do not, CVE-2024-4467).
          */
-        s->data_file = bdrv_open_protocol(s->ext.data_file, flags, errp);
+        s->data_file = bdrv_open(s->ext.data_file, "file", NULL, flags, errp);
     } else {
         s->data_file = bs->file;
         return 0;

@@ -384,6 +384,13 @@ class Qcow2DataFileInterop(TestCase):
         self.assertFails(["convert", "-c", "-f", "raw", "-O", "qcow2", "-o",
                           f"data_file={self.path('c.data')}", src,
                           self.path("c.qcow2")], "Operation not supported")
+        # Names are files: an image never makes the tool connect anywhere.
+        self.assertFails(["create", "-f", "qcow2", "-o",
+                          "data_file=nbd://127.0.0.1:9/x", img + "2", "1M"],
+                         "names another protocol")
+        qil("amend", "-o", "data_file=nbd://127.0.0.1:9/x", img)
+        self.assertFails(["convert", "-O", "raw", img, self.path("o.raw")],
+                         "Cannot use protocol driver 'file'")
         plain = self.path("p.qcow2")
         qil("create", "-q", "-f", "qcow2", plain, "1M")
         self.assertFails(["amend", "-o", "data_file=x", plain],
