@@ -95,6 +95,11 @@ int error_get_errno(const Error *err)
     return err->os_errno;
 }
 
+const char *error_get_reason(const Error *err)
+{
+    return err->os_errno ? g_strerror(err->os_errno) : err->msg;
+}
+
 void error_propagate(Error **dst_errp, Error *local_err)
 {
     if (!local_err) {

@@ -60,6 +60,11 @@ void error_prepend(Error **errp, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 const char *error_get_pretty(const Error *err);
 /* The errno error_setg_errno() was given (0: an error without one). */
 int error_get_errno(const Error *err);
+/*
+ * What QEMU prints after a prefix of its own ("Failed to empty x: ..."):
+ * the errno's text where there is one, else the whole message.
+ */
+const char *error_get_reason(const Error *err);
 
 void error_free(Error *err);
 

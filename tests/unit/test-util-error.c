@@ -44,10 +44,13 @@ static void test_error_errno(void)
     /* A prefix keeps it; an error set without one has none. */
     error_prepend(&err, "in y: ");
     g_assert_cmpint(error_get_errno(err), ==, ENOENT);
+    /* The reason QEMU prints after its own prefix: the errno's text. */
+    g_assert_cmpstr(error_get_reason(err), ==, g_strerror(ENOENT));
     error_free(err);
     err = NULL;
     error_setg(&err, "no errno");
     g_assert_cmpint(error_get_errno(err), ==, 0);
+    g_assert_cmpstr(error_get_reason(err), ==, "no errno");
     error_free(err);
 }
 
