@@ -111,6 +111,15 @@ void qcow2_cache_drop(Qcow2Cache *c, uint64_t offset)
     }
 }
 
+void qcow2_cache_clear(Qcow2Cache *c)
+{
+    g_hash_table_remove_all(c->index);
+    for (size_t i = 0; i < c->nslots; i++) {
+        c->slots[i].offset = 0;
+        c->slots[i].last_used = 0;
+    }
+}
+
 size_t qcow2_cache_capacity(const Qcow2Cache *c)
 {
     return c->nslots;

@@ -839,6 +839,41 @@ static int qcow2_replace_entry(BlockDriverState *bs, uint64_t off,
     return 0;
 }
 
+/*
+ * The host clusters of an L2 entry just replaced (one, or those that a
+ * compressed cluster's bytes touch) that are free now go back to the
+ * file (QEMU's discard "always"). Under alloc_lock.
+ */
+static int qcow2_discard_freed(BlockDriverState *bs, uint64_t old_entry,
+                               Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t cs = s->g.cluster_size;
+    uint64_t first, last, refs;
+
+    if (s->g.has_data_file) {
+        return 0;           /* a data file's clusters are not counted */
+    }
+    if (old_entry & QCOW2_OFLAG_COMPRESSED) {
+        uint64_t coff, clen;
+
+        qcow2_compressed_extent(&s->g, old_entry, &coff, &clen);
+        first = ROUND_DOWN(coff, cs);
+        last = ROUND_DOWN(coff + clen - 1, cs);
+    } else if (old_entry & QCOW2_OFFSET_MASK) {
+        first = last = old_entry & QCOW2_OFFSET_MASK;
+    } else {
+        return 0;
+    }
+    for (uint64_t host = first; host <= last; host += cs) {
+        if (qcow2_get_refcount_locked(bs, host, &refs, errp) < 0 ||
+            (refs == 0 && bdrv_pdiscard(bs->file, host, cs, errp) < 0)) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int qcow2_unmap_range_locked(BlockDriverState *bs, uint64_t start,
                              uint64_t end, Error **errp)
 {
@@ -846,68 +881,20 @@ int qcow2_unmap_range_locked(BlockDriverState *bs, uint64_t start,
     uint64_t cs = s->g.cluster_size;
 
     for (uint64_t off = start; off < end; off += cs) {
-        uint64_t entry, bitmap, host, refs;
+        uint64_t entry, bitmap;
 
         if (qcow2_get_l2_entry(bs, off, &entry, &bitmap, errp) < 0) {
             return -1;
         }
-        host = entry & QCOW2_OFFSET_MASK;
         if (!entry && !bitmap) {
             continue;
         }
-        if (qcow2_replace_entry(bs, off, entry, 0, errp) < 0) {
-            return -1;
-        }
-        /* A host cluster now free goes back to the file (QEMU's "always") */
-        if (host && !(entry & QCOW2_OFLAG_COMPRESSED) &&
-            !s->g.has_data_file &&
-            (qcow2_get_refcount_locked(bs, host, &refs, errp) < 0 ||
-             (refs == 0 && bdrv_pdiscard(bs->file, host, cs, errp) < 0))) {
+        if (qcow2_replace_entry(bs, off, entry, 0, errp) < 0 ||
+            qcow2_discard_freed(bs, entry, errp) < 0) {
             return -1;
         }
     }
     return 0;
-}
-
-/*
- * commit: every cluster unallocated again, reading through to the
- * backing file (QEMU's bdrv_make_empty()). Entry by entry: the L2 entry
- * goes first, then the cluster's refcount (a crash between the two leaks
- * a cluster, never frees one still in use). The L2 tables stay.
- */
-int qcow2_make_empty(BlockDriverState *bs, Error **errp)
-{
-    BDRVQcow2State *s = bs->opaque;
-    uint64_t cs = s->g.cluster_size;
-    int ret = 0;
-
-    if (s->header.nb_snapshots) {
-        error_setg(errp, "Cannot empty an image that has internal "
-                   "snapshots");
-        return -1;
-    }
-    if (s->g.has_data_file) {
-        error_setg(errp, "Cannot empty an image with an external data file");
-        return -1;
-    }
-    g_mutex_lock(&s->alloc_lock);
-    for (uint64_t off = 0; off < s->header.size && ret == 0; off += cs) {
-        uint64_t entry, bitmap;
-
-        if (qcow2_get_l2_entry(bs, off, &entry, &bitmap, errp) < 0) {
-            ret = -1;
-            break;
-        }
-        if (!entry && !bitmap) {
-            continue;
-        }
-        ret = qcow2_replace_entry(bs, off, entry, 0, errp);
-    }
-    if (ret == 0) {
-        ret = qcow2_flush_metadata_locked(bs, errp);
-    }
-    g_mutex_unlock(&s->alloc_lock);
-    return ret;
 }
 
 /*

@@ -722,10 +722,11 @@ static void qcow2_close(BlockDriverState *bs)
 
     /*
      * bdrv_close() flushed already; if that failed, the image is left
-     * marked dirty (lazy refcounts) for check -r to repair.
+     * marked dirty (lazy refcounts) for check -r to repair, as is a
+     * broken one (whose refcounts in memory are not the file's).
      */
     qcow2_bitmaps_close(bs);
-    if (qcow2_flush_metadata(bs, NULL) == 0 && s->dirty) {
+    if (!s->broken && qcow2_flush_metadata(bs, NULL) == 0 && s->dirty) {
         /* Every refcount was written before its cluster was used. */
         qcow2_mark_dirty(bs, false, NULL);
     }
@@ -886,7 +887,8 @@ static int qcow2_create_finish(BlockDriverState *bs, Error **errp)
 static int qcow2_flush(BlockDriverState *bs, Error **errp)
 {
     /* (The block layer then flushes bs->file to the disk.) */
-    return qcow2_flush_metadata(bs, errp);
+    return qcow2_check_usable(bs, errp) < 0 ? -1
+                                            : qcow2_flush_metadata(bs, errp);
 }
 
 /* Unallocated clusters read as zeroes, and no preallocated encrypted data. */
@@ -1028,6 +1030,9 @@ int qcow2_read_mapped(BlockDriverState *bs, uint64_t offset, uint8_t *buf,
 static int qcow2_pread(BlockDriverState *bs, uint64_t offset, void *buf,
                        size_t bytes, Error **errp)
 {
+    if (qcow2_check_usable(bs, errp) < 0) {
+        return -1;
+    }
     return qcow2_read_mapped(bs, offset, buf, bytes, errp);
 }
 
@@ -1224,13 +1229,23 @@ static int qcow2_get_info(BlockDriverState *bs, BlockImageInfo *info,
     return 0;
 }
 
-/* ---- Writes: the enabled bitmaps' bits set first (qcow2-bitmap.c) */
+/*
+ * ---- Writes: refused by a broken node (qcow2-empty.c); the enabled
+ * bitmaps' bits set first (qcow2-bitmap.c)
+ */
+
+static int qcow2_before_write(BlockDriverState *bs, uint64_t offset,
+                              uint64_t bytes, Error **errp)
+{
+    return qcow2_check_usable(bs, errp) < 0 ||
+           qcow2_bitmaps_before_write(bs, offset, bytes, errp) < 0 ? -1 : 0;
+}
 
 static int qcow2_pwrite_tracked(BlockDriverState *bs, uint64_t offset,
                                 const void *buf, size_t bytes, int flags,
                                 Error **errp)
 {
-    if (qcow2_bitmaps_before_write(bs, offset, bytes, errp) < 0) {
+    if (qcow2_before_write(bs, offset, bytes, errp) < 0) {
         return -1;
     }
     return qcow2_pwrite(bs, offset, buf, bytes, flags, errp);
@@ -1239,7 +1254,7 @@ static int qcow2_pwrite_tracked(BlockDriverState *bs, uint64_t offset,
 static int qcow2_pwrite_zeroes_tracked(BlockDriverState *bs, uint64_t offset,
                                        size_t bytes, int flags, Error **errp)
 {
-    if (qcow2_bitmaps_before_write(bs, offset, bytes, errp) < 0) {
+    if (qcow2_before_write(bs, offset, bytes, errp) < 0) {
         return -1;
     }
     return qcow2_pwrite_zeroes(bs, offset, bytes, flags, errp);
@@ -1249,7 +1264,7 @@ static int qcow2_pwrite_compressed_tracked(BlockDriverState *bs,
                                            uint64_t offset, const void *buf,
                                            size_t bytes, Error **errp)
 {
-    if (qcow2_bitmaps_before_write(bs, offset, bytes, errp) < 0) {
+    if (qcow2_before_write(bs, offset, bytes, errp) < 0) {
         return -1;
     }
     return qcow2_pwrite_compressed(bs, offset, buf, bytes, errp);
@@ -1259,7 +1274,7 @@ static int qcow2_make_empty_tracked(BlockDriverState *bs, Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
 
-    if (qcow2_bitmaps_before_write(bs, 0, s->header.size, errp) < 0) {
+    if (qcow2_before_write(bs, 0, s->header.size, errp) < 0) {
         return -1;
     }
     return qcow2_make_empty(bs, errp);

@@ -271,6 +271,8 @@ const uint8_t *qcow2_cache_lookup(Qcow2Cache *c, uint64_t offset);
 uint8_t *qcow2_cache_insert(Qcow2Cache *c, uint64_t offset);
 /* Drop the table at offset (e.g. a failed read). */
 void qcow2_cache_drop(Qcow2Cache *c, uint64_t offset);
+/* Drop every table (the image's tables are gone: qcow2_make_empty()). */
+void qcow2_cache_clear(Qcow2Cache *c);
 size_t qcow2_cache_capacity(const Qcow2Cache *c);
 /* Bytes allocated for tables so far (never above capacity * size). */
 size_t qcow2_cache_memory(const Qcow2Cache *c);
@@ -352,8 +354,6 @@ int qcow2_unmap_range_locked(BlockDriverState *bs, uint64_t start,
                              uint64_t end, Error **errp);
 int qcow2_pwrite_zeroes(BlockDriverState *bs, uint64_t offset, size_t bytes,
                         int flags, Error **errp);
-/* Unallocate every cluster (commit's bdrv_make_empty()). */
-int qcow2_make_empty(BlockDriverState *bs, Error **errp);
 /* Set or clear the dirty bit in the header on disk (lazy refcounts). */
 int qcow2_mark_dirty(BlockDriverState *bs, bool dirty, Error **errp);
 /*
@@ -378,6 +378,16 @@ static inline void qcow2_range_add(uint64_t *lo, uint64_t *hi, uint64_t a,
         *hi = MAX(*hi, b);
     }
 }
+
+/* ---- qcow2-empty.c */
+
+/*
+ * Unallocate every cluster (commit's bdrv_make_empty()), as QEMU: see
+ * there. A failure may leave the node broken (s->broken).
+ */
+int qcow2_make_empty(BlockDriverState *bs, Error **errp);
+/* 0, or -1 and errp if the node is broken (a failed qcow2_make_empty()). */
+int qcow2_check_usable(BlockDriverState *bs, Error **errp);
 
 /* ---- qcow2-compress.c */
 
@@ -541,6 +551,13 @@ struct BDRVQcow2State {
     uint64_t *reftable;             /* host byte order */
     uint64_t reftable_entries;
     bool dirty;                     /* the dirty bit is set on disk */
+    /*
+     * An emptying failed half-way (qcow2-empty.c): the refcounts in
+     * memory no longer describe the file. Nothing is read or written
+     * through the node any more (QEMU ejects it), and the dirty bit stays
+     * set for a repair.
+     */
+    bool broken;
     /*
      * Write-back of the per-write metadata updates. Written one by one,
      * the few bytes of refcounts and L2 entries of each write took the

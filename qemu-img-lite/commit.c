@@ -18,6 +18,13 @@
 
 #define COMMIT_CHUNK (2 * 1024 * 1024)
 
+/* What went wrong in the copy, in qemu-img's words (its block job's). */
+static void commit_job_failed(Error *err)
+{
+    img_error(NULL, "Block job failed: %s", error_get_reason(err));
+    error_free(err);
+}
+
 /*
  * Copy into base every run the images above it hold, layers[0] the top:
  * a run comes from the highest layer that holds it (a zero run there is
@@ -46,7 +53,7 @@ static int commit_copy(GPtrArray *layers, BlockDriverState *base,
 
             st = bdrv_block_status(l, offset, n, &pnum, NULL, NULL, &err);
             if (st < 0) {
-                img_error_free(NULL, err);
+                commit_job_failed(err);
                 return -1;
             }
             /* The run ends where any layer's answer changes. */
@@ -64,7 +71,7 @@ static int commit_copy(GPtrArray *layers, BlockDriverState *base,
                              &err));
 
             if (r < 0) {
-                img_error_free(NULL, err);
+                commit_job_failed(err);
                 return -1;
             }
             copied += n;
@@ -81,7 +88,6 @@ static int commit_copy(GPtrArray *layers, BlockDriverState *base,
     return 0;
 }
 
-/* Whether a and b name the same file. */
 /*
  * Whether -b NAME names the backing file of the image layer (file name
  * layer) whose header says stored, fully full: as QEMU's
@@ -237,7 +243,7 @@ int img_commit(int argc, char **argv)
     /* The overlay may have grown past its backing file: so must it. */
     if (base_size < size &&
         bdrv_truncate(base, size, PREALLOC_MODE_OFF, &err) < 0) {
-        img_error_free(NULL, err);
+        commit_job_failed(err);
         goto out;
     }
     img_progress_init(&prog, progress && !common.quiet);
@@ -249,8 +255,15 @@ int img_commit(int argc, char **argv)
         img_error_free(NULL, err);
         goto out;
     }
-    if (!drop && (bdrv_make_empty(g_ptr_array_index(layers, 0), &err) < 0 ||
-                  bdrv_flush_final(g_ptr_array_index(layers, 0), &err) < 0)) {
+    if (!drop && bdrv_make_empty(g_ptr_array_index(layers, 0), &err) < 0) {
+        /* qemu-img's words, with the name as given (blkdebug:CONF:IMAGE) */
+        img_error(NULL, "Failed to empty %s: %s", image_opts ?
+                  bdrv_get_filename(g_ptr_array_index(layers, 0)) : argv[1],
+                  error_get_reason(err));
+        error_free(err);
+        goto out;
+    }
+    if (!drop && bdrv_flush_final(g_ptr_array_index(layers, 0), &err) < 0) {
         img_error_free(NULL, err);
         goto out;
     }

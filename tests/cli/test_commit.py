@@ -9,11 +9,30 @@ import json
 import os
 import shutil
 
-from qiltest import QEMU_IMG, SECRET, TestCase, main, qemu_img, qil, run
+from qiltest import (QEMU_IMG, SECRET, TOOL, TestCase, file_bytes, main,
+                     qemu_img, qil, run)
 
 QEMU_IO = shutil.which("qemu-io")
 CS = 65536
 SIZE = 8 * CS
+
+
+def data_extents(path):
+    """The (start, end) runs of a file that hold data (not holes)."""
+    runs = []
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        end, off = os.fstat(fd).st_size, 0
+        while off < end:
+            try:
+                start = os.lseek(fd, off, os.SEEK_DATA)
+            except OSError:
+                break
+            off = os.lseek(fd, start, os.SEEK_HOLE)
+            runs.append((start, off))
+    finally:
+        os.close(fd)
+    return runs
 
 
 class Commit(TestCase):
@@ -154,6 +173,78 @@ class Commit(TestCase):
         qil("commit", "--object", SECRET, "--image-opts", opts)
         self.assertEqual(self.data(base), seen)
         self.assertEqual(self.data(top, opts), seen)
+
+    def twins(self, opts=()):
+        """The same overlay on the same base in two directories (the
+        names inside the images alike), for our commit and qemu-img's."""
+        tops = []
+        for side in ("ours", "theirs"):
+            d = self.path(side)
+            os.makedirs(d, exist_ok=True)
+            base, top = os.path.join(d, "t.base"), os.path.join(d, "t.top")
+            qemu_img("create", "-q", "-f", "qcow2", base, "64M")
+            qemu_img("create", "-q", "-f", "qcow2", *opts, "-b", "t.base",
+                     "-F", "qcow2", top, "64M")
+            self.io(top, "write -P 1 0 64k", "write -c -P 2 128k 64k",
+                    "write -z 256k 64k", f"write -P 3 {CS * 100} {CS}")
+            tops.append(top)
+        return tops
+
+    def overlay_map(self, top):
+        """qemu-img's map of what top itself holds (its backing file
+        left out)."""
+        spec = json.dumps({"driver": "qcow2", "backing": None,
+                           "file": {"driver": "file", "filename": top}})
+        return json.loads(qemu_img("map", "--output=json", "-U",
+                                   "json:" + spec).stdout)
+
+    def check_lines(self, cmd, img):
+        """check -r all's output, and qemu-img check's afterwards."""
+        out = run([*cmd, "check", "-r", "all", img], check=False)
+        after = qemu_img("check", img, check=False)
+        return out.stdout, out.returncode, after.stdout, after.returncode
+
+    def test_overlay_emptied_as_qemu_img(self):
+        """A version 3 overlay is reset to a new image's layout (header,
+        refcount table, refcount block, L1 table, then the file ends), byte
+        for byte what qemu-img's commit leaves; a version 2 one (no dirty
+        bit: qemu-img then discards every cluster) holds nothing after,
+        its freed clusters (a compressed one too) punched out of the file
+        as qemu-img does."""
+        ours, theirs = self.twins()
+        qil("commit", ours)
+        qemu_img("commit", theirs)
+        self.assertEqual(file_bytes(ours), file_bytes(theirs))
+        self.assertEqual(os.path.getsize(ours), 4 * CS)
+        ours, theirs = self.twins(("-o", "compat=0.10"))
+        qil("commit", ours)
+        qemu_img("commit", theirs)
+        self.assertEqual(self.overlay_map(ours), self.overlay_map(theirs))
+        self.assertEqual(data_extents(ours), data_extents(theirs))
+        qemu_img("check", ours)
+
+    def test_fault_while_emptying_as_qemu_img(self):
+        """A blkdebug fault at each of qemu-img's emptying steps (the events
+        qemu-iotests 098 names): the same message, the same image left
+        dirty, and check -r all repairs it with qemu-img's lines."""
+        for event in ("l1_update", "empty_image_prepare", "reftable_update",
+                      "refblock_alloc"):
+            with self.subTest(event=event):
+                ours, theirs = self.twins()
+                conf = self.path("blkdebug.conf")
+                with open(conf, "w") as f:
+                    f.write(f'[inject-error]\nevent = "{event}"\n')
+                proc = self.assertFails(["commit", f"blkdebug:{conf}:{ours}"])
+                self.assertEqual(
+                    proc.stderr, f"qemu-img-lite: Failed to empty blkdebug:"
+                    f"{conf}:{ours}: Input/output error\n")
+                qemu_img("commit", f"blkdebug:{conf}:{theirs}", check=False)
+                self.assertEqual(file_bytes(ours), file_bytes(theirs))
+                # Dirty: our writer leaves it to check -r all.
+                self.assertFails(["commit", ours], "dirty bit is set")
+                want = self.check_lines([QEMU_IMG], theirs)
+                self.assertEqual(self.check_lines([TOOL], ours), want)
+                self.assertEqual(want[3], 0)
 
 
 if __name__ == "__main__":
