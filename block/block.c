@@ -517,6 +517,11 @@ bool bdrv_names_local_file(const char *filename)
     return drv && g_str_equal(drv->protocol_name, "file");
 }
 
+bool bdrv_backing_name_is_absolute(const char *name)
+{
+    return g_path_is_absolute(name) || g_str_has_prefix(name, "json:");
+}
+
 char *bdrv_parse_filename(const char *filename, Error **errp)
 {
     const char *rest;

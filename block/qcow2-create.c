@@ -374,7 +374,7 @@ static int qcow2_check_backing(BlockDriverState *file, Qcow2CreateOpts *o,
         return -1;
     }
     /* Relative to the new image, as its protocol resolves names. */
-    if (g_path_is_absolute(o->backing_file)) {
+    if (bdrv_backing_name_is_absolute(o->backing_file)) {
         path = g_strdup(o->backing_file);
     } else {
         dir = bdrv_dirname(file, errp);

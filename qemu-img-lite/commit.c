@@ -99,7 +99,7 @@ static bool commit_is_base(const char *name, const char *layer,
                            const char *stored, const char *full)
 {
     g_autofree char *dir = g_path_get_dirname(layer);
-    g_autofree char *path = g_path_is_absolute(name) ?
+    g_autofree char *path = bdrv_backing_name_is_absolute(name) ?
         g_strdup(name) : g_build_filename(dir, name, NULL);
     g_autofree char *ra = NULL, *rb = NULL;
 

@@ -54,6 +54,18 @@ static const struct {
     { "refcount_bits", "16" },
 };
 
+/*
+ * " name=value", a comma in the value doubled as in an option string
+ * (qemu-img's qemu_opts_print(): a json: backing file name, 020).
+ */
+static void img_print_formatting_opt(const char *name, const char *value)
+{
+    g_auto(GStrv) parts = g_strsplit(value, ",", -1);
+    g_autofree char *escaped = g_strjoinv(",,", parts);
+
+    printf(" %s=%s", name, escaped);
+}
+
 /* "Formatting 'x', fmt=luks size=N key-secret=s0 iter-time=10" */
 static void img_print_formatting(const char *filename, const char *fmt,
                                  GHashTable *opts)
@@ -72,7 +84,7 @@ static void img_print_formatting(const char *filename, const char *fmt,
             qemu_strtosz(v, &bytes, NULL) == 0) {
             printf(" cluster_size=%" G_GUINT64_FORMAT, bytes);
         } else if (v) {
-            printf(" %s=%s", img_qcow2_formatting[i].name, v);
+            img_print_formatting_opt(img_qcow2_formatting[i].name, v);
         }
     }
     for (size_t i = 0; !g_str_equal(fmt, "qcow2") &&
@@ -80,7 +92,7 @@ static void img_print_formatting(const char *filename, const char *fmt,
         const char *v = g_hash_table_lookup(opts, img_formatting_opts[i]);
 
         if (v) {
-            printf(" %s=%s", img_formatting_opts[i], v);
+            img_print_formatting_opt(img_formatting_opts[i], v);
         }
     }
     printf("\n");
@@ -278,8 +290,8 @@ static int img_create_precheck(const char *filename, const char *path,
         return 0;
     }
     dir = g_path_get_dirname(path);
-    full = g_path_is_absolute(backing) ? g_strdup(backing)
-                                       : g_build_filename(dir, backing, NULL);
+    full = bdrv_backing_name_is_absolute(backing) ?
+        g_strdup(backing) : g_build_filename(dir, backing, NULL);
     bs = bdrv_open(full, backing_fmt, NULL, BDRV_O_NO_IO, &err);
     if (!bs) {
         img_error(filename, "%s\nCould not open backing image.",

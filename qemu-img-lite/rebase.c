@@ -170,7 +170,7 @@ static BlockDriverState *rebase_open_new_backing(BlockDriverState *bs,
                                                  bool force_share)
 {
     g_autofree char *dir = g_path_get_dirname(bdrv_get_filename(bs));
-    g_autofree char *path = g_path_is_absolute(backing) ?
+    g_autofree char *path = bdrv_backing_name_is_absolute(backing) ?
         g_strdup(backing) : g_build_filename(dir, backing, NULL);
     BlockDriverState *nb;
     Error *err = NULL;

@@ -160,6 +160,13 @@ GPtrArray *bdrv_create_option_list(const char *format, const char *filename,
 GPtrArray *bdrv_amend_option_list(const char *format, Error **errp);
 /* Whether a command-line name is a local file's (no prefix, or file:). */
 bool bdrv_names_local_file(const char *filename);
+/*
+ * Whether a backing file name (given for an image, or stored in it) is
+ * taken as it is, not relative to the image's directory: an absolute
+ * path, or "json:{...}" options (QEMU's
+ * bdrv_get_full_backing_filename_from_filename() keeps both).
+ */
+bool bdrv_backing_name_is_absolute(const char *name);
 
 /*
  * filename may also be "json:{...}" (the node's options as JSON, nested

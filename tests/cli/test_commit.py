@@ -246,6 +246,40 @@ class Commit(TestCase):
                 self.assertEqual(self.check_lines([TOOL], ours), want)
                 self.assertEqual(want[3], 0)
 
+    def test_json_backing_name(self):
+        """A backing file named by json:{...} options in the header is
+        opened as on the command line (qemu-iotests 020): the overlay reads
+        through it, and commit writes through it, here into a blkdebug
+        node whose first data write fails with ENOSPC."""
+        base = self.mk("j-base.qcow2")
+        self.io(base, f"write -P 5 0 {CS}")
+        spec = json.dumps({"driver": "qcow2", "file": {
+            "driver": "file", "filename": base}})
+        top = self.path("j-top.qcow2")
+        out = qil("create", "-f", "qcow2", "-b", "json:" + spec, "-F",
+                  "qcow2", top).stdout
+        # qemu-img's line: a comma in an option's value is doubled.
+        self.assertIn("backing_file=" + ("json:" + spec).replace(",", ",,"),
+                      out)
+        self.io(top, f"write -P 6 {CS} {CS}")
+        self.assertEqual(self.data(top), self.data(base)[:CS] + b"\6" * CS +
+                         bytes(SIZE - 2 * CS))
+        info = json.loads(qil("info", "--output=json", top).stdout)
+        self.assertEqual(info["backing-filename"], "json:" + spec)
+        seen = self.data(top)
+        qil("commit", top)
+        self.assertEqual(self.data(base)[:2 * CS], seen[:2 * CS])
+        # qemu-iotests 020's backing file, which fails the first write.
+        bd = ("json:{'driver': 'qcow2', 'file': { 'driver': 'blkdebug', "
+              "'inject-error': [{ 'event': 'write_aio', 'errno': 28, "
+              "'once': true }], 'image': { 'driver': 'file', "
+              "'filename': '%s' }}}" % base)
+        top2 = self.path("j-top2.qcow2")
+        qil("create", "-q", "-f", "qcow2", "-b", bd, "-F", "qcow2", top2)
+        self.io(top2, f"writev 0 {CS}")
+        self.assertFails(["commit", top2],
+                         "Block job failed: No space left on device")
+
 
 if __name__ == "__main__":
     main()
