@@ -19,9 +19,10 @@
  * Events: QEMU's whole list is accepted. As in QEMU, the formats above
  * raise read_aio and write_aio before they read or write guest data
  * (raw, qcow2: bdrv_debug_event()), and a write or a flush of the filter
- * itself raises pwritev, or flush_to_os then flush_to_disk. qcow2's
- * metadata events (l2_update, refblock_alloc...) are not raised yet:
- * rules on them are taken and never fire.
+ * itself raises pwritev, or flush_to_os then flush_to_disk. Of qcow2's
+ * metadata events only cluster_free and those of emptying an image
+ * (block/qcow2-empty.c) are raised: rules on the others (l2_update...)
+ * are taken and never fire.
  */
 #include <errno.h>
 #include <stdio.h>
