@@ -517,6 +517,51 @@ bool bdrv_names_local_file(const char *filename)
     return drv && g_str_equal(drv->protocol_name, "file");
 }
 
+/*
+ * A json:{...} name read from an image (a backing file name in a header)
+ * names what a hostile image chose: it may describe nodes of local
+ * drivers only (file, blkdebug, null, the formats), never one that
+ * connects somewhere (nbd, rbd), whether by "driver" or by a "filename"
+ * with a protocol prefix. Command-line names are the user's and are not
+ * checked here.
+ */
+bool bdrv_json_name_is_local(const char *name, Error **errp)
+{
+    g_autoptr(GHashTable) opts = qemu_opts_from_json(name + 5, errp);
+    GHashTableIter iter;
+    gpointer key, value;
+
+    if (!opts) {
+        return false;
+    }
+    g_hash_table_iter_init(&iter, opts);
+    while (g_hash_table_iter_next(&iter, &key, &value)) {
+        const char *k = key, *v = value, *leaf = strrchr(k, '.');
+        const BlockDriver *drv;
+
+        leaf = leaf ? leaf + 1 : k;
+        if (g_str_equal(leaf, "driver")) {
+            drv = bdrv_find_driver(v);
+            if (drv && drv->is_protocol &&
+                (g_str_equal(drv->format_name, "nbd") ||
+                 g_str_equal(drv->format_name, "rbd"))) {
+                error_setg(errp, "Backing file name in the image names a "
+                           "'%s' node: only local files are followed from "
+                           "an image's header", v);
+                return false;
+            }
+        } else if (g_str_equal(leaf, "filename") &&
+                   !bdrv_names_local_file(v) &&
+                   !g_str_has_prefix(v, "blkdebug:")) {
+            error_setg(errp, "Backing file name in the image names '%s': "
+                       "only local files are followed from an image's "
+                       "header", v);
+            return false;
+        }
+    }
+    return true;
+}
+
 bool bdrv_backing_name_is_absolute(const char *name)
 {
     return g_path_is_absolute(name) || g_str_has_prefix(name, "json:");

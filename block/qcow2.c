@@ -532,10 +532,15 @@ static int qcow2_read_backing_name(BlockDriverState *bs, Error **errp)
     }
     /*
      * Protocol URLs are QEMU's, not ours to follow; json:{...} options
-     * are opened as on the command line (qemu-iotests 020).
+     * are opened as on the command line (qemu-iotests 020), if they name
+     * local nodes only: an image must not make the tool connect anywhere.
      */
     if (strstr(name, "://") && !g_path_is_absolute(name)) {
         error_setg(errp, "Backing file '%s' is not a local file name", name);
+        return -1;
+    }
+    if (g_str_has_prefix(name, "json:") &&
+        !bdrv_json_name_is_local(name, errp)) {
         return -1;
     }
     s->backing_file = g_steal_pointer(&name);

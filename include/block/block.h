@@ -161,6 +161,12 @@ GPtrArray *bdrv_amend_option_list(const char *format, Error **errp);
 /* Whether a command-line name is a local file's (no prefix, or file:). */
 bool bdrv_names_local_file(const char *filename);
 /*
+ * Whether a json:{...} name taken from an image names local nodes only
+ * (no nbd or rbd node, no filename with such a protocol); errp says why
+ * not.
+ */
+bool bdrv_json_name_is_local(const char *name, Error **errp);
+/*
  * Whether a backing file name (given for an image, or stored in it) is
  * taken as it is, not relative to the image's directory: an absolute
  * path, or "json:{...}" options (QEMU's

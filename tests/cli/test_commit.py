@@ -280,6 +280,24 @@ class Commit(TestCase):
         self.assertFails(["commit", top2],
                          "Block job failed: No space left on device")
 
+    def test_json_backing_name_network_refused(self):
+        """A json:{...} backing name in a header that names an nbd or rbd
+        node, or a filename with such a protocol, is refused at open: an
+        image must not make the tool connect anywhere. (qemu-img creates
+        such an overlay without opening the backing file with -u.)"""
+        for i, spec in enumerate([
+                {"driver": "raw", "file": {"driver": "nbd", "server": {
+                    "type": "inet", "host": "127.0.0.1", "port": "1"},
+                    "export": "x"}},
+                {"driver": "raw", "file": {"filename": "nbd://127.0.0.1:1/x"}},
+                {"driver": "rbd", "pool": "p", "image": "i"}]):
+            top = self.path(f"jn-{i}.qcow2")
+            run([QEMU_IMG, "create", "-q", "-f", "qcow2", "-u", "-b",
+                 "json:" + json.dumps(spec), "-F", "raw", top, "1M"])
+            r = qil("info", top, check=False)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("local file", r.stderr)
+
 
 if __name__ == "__main__":
     main()
