@@ -109,12 +109,7 @@ static int qcow2_amend_compat(BlockDriverState *bs, uint32_t version,
         h->refcount_order = 4;
         return 0;
     }
-    /* Down to 0.10: only what version 2 can say. */
-    if (h->nb_snapshots) {
-        /* (Their entries would need rewriting: QEMU refuses it too.) */
-        error_setg(errp, "Internal snapshots prevent downgrade of image");
-        return -1;
-    }
+    /* Down to 0.10: only what version 2 can say, in QEMU's order. */
     if (h->refcount_order != 4) {
         error_setg(errp, "compat=0.10 requires refcount_bits=16");
         return -1;
@@ -123,6 +118,19 @@ static int qcow2_amend_compat(BlockDriverState *bs, uint32_t version,
         /* Version 2 has no incompatible feature bits to say so. */
         error_setg(errp, "Cannot downgrade an image with a data file");
         return -1;
+    }
+    /*
+     * As QEMU: a snapshot of another size, or with more VM state than
+     * the 32-bit field holds, needs the extra data version 2 programs may
+     * ignore. Their entries keep it (the table is not rewritten).
+     */
+    for (uint32_t i = 0; i < h->nb_snapshots; i++) {
+        if (s->snapshots[i].vm_state_size > UINT32_MAX ||
+            s->snapshots[i].disk_size !=
+            ROUND_DOWN(h->size, BDRV_SECTOR_SIZE)) {
+            error_setg(errp, "Internal snapshots prevent downgrade of image");
+            return -1;
+        }
     }
     if (s->g.extended_l2) {
         error_setg(errp, "Cannot downgrade an image with extended L2 entries");
@@ -139,7 +147,8 @@ static int qcow2_amend_compat(BlockDriverState *bs, uint32_t version,
                    "compression type");
         return -1;
     }
-    if (qcow2_has_zero_clusters(bs, &zero, errp) < 0) {
+    if (qcow2_has_zero_clusters(bs, &zero, errp) < 0 ||
+        (!zero && qcow2_snapshots_have_zero_clusters(bs, &zero, errp) < 0)) {
         return -1;
     }
     if (zero) {

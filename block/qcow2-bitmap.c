@@ -21,8 +21,8 @@
  *    clusters and a new table, then a new directory, all flushed before
  *    the header extension points at them; the old ones are freed last.
  *    A crash in between leaks clusters and loses nothing. New clusters
- *    go where QEMU's allocator would put them (first free run), so the
- *    file sizes match qemu-img's.
+ *    go where QEMU's allocator would put them (first free run:
+ *    qcow2_alloc_reuse_begin), so the file sizes match qemu-img's.
  * Bitmaps found in_use at open ("inconsistent") keep their clusters and
  * their flag: only --remove takes them.
  */
@@ -76,20 +76,8 @@ typedef struct Qcow2BitmapOldTable {
     uint32_t size;
 } Qcow2BitmapOldTable;
 
-/*
- * Where a store puts new clusters: as QEMU's allocator, the first run of
- * free clusters from a cursor that only moves forward, so the holes the
- * last store left are reused (file sizes as qemu-img's).
- */
-typedef struct Qcow2BitmapAlloc {
-    uint8_t *used;                  /* per cluster below next_free */
-    uint64_t n;
-    uint64_t cursor;
-} Qcow2BitmapAlloc;
-
 struct Qcow2BitmapSet {
     GPtrArray *list;                /* Qcow2Bitmap *, in directory order */
-    Qcow2BitmapAlloc alloc;         /* during a store */
     GArray *old_tables;             /* Qcow2BitmapOldTable */
     GMutex lock;                    /* writes set bits from many threads */
     bool changed;                   /* something to store at close */
@@ -583,67 +571,6 @@ static uint8_t *qcow2_bitmap_dir_build(GPtrArray *list, bool open,
 }
 
 /*
- * Which clusters below next_free are in use, from the refcount blocks
- * on disk (flushed first). alloc_lock held.
- */
-static int qcow2_bitmap_alloc_init(BlockDriverState *bs, Error **errp)
-{
-    BDRVQcow2State *s = bs->opaque;
-    Qcow2BitmapAlloc *a = &s->bitmaps->alloc;
-    uint64_t cs = s->g.cluster_size;
-    unsigned order = s->header.refcount_order;
-    uint64_t per_block = (cs * 8) >> order;
-    g_autofree uint8_t *block = g_malloc(cs);
-
-    if (qcow2_flush_metadata_locked(bs, errp) < 0) {
-        return -1;
-    }
-    a->n = s->next_free / cs;
-    a->cursor = 0;
-    a->used = g_malloc0(MAX(a->n, 1));
-    for (uint64_t t = 0; t * per_block < a->n; t++) {
-        if (t >= s->reftable_entries || !s->reftable[t]) {
-            continue;
-        }
-        if (bdrv_pread(bs->file, s->reftable[t], block, cs, errp) < 0) {
-            return -1;
-        }
-        for (uint64_t i = 0; i < per_block && t * per_block + i < a->n;
-             i++) {
-            a->used[t * per_block + i] =
-                qcow2_refcount_block_entry(block, i, order) != 0;
-        }
-    }
-    return 0;
-}
-
-/* count clusters: the first free run from the cursor, or the file's end. */
-static int qcow2_bitmap_alloc(BlockDriverState *bs, uint64_t count,
-                              uint64_t *offset, Error **errp)
-{
-    BDRVQcow2State *s = bs->opaque;
-    Qcow2BitmapAlloc *a = &s->bitmaps->alloc;
-    uint64_t cs = s->g.cluster_size;
-
-    for (uint64_t i = a->cursor; i + count <= a->n; i++) {
-        uint64_t j = 0;
-
-        while (j < count && !a->used[i + j]) {
-            j++;
-        }
-        if (j == count) {
-            memset(a->used + i, 1, count);
-            a->cursor = i + count;
-            *offset = i * cs;
-            return qcow2_update_refcounts(bs, *offset, count * cs, 1, errp);
-        }
-        i += j;
-    }
-    a->cursor = a->n;
-    return qcow2_alloc_clusters(bs, count, offset, errp);
-}
-
-/*
  * Write len bytes to new clusters. alloc_lock held. As QEMU, the bytes
  * alone: at the file's end the last cluster stays short.
  */
@@ -660,7 +587,7 @@ static int qcow2_bitmap_write_new(BlockDriverState *bs, const void *data,
         error_setg(errp, "The bitmaps of an empty image cannot be stored");
         return -1;
     }
-    if (qcow2_bitmap_alloc(bs, n, offset, errp) < 0) {
+    if (qcow2_alloc_clusters(bs, n, offset, errp) < 0) {
         return -1;
     }
     return bdrv_pwrite(bs->file, *offset, data, len, 0, errp);
@@ -742,8 +669,9 @@ static int qcow2_bitmaps_write(BlockDriverState *bs, bool open, Error **errp)
     int ret = -1;
 
     g_mutex_lock(&s->alloc_lock);
-    if (qcow2_bitmap_alloc_init(bs, errp) < 0) {
-        goto out;
+    if (qcow2_alloc_reuse_begin(bs, errp) < 0) {
+        g_mutex_unlock(&s->alloc_lock);
+        return -1;
     }
     for (guint i = 0; i < set->list->len; i++) {
         Qcow2Bitmap *bm = g_ptr_array_index(set->list, i);
@@ -782,7 +710,7 @@ static int qcow2_bitmaps_write(BlockDriverState *bs, bool open, Error **errp)
           bdrv_flush(bs->file, errp) < 0 ? -1 : 0;
     set->changed = false;
 out:
-    g_clear_pointer(&set->alloc.used, g_free);
+    qcow2_alloc_reuse_end(bs);
     g_mutex_unlock(&s->alloc_lock);
     return ret;
 }

@@ -60,11 +60,9 @@
 #define QCOW2_BME_ALL_ONES          1ull
 
 typedef struct Qcow2CheckSnapshot {
-    uint64_t l1_offset;
-    uint32_t l1_size;
-    uint32_t extra_data_size;
-    char *id;
-    char *name;
+    Qcow2Snapshot sn;               /* as it would be written again */
+    uint32_t extra_data_size;       /* as read, at most 1 KiB */
+    uint32_t strings_len;           /* id and name, as their sizes say */
 } Qcow2CheckSnapshot;
 
 typedef struct Qcow2Check {
@@ -99,6 +97,11 @@ typedef struct Qcow2Check {
     Qcow2CheckSnapshot *snapshots;
     uint32_t nb_snapshots;
     uint64_t snapshots_size;
+    /* The snapshot table's findings (QEMU's snapshot_res), counted apart */
+    uint32_t sn_reduced;            /* entries dropped off its end */
+    uint32_t sn_extra_dropped;      /* entries with extra data cut */
+    int64_t sn_corruptions;
+    int64_t sn_corruptions_fixed;
 
     uint32_t nb_bitmaps;
     uint64_t bitmap_dir_offset;
@@ -615,13 +618,14 @@ static int check_snapshots(Qcow2Check *c)
         c->res->corruptions++;
     }
     for (uint32_t i = 0; i < c->nb_snapshots; i++) {
-        Qcow2CheckSnapshot *sn = &c->snapshots[i];
+        const Qcow2Snapshot *sn = &c->snapshots[i].sn;
         int ret;
 
-        if (sn->l1_offset & (c->cluster_size - 1)) {
+        if (sn->l1_table_offset & (c->cluster_size - 1)) {
             check_report(c, "ERROR snapshot %s (%s) l1_offset=%#" PRIx64
                          ": L1 table is not cluster aligned; snapshot table "
-                         "entry corrupted", sn->id, sn->name, sn->l1_offset);
+                         "entry corrupted", sn->id, sn->name,
+                         sn->l1_table_offset);
             c->res->corruptions++;
             continue;
         }
@@ -632,7 +636,7 @@ static int check_snapshots(Qcow2Check *c)
             c->res->corruptions++;
             continue;
         }
-        ret = check_l1_table(c, sn->l1_offset, sn->l1_size, 0);
+        ret = check_l1_table(c, sn->l1_table_offset, sn->l1_size, 0);
         if (ret < 0) {
             return ret;
         }
@@ -974,8 +978,8 @@ static bool overlaps_metadata(Qcow2Check *c, uint64_t offset, uint64_t len,
         }
     }
     for (uint32_t i = 0; i < c->nb_snapshots; i++) {
-        if (ranges_overlap(offset, len, c->snapshots[i].l1_offset,
-                           (uint64_t)c->snapshots[i].l1_size * 8)) {
+        if (ranges_overlap(offset, len, c->snapshots[i].sn.l1_table_offset,
+                           (uint64_t)c->snapshots[i].sn.l1_size * 8)) {
             return true;
         }
     }
@@ -1110,38 +1114,86 @@ static int check_oflag_copied(Qcow2Check *c)
 /* ---- Loading what the check walks */
 
 /*
- * The snapshot table, as QEMU's check reads it (qcow2_do_read_snapshots
- * without repairs): entries 8-aligned, past the end of the file as zeroes;
- * too much extra data, or a table over QEMU's 64 MiB, fails the check.
- * Version 3 entries need the 16 bytes of extra data the spec requires.
+ * The snapshot table's count and offset, as QEMU's check validates them
+ * (the open leaves them to it): more than 65536 entries are discarded
+ * with -r all (the header is rewritten after the entries are read).
  */
-static int load_snapshots(Qcow2Check *c)
+static int check_snapshot_pointer(Qcow2Check *c, uint32_t *nb)
 {
     const Qcow2Header *h = &c->s->header;
-    uint64_t pos = h->snapshots_offset;
+    bool repair = c->fix & BDRV_FIX_ERRORS;
+    g_autoptr(Error) err = NULL;
 
-    if (!h->nb_snapshots) {
-        return 0;
+    *nb = h->nb_snapshots;
+    if (*nb > QCOW2_MAX_SNAPSHOTS && repair) {
+        check_report(c, "Discarding %" PRIu32 " overhanging snapshots",
+                     *nb - QCOW2_MAX_SNAPSHOTS);
+        c->sn_reduced += *nb - QCOW2_MAX_SNAPSHOTS;
+        *nb = QCOW2_MAX_SNAPSHOTS;
     }
-    c->snapshots = g_new0(Qcow2CheckSnapshot, h->nb_snapshots);
-    for (uint32_t i = 0; i < h->nb_snapshots; i++) {
-        Qcow2CheckSnapshot *sn = &c->snapshots[i];
-        uint8_t fixed[QCOW2_SNAPSHOT_FIXED_LEN];
-        uint16_t id_len, name_len;
-        uint32_t extra;
+    if (*nb > QCOW2_MAX_SNAPSHOTS) {
+        check_report_error(c, "ERROR snapshot table too large");
+        check_report(c, "You can force-remove all %" PRIu32 " overhanging "
+                     "snapshots with qemu-img check -r all",
+                     *nb - QCOW2_MAX_SNAPSHOTS);
+        return -EFBIG;
+    }
+    if (*nb && qcow2_validate_table(h->snapshots_offset, *nb,
+                                    QCOW2_SNAPSHOT_FIXED_LEN,
+                                    (uint64_t)QCOW2_MAX_SNAPSHOTS *
+                                    QCOW2_SNAPSHOT_FIXED_LEN,
+                                    c->cluster_size, INT64_MAX,
+                                    "snapshot table", &err) < 0) {
+        check_report_error(c, "ERROR snapshot table offset invalid");
+        return -EINVAL;
+    }
+    return 0;
+}
 
-        pos = ROUND_UP(pos, 8);
-        if (check_pread(c, pos, fixed, sizeof(fixed)) < 0) {
-            return -EIO;
-        }
-        sn->l1_offset = ldq_be_p(fixed);
-        sn->l1_size = ldl_be_p(fixed + 8);
-        id_len = lduw_be_p(fixed + 12);
-        name_len = lduw_be_p(fixed + 14);
-        extra = ldl_be_p(fixed + 36);
-        sn->extra_data_size = extra;
-        pos += QCOW2_SNAPSHOT_FIXED_LEN;
-        if (extra > QCOW2_MAX_SNAPSHOT_EXTRA) {
+/* Bytes at offset for an entry's field; past the file, zeroes. */
+static int snapshot_pread(Qcow2Check *c, uint64_t offset, void *buf,
+                          size_t len)
+{
+    if (check_pread(c, offset, buf, len) < 0) {
+        check_report_error(c, "ERROR failed to read the snapshot table: "
+                           "Failed to read snapshot table: %s",
+                           g_strerror(EIO));
+        return -EIO;
+    }
+    return 0;
+}
+
+/*
+ * One entry at *pos (8-aligned first), into c->snapshots[i]. Extra data
+ * over 1 KiB fails the check, or with -r all is cut to 1 KiB (the entry
+ * keeps its place: *pos moves past all of it).
+ */
+static int load_snapshot_entry(Qcow2Check *c, uint32_t i, uint64_t *pos)
+{
+    Qcow2CheckSnapshot *cs = &c->snapshots[i];
+    Qcow2Snapshot *sn = &cs->sn;
+    uint8_t fixed[QCOW2_SNAPSHOT_FIXED_LEN];
+    uint8_t known[QCOW2_SNAPSHOT_EXTRA_LEN] = { 0 };
+    uint64_t extra_start;
+    uint16_t id_len, name_len;
+    uint32_t extra;
+
+    *pos = ROUND_UP(*pos, 8);
+    if (snapshot_pread(c, *pos, fixed, sizeof(fixed)) < 0) {
+        return -EIO;
+    }
+    sn->l1_table_offset = ldq_be_p(fixed);
+    sn->l1_size = ldl_be_p(fixed + 8);
+    id_len = lduw_be_p(fixed + 12);
+    name_len = lduw_be_p(fixed + 14);
+    sn->date_sec = ldl_be_p(fixed + 16);
+    sn->date_nsec = ldl_be_p(fixed + 20);
+    sn->vm_clock_nsec = ldq_be_p(fixed + 24);
+    sn->vm_state_size = ldl_be_p(fixed + 32);
+    extra = ldl_be_p(fixed + 36);
+    extra_start = *pos + QCOW2_SNAPSHOT_FIXED_LEN;
+    if (extra > QCOW2_MAX_SNAPSHOT_EXTRA) {
+        if (!(c->fix & BDRV_FIX_ERRORS)) {
             check_report_error(c, "ERROR failed to read the snapshot "
                                "table: Too much extra metadata in snapshot "
                                "table entry %" PRIu32, i);
@@ -1149,32 +1201,144 @@ static int load_snapshots(Qcow2Check *c)
                          "qemu-img check -r all");
             return -EFBIG;
         }
-        pos += extra;
-        sn->id = g_malloc0(id_len + 1);
-        sn->name = g_malloc0(name_len + 1);
-        c->nb_snapshots = i + 1;
-        if (check_pread(c, pos, sn->id, id_len) < 0 ||
-            check_pread(c, pos + id_len, sn->name, name_len) < 0) {
+        check_report(c, "Discarding too much extra metadata in snapshot "
+                     "table entry %" PRIu32 " (%" PRIu32 " > %d)", i, extra,
+                     QCOW2_MAX_SNAPSHOT_EXTRA);
+        c->sn_extra_dropped++;
+    }
+    cs->extra_data_size = MIN(extra, QCOW2_MAX_SNAPSHOT_EXTRA);
+    /* Spec, "Extra data": each field present if the size reaches it. */
+    if (snapshot_pread(c, extra_start, known,
+                       MIN(extra, QCOW2_SNAPSHOT_EXTRA_LEN)) < 0) {
+        return -EIO;
+    }
+    if (extra >= 8) {
+        sn->vm_state_size = ldq_be_p(known);
+    }
+    /* QEMU's bs->total_sectors, in bytes. */
+    sn->disk_size = extra >= 16 ? ldq_be_p(known + 8)
+                                : ROUND_DOWN(c->s->header.size,
+                                             BDRV_SECTOR_SIZE);
+    sn->icount = extra >= 24 ? ldq_be_p(known + 16) : UINT64_MAX;
+    if (cs->extra_data_size > QCOW2_SNAPSHOT_EXTRA_LEN) {
+        sn->unknown_extra_size = cs->extra_data_size -
+                                 QCOW2_SNAPSHOT_EXTRA_LEN;
+        sn->unknown_extra = g_malloc(sn->unknown_extra_size);
+        if (snapshot_pread(c, extra_start + QCOW2_SNAPSHOT_EXTRA_LEN,
+                           sn->unknown_extra, sn->unknown_extra_size) < 0) {
             return -EIO;
         }
-        pos += id_len + name_len;
-        if (pos - h->snapshots_offset > QCOW2_MAX_SNAPSHOTS_SIZE) {
+    }
+    *pos = extra_start + extra;
+    sn->id = g_malloc0(id_len + 1);
+    sn->name = g_malloc0(name_len + 1);
+    if (snapshot_pread(c, *pos, sn->id, id_len) < 0 ||
+        snapshot_pread(c, *pos + id_len, sn->name, name_len) < 0) {
+        return -EIO;
+    }
+    *pos += id_len + name_len;
+    cs->strings_len = id_len + name_len;
+    return 0;
+}
+
+static void snapshot_clear(Qcow2Snapshot *sn)
+{
+    g_free(sn->id);
+    g_free(sn->name);
+    g_free(sn->unknown_extra);
+    memset(sn, 0, sizeof(*sn));
+}
+
+/*
+ * The snapshot table, as QEMU's check reads it (qcow2_do_read_snapshots
+ * and qcow2_check_read_snapshot_table): entries 8-aligned, past the end
+ * of the file as zeroes. Without -r all, too much extra data in an entry
+ * or a table over QEMU's 64 MiB fails the check. With it, the extra data
+ * is cut to 1 KiB (the table is then rewritten after the refcounts are
+ * repaired: fix_snapshot_table) and the entries from the one that passes
+ * 64 MiB on are dropped at once, by lowering the header's count: their
+ * clusters leak, for the refcount repair to free. Version 3 entries need
+ * the 16 bytes of extra data the spec requires (rewritten with 24).
+ * Findings count in c->sn_corruptions, apart from the refcounts' (QEMU's
+ * snapshot_res).
+ */
+static int load_snapshots(Qcow2Check *c)
+{
+    Qcow2Header *h = &c->s->header;
+    bool repair = c->fix & BDRV_FIX_ERRORS;
+    uint64_t pos = h->snapshots_offset, table_length = 0;
+    uint32_t nb;
+    int ret;
+
+    ret = check_snapshot_pointer(c, &nb);
+    if (ret < 0 || !nb) {
+        goto out;
+    }
+    c->snapshots = g_new0(Qcow2CheckSnapshot, nb);
+    for (uint32_t i = 0; i < nb; i++) {
+        uint64_t entry_start = pos;
+
+        c->nb_snapshots = i + 1;
+        ret = load_snapshot_entry(c, i, &pos);
+        if (ret < 0) {
+            return ret;
+        }
+        /* What the entry will take once written (extra data cut). */
+        table_length = ROUND_UP(table_length, 8) + QCOW2_SNAPSHOT_FIXED_LEN +
+                       c->snapshots[i].extra_data_size +
+                       c->snapshots[i].strings_len;
+        if (table_length <= QCOW2_MAX_SNAPSHOTS_SIZE &&
+            pos - h->snapshots_offset <= INT_MAX) {
+            continue;
+        }
+        if (!repair) {
             check_report_error(c, "ERROR failed to read the snapshot table: "
                                "Snapshot table is too big");
             check_report(c, "You can force-remove all %" PRIu32
                          " overhanging snapshots with qemu-img check -r all",
-                         h->nb_snapshots - i);
+                         nb - i);
             return -EFBIG;
         }
+        check_report(c, "Discarding %" PRIu32 " overhanging snapshots "
+                     "(snapshot table is too big)", nb - i);
+        c->sn_reduced += nb - i;
+        snapshot_clear(&c->snapshots[i].sn);
+        c->nb_snapshots = nb = i;
+        pos = entry_start;
+        break;
     }
     c->snapshots_size = pos - h->snapshots_offset;
 
+out:
+    if (ret < 0) {
+        return ret;
+    }
+    c->sn_corruptions += c->sn_reduced + c->sn_extra_dropped;
+    if (c->sn_reduced) {
+        /*
+         * The header's count now, as QEMU: what the refcount check counts
+         * must be what the header says. The dropped entries' clusters
+         * leak, and are freed below.
+         */
+        g_autoptr(Error) err = NULL;
+        uint8_t be[4];
+
+        stl_be_p(be, nb);
+        if (check_pwrite(c, 60, be, sizeof(be)) < 0 ||
+            bdrv_flush(c->bs->file, &err) < 0) {
+            check_report(c, "ERROR failed to update the snapshot count in "
+                         "the image header: %s", g_strerror(EIO));
+            return -EIO;
+        }
+        h->nb_snapshots = nb;
+        c->sn_corruptions_fixed += c->sn_reduced;
+        c->sn_corruptions -= c->sn_reduced;
+    }
     for (uint32_t i = 0; h->version >= 3 && i < c->nb_snapshots; i++) {
         if (c->snapshots[i].extra_data_size < QCOW2_SNAPSHOT_V3_EXTRA) {
-            /* QEMU rewrites the table with -r all; here it stays. */
-            check_report(c, "ERROR snapshot table entry %" PRIu32 " is "
-                         "incomplete", i);
-            c->res->corruptions++;
+            check_report(c, "%s snapshot table entry %" PRIu32 " is "
+                         "incomplete", repair ? "Repairing" : "ERROR", i);
+            c->sn_corruptions++;
         }
     }
     return 0;
@@ -1532,6 +1696,45 @@ static int check_refcounts(Qcow2Check *c)
     return 0;
 }
 
+/*
+ * -r all, after the refcounts: a snapshot table with entries to complete
+ * (v3) or extra data to cut is written anew, as QEMU's
+ * qcow2_check_fix_snapshot_table (new clusters, then the header, then
+ * the old table freed). Only onto refcounts found right: the new table's
+ * clusters are counted in them.
+ */
+static int fix_snapshot_table(Qcow2Check *c)
+{
+    g_autoptr(Error) err = NULL;
+    Qcow2Snapshot *table;
+    int ret;
+
+    if (!c->sn_corruptions || !(c->fix & BDRV_FIX_ERRORS) ||
+        c->res->corruptions || c->res->check_errors) {
+        return 0;
+    }
+    table = g_new0(Qcow2Snapshot, MAX(c->nb_snapshots, 1));
+    for (uint32_t i = 0; i < c->nb_snapshots; i++) {
+        table[i] = c->snapshots[i].sn;
+        memset(&c->snapshots[i].sn, 0, sizeof(c->snapshots[i].sn));
+    }
+    ret = qcow2_snapshots_write_repaired(c->bs, table, c->nb_snapshots,
+                                         c->snapshots_size, c->file_len,
+                                         &err);
+    c->file_len = MAX(c->file_len, c->s->file_size);
+    if (ret < 0) {
+        int e = error_get_errno(err);
+
+        c->res->check_errors++;
+        check_report(c, "ERROR failed to update snapshot table: %s",
+                     g_strerror(e ? e : EIO));
+        return -EIO;
+    }
+    c->sn_corruptions_fixed += c->sn_corruptions;
+    c->sn_corruptions = 0;
+    return 0;
+}
+
 /* After a repair that left nothing wrong: clear the dirty and corrupt bits. */
 static int mark_clean(Qcow2Check *c)
 {
@@ -1552,9 +1755,8 @@ static int mark_clean(Qcow2Check *c)
 
 static void check_free(Qcow2Check *c)
 {
-    for (uint32_t i = 0; i < c->nb_snapshots; i++) {
-        g_free(c->snapshots[i].id);
-        g_free(c->snapshots[i].name);
+    for (uint32_t i = 0; c->snapshots && i < c->nb_snapshots; i++) {
+        snapshot_clear(&c->snapshots[i].sn);
     }
     g_free(c->snapshots);
     g_free(c->imrt);
@@ -1598,7 +1800,13 @@ int qcow2_check(BlockDriverState *bs, BdrvCheckResult *res,
         res->check_errors++;
     } else {
         ret = check_refcounts(&c);
+        if (ret == 0) {
+            ret = fix_snapshot_table(&c);
+        }
     }
+    /* The snapshot table's findings, counted apart until now (QEMU). */
+    res->corruptions += c.sn_corruptions;
+    res->corruptions_fixed += c.sn_corruptions_fixed;
     if (ret == 0 && fix && !res->check_errors && !res->corruptions) {
         ret = mark_clean(&c);
     }

@@ -372,17 +372,174 @@ static int qcow2_add_refs(BlockDriverState *bs, uint64_t first,
     return delta < 0 ? qcow2_refcount_flush(bs, errp) : 0;
 }
 
+/* ---- Reusing free clusters (QEMU's allocator) */
+
+static void reuse_mark(BDRVQcow2State *s, uint64_t first, uint64_t count)
+{
+    for (uint64_t i = first; i < first + count && i < s->reuse.n; i++) {
+        s->reuse.used[i / 8] |= 1u << (i % 8);
+    }
+}
+
+static bool reuse_is_used(BDRVQcow2State *s, uint64_t i)
+{
+    return s->reuse.used[i / 8] & (1u << (i % 8));
+}
+
+/* [offset, offset + bytes) in use, whatever its refcount says. */
+static void reuse_mark_bytes(BDRVQcow2State *s, uint64_t offset,
+                             uint64_t bytes)
+{
+    unsigned cb = s->g.cluster_bits;
+
+    if (bytes && offset < s->reuse.n << cb) {
+        reuse_mark(s, offset >> cb,
+                   ((MIN(offset + bytes, s->reuse.n << cb) - 1) >> cb) -
+                   (offset >> cb) + 1);
+    }
+}
+
+/*
+ * The metadata the header and the tables in memory name, marked in use
+ * even where a (corrupt) refcount says free: a reused cluster is never
+ * written over them (QEMU's overlap checks).
+ */
+static void reuse_mark_metadata(BDRVQcow2State *s)
+{
+    const Qcow2Header *h = &s->header;
+    uint64_t cs = s->g.cluster_size;
+
+    reuse_mark_bytes(s, 0, cs);
+    reuse_mark_bytes(s, h->refcount_table_offset,
+                     (uint64_t)h->refcount_table_clusters * cs);
+    for (uint64_t t = 0; t < s->reftable_entries; t++) {
+        reuse_mark_bytes(s, s->reftable[t], s->reftable[t] ? cs : 0);
+    }
+    reuse_mark_bytes(s, h->l1_table_offset, (uint64_t)h->l1_size * 8);
+    for (uint64_t i = 0; s->l1_table && i < s->l1_size; i++) {
+        reuse_mark_bytes(s, s->l1_table[i] & QCOW2_OFFSET_MASK,
+                         s->l1_table[i] & QCOW2_OFFSET_MASK ? cs : 0);
+    }
+    reuse_mark_bytes(s, h->snapshots_offset, s->snapshots_size);
+    for (uint32_t i = 0; s->snapshots && i < h->nb_snapshots; i++) {
+        reuse_mark_bytes(s, s->snapshots[i].l1_table_offset,
+                         (uint64_t)s->snapshots[i].l1_size * 8);
+    }
+    if (s->ext.has_crypto_header) {
+        reuse_mark_bytes(s, s->ext.crypto_header_offset,
+                         s->ext.crypto_header_length);
+    }
+    reuse_mark_bytes(s, s->ext.bitmap_directory_offset,
+                     s->ext.bitmap_directory_size);
+}
+
+int qcow2_alloc_reuse_begin(BlockDriverState *bs, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t cs = s->g.cluster_size;
+    unsigned order = s->header.refcount_order;
+    uint64_t per_block = qcow2_refs_per_block(s);
+    g_autofree uint8_t *block = NULL;
+
+    if (s->reuse.depth++) {
+        return 0;
+    }
+    /*
+     * What freed a cluster (an L2 entry, a table pointer) is on the disk
+     * before the cluster is taken again: only clusters free now are.
+     */
+    if (qcow2_flush_metadata_locked(bs, errp) < 0 ||
+        bdrv_flush(bs->file, errp) < 0) {
+        s->reuse.depth = 0;
+        return -1;
+    }
+    s->reuse.n = s->next_free / cs;
+    s->reuse.cursor = 0;
+    s->reuse.used = g_malloc0(DIV_ROUND_UP(s->reuse.n, 8) + 1);
+    block = g_malloc(cs);
+    for (uint64_t t = 0; t * per_block < s->reuse.n; t++) {
+        uint64_t first = t * per_block;
+
+        if (t >= s->reftable_entries || !s->reftable[t]) {
+            continue;           /* no block: all free */
+        }
+        if (bdrv_pread(bs->file, s->reftable[t], block, cs, errp) < 0) {
+            qcow2_alloc_reuse_end(bs);
+            return -1;
+        }
+        for (uint64_t i = 0; i < per_block && first + i < s->reuse.n; i++) {
+            if (qcow2_refcount_block_entry(block, i, order)) {
+                reuse_mark(s, first + i, 1);
+            }
+        }
+    }
+    reuse_mark_metadata(s);
+    return 0;
+}
+
+void qcow2_alloc_reuse_end(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    if (s->reuse.depth && --s->reuse.depth) {
+        return;
+    }
+    g_clear_pointer(&s->reuse.used, g_free);
+    s->reuse.n = 0;
+}
+
+/*
+ * The first run of n free clusters from the cursor (QEMU's
+ * alloc_clusters_noref): free in the map made at the start, or at or
+ * past next_free; a run may start in a hole at the end of the map and
+ * go on past it.
+ */
+static uint64_t reuse_find(BDRVQcow2State *s, uint64_t n)
+{
+    uint64_t end = s->next_free >> s->g.cluster_bits;
+    uint64_t i = s->reuse.cursor;
+
+    while (i < s->reuse.n) {
+        uint64_t j = 0;
+
+        while (j < n) {
+            uint64_t k = i + j;
+
+            if (k < s->reuse.n ? reuse_is_used(s, k) : k < end) {
+                break;
+            }
+            j++;
+        }
+        if (j == n) {
+            return i;
+        }
+        i += j + 1;
+    }
+    return MAX(i, end);
+}
+
 int qcow2_alloc_clusters(BlockDriverState *bs, uint64_t n, uint64_t *offset,
                          Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
+    uint64_t end;
 
-    *offset = s->next_free;
-    s->next_free += n * s->g.cluster_size;
-    if (s->next_free > QCOW2_OFFSET_MASK) {
+    if (s->reuse.used) {
+        uint64_t first = reuse_find(s, n);
+
+        reuse_mark(s, first, n);
+        s->reuse.cursor = first + n;
+        *offset = first << s->g.cluster_bits;
+    } else {
+        *offset = s->next_free;
+    }
+    end = *offset + n * s->g.cluster_size;
+    if (end > QCOW2_OFFSET_MASK || end < *offset) {
         error_setg(errp, "The qcow2 image file would be too large");
         return -1;
     }
+    /* Before the refcounts: a new refcount block goes after the run. */
+    s->next_free = MAX(s->next_free, end);
     /* Counted before anything points at them: a crash leaks, no more. */
     if (qcow2_add_refs(bs, *offset >> s->g.cluster_bits, n, 1, errp) < 0) {
         return -1;

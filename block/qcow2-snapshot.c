@@ -62,6 +62,8 @@ static int qcow2_snapshot_parse_one(const uint8_t *buf, size_t len,
     if (extra > QCOW2_SNAPSHOT_MAX_EXTRA) {
         error_setg(errp, "Too much extra metadata in snapshot table entry "
                    "%" PRIu32, index);
+        error_append_hint(errp, "You can force-remove this extra metadata "
+                          "with qemu-img check -r all\n");
         return -1;
     }
     if (p + QCOW2_SNAPSHOT_HEADER_LEN + extra + id_len + name_len > len) {
@@ -107,6 +109,9 @@ int qcow2_snapshots_parse(const uint8_t *buf, size_t len, uint32_t nb,
 
         if (ret == 1 && len >= QCOW2_SNAPSHOT_TABLE_MAX_BYTES) {
             error_setg(errp, "Snapshot table is too big");
+            error_append_hint(errp, "You can force-remove all %" PRIu32
+                              " overhanging snapshots with qemu-img check "
+                              "-r all\n", nb - i);
             ret = -1;
         }
         if (ret) {
@@ -171,6 +176,9 @@ int qcow2_read_snapshots(BlockDriverState *bs, Error **errp)
 
     if (!h->nb_snapshots) {
         return 0;
+    }
+    if (qcow2_header_check_snapshots(h, errp) < 0) {
+        return -1;
     }
     /* Read more until the entries fit: a table is usually small. */
     for (;;) {
@@ -261,32 +269,83 @@ static int qcow2_write_snapshot_table(BlockDriverState *bs, Qcow2Snapshot *sn,
 int qcow2_snapshots_rewrite(BlockDriverState *bs, Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
+    int ret;
 
     if (!s->header.nb_snapshots) {
         return 0;
     }
-    return qcow2_write_snapshot_table(bs, s->snapshots,
-                                      s->header.nb_snapshots, errp);
+    if (qcow2_alloc_reuse_begin(bs, errp) < 0) {
+        return -1;
+    }
+    ret = qcow2_write_snapshot_table(bs, s->snapshots,
+                                     s->header.nb_snapshots, errp);
+    qcow2_alloc_reuse_end(bs);
+    return ret;
+}
+
+int qcow2_snapshots_write_repaired(BlockDriverState *bs, Qcow2Snapshot *sn,
+                                   uint32_t nb, uint64_t old_size,
+                                   uint64_t file_size, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int ret;
+
+    /* The writer's refcount state, for this one table (a check's open). */
+    s->file_size = file_size;
+    s->next_free = ROUND_UP(file_size, s->g.cluster_size);
+    s->snapshots_size = old_size;
+    ret = qcow2_refcount_init(bs, errp);
+    if (ret == 0) {
+        ret = qcow2_alloc_reuse_begin(bs, errp);
+    }
+    if (ret == 0) {
+        ret = qcow2_write_snapshot_table(bs, sn, nb, errp);
+        qcow2_alloc_reuse_end(bs);
+    }
+    if (s->snapshots != sn) {
+        qcow2_snapshots_free(sn, nb);
+    }
+    /* Refcounts not on the disk now belong to clusters nothing uses. */
+    g_free(s->reftable);
+    s->reftable = NULL;
+    s->reftable_entries = 0;
+    s->rb.valid = false;
+    s->rb.lo = s->rb.hi = 0;
+    return ret;
 }
 
 /* ---- Walking a tree */
+
+/*
+ * The two faults QEMU's qcow2_validate_table finds in a snapshot's L1
+ * table, in its words (qemu-iotests 080), with the errno its callers then
+ * fail with: -EFBIG, -EINVAL; 0 if neither.
+ */
+static int qcow2_snapshot_l1_fault(BDRVQcow2State *s, uint64_t offset,
+                                   uint32_t n, Error **errp)
+{
+    if ((uint64_t)n * 8 > QCOW2_MAX_L1_BYTES) {
+        error_setg(errp, "Snapshot L1 table too large");
+        return -EFBIG;
+    }
+    if (offset % s->g.cluster_size) {
+        error_setg(errp, "Snapshot L1 table offset invalid");
+        return -EINVAL;
+    }
+    return 0;
+}
 
 /* An L1 table of n entries at offset, host byte order. */
 static uint64_t *qcow2_read_l1_table(BlockDriverState *bs, uint64_t offset,
                                      uint32_t n, Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
-    g_autofree uint64_t *l1 = g_new0(uint64_t, MAX(n, 1));
+    g_autofree uint64_t *l1 = NULL;
 
-    /* QEMU's words (qemu-iotests 080). */
-    if ((uint64_t)n * 8 > QCOW2_MAX_L1_BYTES) {
-        error_setg(errp, "Snapshot L1 table too large");
+    if (qcow2_snapshot_l1_fault(s, offset, n, errp) < 0) {
         return NULL;
     }
-    if (offset % s->g.cluster_size) {
-        error_setg(errp, "Snapshot L1 table offset invalid");
-        return NULL;
-    }
+    l1 = g_new0(uint64_t, MAX(n, 1));
     if (n && qcow2_validate_table(offset, n, 8, QCOW2_MAX_L1_BYTES,
                                   s->g.cluster_size, s->file_size,
                                   "Snapshot L1 table", errp) < 0) {
@@ -301,19 +360,55 @@ static uint64_t *qcow2_read_l1_table(BlockDriverState *bs, uint64_t offset,
     return g_steal_pointer(&l1);
 }
 
-/* A host cluster an entry points at must be one the file holds. */
+/*
+ * A failure of what; where QEMU reports the L1 table's fault and then
+ * fails with its errno, so does this (the fault a line of its own):
+ * "what: Invalid argument".
+ */
+static void qcow2_snapshot_l1_error(int fault, Error *reason,
+                                    const char *what, Error **errp)
+{
+    if (fault) {
+        error_setg(errp, "%s: %s", what, g_strerror(-fault));
+        error_add_report_before(errp, "%s", error_get_pretty(reason));
+        error_free(reason);
+    } else {
+        error_propagate(errp, reason);
+        error_prepend(errp, "%s: ", what);
+    }
+}
+
+/*
+ * A host cluster an entry points at must be one the file holds: its
+ * refcount is never changed (the refcount structures would grow to
+ * reach it). raise: its refcount was to go up. Where QEMU's
+ * update_refcount then fails for want of a refcount block (it makes one,
+ * and fails with -EAGAIN, which its caller does not retry; or, past the
+ * largest refcount table, with -EFBIG), the failure is said in qemu-img's
+ * words: "-11 (Resource temporarily unavailable)", "-27 (File too
+ * large)" (qemu-iotests 080). Nothing is written in either case.
+ */
 static int qcow2_check_host_range(BDRVQcow2State *s, uint64_t offset,
-                                  uint64_t len, const char *what,
+                                  uint64_t len, const char *what, bool raise,
                                   Error **errp)
 {
     uint64_t end = ROUND_UP(s->file_size, s->g.cluster_size);
+    uint64_t per_block = (s->g.cluster_size * 8) >> s->header.refcount_order;
+    uint64_t index = (offset >> s->g.cluster_bits) / per_block;
 
-    if (offset >= end || len > end - offset) {
-        error_setg(errp, "qcow2 image is corrupt: %s at offset 0x%" PRIx64
-                   " is beyond the end of the file", what, offset);
+    if (offset < end && len <= end - offset) {
+        return 0;
+    }
+    if (raise && (index >= s->reftable_entries || !s->reftable[index])) {
+        int e = index >= QCOW2_MAX_REFTABLE_BYTES / sizeof(uint64_t) ?
+                EFBIG : EAGAIN;
+
+        error_setg(errp, "-%d (%s)", e, g_strerror(e));
         return -1;
     }
-    return 0;
+    error_setg(errp, "qcow2 image is corrupt: %s at offset 0x%" PRIx64
+               " is beyond the end of the file", what, offset);
+    return -1;
 }
 
 /* Consecutive clusters whose refcounts change together. */
@@ -354,7 +449,7 @@ static int ref_run_add(BlockDriverState *bs, RefRun *r, uint64_t first,
 
 /* The host clusters of an L2 entry: [*first, *first + *count). */
 static int qcow2_entry_clusters(BDRVQcow2State *s, uint64_t entry,
-                                uint64_t *first, uint64_t *count,
+                                uint64_t *first, uint64_t *count, bool raise,
                                 Error **errp)
 {
     unsigned cb = s->g.cluster_bits;
@@ -375,7 +470,8 @@ static int qcow2_entry_clusters(BDRVQcow2State *s, uint64_t entry,
             return -1;
         }
     }
-    if (qcow2_check_host_range(s, off, len, "data cluster", errp) < 0) {
+    if (qcow2_check_host_range(s, off, len, "data cluster", raise,
+                               errp) < 0) {
         return -1;
     }
     *first = off >> cb;
@@ -385,7 +481,8 @@ static int qcow2_entry_clusters(BDRVQcow2State *s, uint64_t entry,
 
 /* The L2 table an L1 entry points at (0: none), checked. */
 static int qcow2_l1_entry_table(BDRVQcow2State *s, uint64_t l1e,
-                                uint64_t *l2_offset, Error **errp)
+                                uint64_t *l2_offset, bool raise,
+                                Error **errp)
 {
     *l2_offset = l1e & QCOW2_OFFSET_MASK;
     if (!*l2_offset) {
@@ -397,7 +494,7 @@ static int qcow2_l1_entry_table(BDRVQcow2State *s, uint64_t l1e,
         return -1;
     }
     return qcow2_check_host_range(s, *l2_offset, s->g.cluster_size,
-                                  "L2 table", errp);
+                                  "L2 table", raise, errp);
 }
 
 /*
@@ -420,7 +517,8 @@ static int qcow2_tree_update_refcounts(BlockDriverState *bs,
     for (uint32_t i = 0; i < n; i++) {
         uint64_t l2_offset, first, count;
 
-        if (qcow2_l1_entry_table(s, l1[i], &l2_offset, errp) < 0) {
+        if (qcow2_l1_entry_table(s, l1[i], &l2_offset, delta > 0,
+                                 errp) < 0) {
             return -1;
         }
         if (!l2_offset) {
@@ -433,7 +531,8 @@ static int qcow2_tree_update_refcounts(BlockDriverState *bs,
         for (uint64_t j = 0; j < s->g.l2_entries; j++) {
             uint64_t entry = ldq_be_p(table + j * s->g.l2_entry_size);
 
-            if (qcow2_entry_clusters(s, entry, &first, &count, errp) < 0 ||
+            if (qcow2_entry_clusters(s, entry, &first, &count, delta > 0,
+                                     errp) < 0 ||
                 (count && ref_run_add(bs, &run, first, count, errp) < 0)) {
                 return -1;
             }
@@ -490,7 +589,7 @@ static int qcow2_fix_copied_flags(BlockDriverState *bs, Error **errp)
         uint64_t l2_offset, l1e;
         bool changed = false, copied;
 
-        if (qcow2_l1_entry_table(s, l1[i], &l2_offset, errp) < 0) {
+        if (qcow2_l1_entry_table(s, l1[i], &l2_offset, false, errp) < 0) {
             return -1;
         }
         if (!l2_offset) {
@@ -552,6 +651,57 @@ static int qcow2_fix_copied_flags(BlockDriverState *bs, Error **errp)
         }
     }
     return bdrv_flush(bs->file, errp);
+}
+
+int qcow2_snapshots_have_zero_clusters(BlockDriverState *bs, bool *found,
+                                       Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    g_autofree uint8_t *table = g_malloc(s->g.cluster_size);
+
+    *found = false;
+    for (uint32_t i = 0; i < s->header.nb_snapshots && !*found; i++) {
+        const Qcow2Snapshot *sn = &s->snapshots[i];
+        g_autofree uint64_t *l1 = NULL;
+        Error *err = NULL;
+        int fault = qcow2_snapshot_l1_fault(s, sn->l1_table_offset,
+                                            sn->l1_size, &err);
+
+        if (!fault) {
+            l1 = qcow2_read_l1_table(bs, sn->l1_table_offset, sn->l1_size,
+                                     &err);
+        }
+        if (!l1) {
+            /* QEMU's qcow2_expand_zero_clusters fails so (qemu-iotests 080) */
+            qcow2_snapshot_l1_error(fault, err, "Failed to turn zero into "
+                                    "data clusters", errp);
+            return -1;
+        }
+        for (uint32_t j = 0; j < sn->l1_size && !*found; j++) {
+            uint64_t l2_offset;
+
+            if (qcow2_l1_entry_table(s, l1[j], &l2_offset, false,
+                                     errp) < 0) {
+                return -1;
+            }
+            if (!l2_offset) {
+                continue;
+            }
+            if (bdrv_pread(bs->file, l2_offset, table, s->g.cluster_size,
+                           errp) < 0) {
+                return -1;
+            }
+            for (uint64_t k = 0; k < s->g.l2_entries; k++) {
+                uint64_t e = ldq_be_p(table + k * s->g.l2_entry_size);
+
+                if (!(e & QCOW2_OFLAG_COMPRESSED) && (e & QCOW2_OFLAG_ZERO)) {
+                    *found = true;
+                    break;
+                }
+            }
+        }
+    }
+    return 0;
 }
 
 /* ---- Lookup */
@@ -619,8 +769,8 @@ static int qcow2_snapshot_writable(BlockDriverState *bs, Error **errp)
 
 /* ---- create */
 
-int qcow2_snapshot_create(BlockDriverState *bs, const char *name,
-                          Error **errp)
+static int qcow2_snapshot_create_do(BlockDriverState *bs, const char *name,
+                                    Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
     const Qcow2Header *h = &s->header;
@@ -691,17 +841,33 @@ int qcow2_snapshot_create(BlockDriverState *bs, const char *name,
     return 0;
 }
 
+/* As QEMU, free clusters are taken first (the holes of earlier changes). */
+int qcow2_snapshot_create(BlockDriverState *bs, const char *name,
+                          Error **errp)
+{
+    int ret;
+
+    if (qcow2_snapshot_writable(bs, errp) < 0 ||
+        qcow2_alloc_reuse_begin(bs, errp) < 0) {
+        return -1;
+    }
+    ret = qcow2_snapshot_create_do(bs, name, errp);
+    qcow2_alloc_reuse_end(bs);
+    return ret;
+}
+
 /* ---- goto */
 
-int qcow2_snapshot_goto(BlockDriverState *bs, const char *id_or_name,
-                        Error **errp)
+static int qcow2_snapshot_goto_do(BlockDriverState *bs, const char *id_or_name,
+                                  Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
     Qcow2Header *h = &s->header;
     g_autofree uint64_t *sn_l1 = NULL, *old_l1 = NULL;
     g_autofree uint64_t *be = NULL;
     const Qcow2Snapshot *sn;
-    int i;
+    Error *err = NULL;
+    int i, fault;
 
     if (qcow2_snapshot_writable(bs, errp) < 0) {
         return -1;
@@ -713,6 +879,13 @@ int qcow2_snapshot_goto(BlockDriverState *bs, const char *id_or_name,
         return -1;
     }
     sn = &s->snapshots[i];
+    /* As QEMU, the L1 table's fault before anything is changed. */
+    fault = qcow2_snapshot_l1_fault(s, sn->l1_table_offset, sn->l1_size,
+                                    &err);
+    if (fault) {
+        qcow2_snapshot_l1_error(fault, err, "Failed to load snapshot", errp);
+        return -1;
+    }
     if (sn->vm_state_size) {
         error_setg(errp, "Failed to load snapshot: the snapshot holds VM "
                    "state, which qemu-img-lite does not restore");
@@ -765,10 +938,25 @@ int qcow2_snapshot_goto(BlockDriverState *bs, const char *id_or_name,
     return qcow2_fix_copied_flags(bs, errp);
 }
 
+/* As QEMU, free clusters are taken first (the holes of earlier changes). */
+int qcow2_snapshot_goto(BlockDriverState *bs, const char *id_or_name,
+                        Error **errp)
+{
+    int ret;
+
+    if (qcow2_snapshot_writable(bs, errp) < 0 ||
+        qcow2_alloc_reuse_begin(bs, errp) < 0) {
+        return -1;
+    }
+    ret = qcow2_snapshot_goto_do(bs, id_or_name, errp);
+    qcow2_alloc_reuse_end(bs);
+    return ret;
+}
+
 /* ---- delete */
 
-int qcow2_snapshot_delete(BlockDriverState *bs, const char *name,
-                          Error **errp)
+static int qcow2_snapshot_delete_do(BlockDriverState *bs, const char *name,
+                                    Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
     uint32_t nb = s->header.nb_snapshots;
@@ -816,6 +1004,21 @@ int qcow2_snapshot_delete(BlockDriverState *bs, const char *name,
         return -1;
     }
     return qcow2_fix_copied_flags(bs, errp);
+}
+
+/* As QEMU, free clusters are taken first (the holes of earlier changes). */
+int qcow2_snapshot_delete(BlockDriverState *bs, const char *name,
+                          Error **errp)
+{
+    int ret;
+
+    if (qcow2_snapshot_writable(bs, errp) < 0 ||
+        qcow2_alloc_reuse_begin(bs, errp) < 0) {
+        return -1;
+    }
+    ret = qcow2_snapshot_delete_do(bs, name, errp);
+    qcow2_alloc_reuse_end(bs);
+    return ret;
 }
 
 /* ---- Reading a snapshot (convert -l, measure -l) */

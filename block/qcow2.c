@@ -91,21 +91,23 @@ static int qcow2_header_check_limits(const Qcow2Header *h, uint64_t file_size,
                              errp) < 0) {
         return -1;
     }
-    if (h->nb_snapshots > QCOW2_MAX_SNAPSHOTS) {
-        error_setg(errp, "Too many snapshots (%" PRIu32 ", at most %d)",
-                   h->nb_snapshots, QCOW2_MAX_SNAPSHOTS);
-        return -1;
-    }
+    return 0;
+}
+
+int qcow2_header_check_snapshots(const Qcow2Header *h, Error **errp)
+{
     /*
      * As QEMU, the table may lie past the end of the file (it reads as
-     * zeroes there: qcow2_read_snapshots), not past what an offset holds.
+     * zeroes there: qcow2_read_snapshots), not past what an offset holds;
+     * more than 65536 entries are "Snapshot table too large".
      */
     if (h->nb_snapshots &&
         qcow2_validate_table(h->snapshots_offset, h->nb_snapshots,
                              QCOW2_SNAPSHOT_HEADER_LEN,
                              (uint64_t)QCOW2_MAX_SNAPSHOTS *
-                             QCOW2_SNAPSHOT_HEADER_LEN, cluster_size,
-                             INT64_MAX, "Snapshot table", errp) < 0) {
+                             QCOW2_SNAPSHOT_HEADER_LEN,
+                             1ull << h->cluster_bits, INT64_MAX,
+                             "Snapshot table", errp) < 0) {
         return -1;
     }
     return 0;

@@ -147,6 +147,13 @@ void qcow2_extensions_clear(Qcow2Extensions *ext);
  */
 int qcow2_header_parse(const uint8_t *buf, size_t len, uint64_t file_size,
                        Qcow2Header *h, Error **errp);
+/*
+ * The snapshot table's count and offset (at most 65536 entries, aligned,
+ * addressable), checked before the table is read: not by
+ * qcow2_header_parse, as "check" opens images with a broken table and
+ * repairs them (QEMU's check mode).
+ */
+int qcow2_header_check_snapshots(const Qcow2Header *h, Error **errp);
 
 /*
  * Read the header extensions that follow h->header_length in buf (the
@@ -302,6 +309,18 @@ void qcow2_refcount_block_set(uint8_t *block, uint64_t index, unsigned order,
  */
 int qcow2_alloc_clusters(BlockDriverState *bs, uint64_t n, uint64_t *offset,
                          Error **errp);
+/*
+ * From here to qcow2_alloc_reuse_end(), qcow2_alloc_clusters() takes the
+ * first run of free clusters from a cursor that moves forward, as QEMU's
+ * allocator, instead of the end of the file: holes are filled, file sizes
+ * and offsets are qemu-img's. Everything is flushed first, and only
+ * clusters whose refcount is 0 now are taken, never ones freed later (what
+ * freed them may not be on the disk yet), nor the metadata the header
+ * and tables name. Nested calls count. alloc_lock held (or no writer
+ * beside).
+ */
+int qcow2_alloc_reuse_begin(BlockDriverState *bs, Error **errp);
+void qcow2_alloc_reuse_end(BlockDriverState *bs);
 /*
  * Add delta to the refcounts of the clusters holding [offset, offset +
  * bytes) (-1 frees a compressed cluster's clusters). alloc_lock held.
@@ -516,6 +535,24 @@ int qcow2_snapshots_rewrite(BlockDriverState *bs, Error **errp);
 /* Read the table the header points at into s->snapshots (open). */
 int qcow2_read_snapshots(BlockDriverState *bs, Error **errp);
 
+/*
+ * check -r all: write sn (nb entries; taken, whatever happens) as the
+ * image's new snapshot table, and free the old one (old_size bytes at
+ * the header's snapshots_offset), on an image opened for the check whose
+ * refcounts were just found right (file_size: the file's length now).
+ * The writer's refcount state is set up for it and dropped after.
+ */
+int qcow2_snapshots_write_repaired(BlockDriverState *bs, Qcow2Snapshot *sn,
+                                   uint32_t nb, uint64_t old_size,
+                                   uint64_t file_size, Error **errp);
+/*
+ * Whether the snapshots' L2 tables hold a zero cluster (which version 2
+ * cannot say). A snapshot L1 table QEMU refuses fails it as QEMU's
+ * amend fails: "Failed to turn zero into data clusters: <errno>", the
+ * fault reported before (error_add_report_before).
+ */
+int qcow2_snapshots_have_zero_clusters(BlockDriverState *bs, bool *found,
+                                       Error **errp);
 int qcow2_snapshot_list(BlockDriverState *bs, BlockSnapshotInfo **list,
                         size_t *n, Error **errp);
 int qcow2_snapshot_create(BlockDriverState *bs, const char *name,
@@ -558,6 +595,17 @@ struct BDRVQcow2State {
      * set for a repair.
      */
     bool broken;
+    /*
+     * Free clusters taken first (qcow2_alloc_reuse_begin): one bit per
+     * cluster below n, set where the cluster was in use then (or is
+     * metadata) or was taken since; the search starts at cursor.
+     */
+    struct {
+        uint8_t *used;
+        uint64_t n;
+        uint64_t cursor;
+        unsigned depth;
+    } reuse;
     /*
      * Write-back of the per-write metadata updates. Written one by one,
      * the few bytes of refcounts and L2 entries of each write took the

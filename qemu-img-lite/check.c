@@ -218,6 +218,7 @@ static BlockDriverState *check_open(const char *name, const char *fmt,
     if (!bs) {
         img_error(NULL, "Could not open '%s': %s", name,
                   error_get_pretty(err));
+        img_error_hint(err);
         error_free(err);
         return NULL;
     }

@@ -53,6 +53,7 @@ BlockDriverState *img_open(const char *name, const char *fmt,
         /* qemu-img's words for every image it could not open */
         img_error(NULL, "Could not open '%s': %s", name,
                   error_get_pretty(err));
+        img_error_hint(err);
         error_free(err);
         return NULL;
     }

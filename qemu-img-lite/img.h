@@ -30,6 +30,13 @@ const char *img_get_progname(void);
 void img_error(const char *file, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 /* The same with err's message; frees err. */
 void img_error_free(const char *file, Error *err);
+/*
+ * The causes an error reports before its message (error_add_report_
+ * before), one "PROGRAM: line" each; img_error_free() prints them.
+ */
+void img_error_before(const Error *err);
+/* The advice an error carries (error_append_hint), after its message. */
+void img_error_hint(const Error *err);
 
 /*
  * Parse a command's options with GOptionContext. entries is the command's

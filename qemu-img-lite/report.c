@@ -6,6 +6,7 @@
  * as qemu-img, which scripts that match messages expect.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "img.h"
 
@@ -41,8 +42,30 @@ void img_error(const char *file, const char *fmt, ...)
     fputc('\n', stderr);
 }
 
+void img_error_hint(const Error *err)
+{
+    if (err && error_get_hint(err)) {
+        fputs(error_get_hint(err), stderr);
+    }
+}
+
+void img_error_before(const Error *err)
+{
+    const char *lines = err ? error_get_reports_before(err) : NULL;
+
+    while (lines) {
+        const char *nl = strchr(lines, '\n');
+
+        img_error(NULL, "%.*s", nl ? (int)(nl - lines) : (int)strlen(lines),
+                  lines);
+        lines = nl ? nl + 1 : NULL;
+    }
+}
+
 void img_error_free(const char *file, Error *err)
 {
+    img_error_before(err);
     img_error(file, "%s", error_get_pretty(err));
+    img_error_hint(err);
     error_free(err);
 }

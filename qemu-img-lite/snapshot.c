@@ -152,6 +152,7 @@ int img_snapshot(int argc, char **argv)
         fprintf(stderr, "%s\n", bdrv_get_warning(bs));
     }
     if (ret < 0) {
+        img_error_before(err);
         img_error(NULL, "Could not %s snapshot '%s': %s", what, name,
                   error_get_pretty(err));
         error_free(err);

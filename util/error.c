@@ -16,6 +16,8 @@ struct Error {
     const char *func;
     int line;
     int os_errno;               /* error_setg_errno's, or 0 */
+    GString *hint;              /* error_append_hint's lines, or NULL */
+    GString *before;            /* error_add_report_before's, or NULL */
 };
 
 Error *error_abort;
@@ -130,15 +132,63 @@ void error_prepend(Error **errp, const char *fmt, ...)
     (*errp)->msg = full;
 }
 
+void error_append_hint(Error **errp, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!errp || !*errp) {
+        return;
+    }
+    if (!(*errp)->hint) {
+        (*errp)->hint = g_string_new(NULL);
+    }
+    va_start(ap, fmt);
+    g_string_append_vprintf((*errp)->hint, fmt, ap);
+    va_end(ap);
+}
+
+void error_add_report_before(Error **errp, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!errp || !*errp) {
+        return;
+    }
+    if (!(*errp)->before) {
+        (*errp)->before = g_string_new(NULL);
+    } else {
+        g_string_append_c((*errp)->before, '\n');
+    }
+    va_start(ap, fmt);
+    g_string_append_vprintf((*errp)->before, fmt, ap);
+    va_end(ap);
+}
+
+const char *error_get_reports_before(const Error *err)
+{
+    return err->before ? err->before->str : NULL;
+}
+
 const char *error_get_pretty(const Error *err)
 {
     return err->msg;
+}
+
+const char *error_get_hint(const Error *err)
+{
+    return err->hint ? err->hint->str : NULL;
 }
 
 void error_free(Error *err)
 {
     if (err) {
         g_free(err->msg);
+        if (err->hint) {
+            g_string_free(err->hint, TRUE);
+        }
+        if (err->before) {
+            g_string_free(err->before, TRUE);
+        }
         g_free(err);
     }
 }

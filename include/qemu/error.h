@@ -57,7 +57,29 @@ void error_propagate(Error **dst_errp, Error *local_err);
 /* Prefix the message of *errp (if any) with a printf-style string. */
 void error_prepend(Error **errp, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 
+/*
+ * Add advice to *errp (if any), printed on the lines after its message
+ * by the programs (QEMU's error_append_hint: fmt ends with its newline).
+ * Messages built from error_get_pretty() leave it out.
+ */
+void error_append_hint(Error **errp, const char *fmt, ...)
+    G_GNUC_PRINTF(2, 3);
+
+/*
+ * A cause the programs report as an error line of its own before *errp's
+ * message (if *errp is set; QEMU reports it with error_report() and then
+ * fails with an errno: "Snapshot L1 table offset invalid", then "Could
+ * not apply snapshot 'x': Failed to load snapshot: Invalid argument").
+ * Lines added later come later.
+ */
+void error_add_report_before(Error **errp, const char *fmt, ...)
+    G_GNUC_PRINTF(2, 3);
+/* Those lines, '\n' between them; NULL without any. */
+const char *error_get_reports_before(const Error *err);
+
 const char *error_get_pretty(const Error *err);
+/* The hint, NULL without one. */
+const char *error_get_hint(const Error *err);
 /* The errno error_setg_errno() was given (0: an error without one). */
 int error_get_errno(const Error *err);
 /*

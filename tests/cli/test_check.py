@@ -398,6 +398,105 @@ class CheckTest(TestCase):
         self.assertIn('"filename": "driver=qcow2,file.filename=img.qcow2"',
                       proc.stdout)
 
+    # ---- the snapshot table (qemu-iotests 261)
+
+    def snapshot_table(self, path):
+        """[(fixed part, extra data, id and name)] of the table."""
+        with open(path, "rb") as f:
+            h = f.read(72)
+            nb, off = struct.unpack(">IQ", h[60:72])
+            entries = []
+            for _ in range(nb):
+                off = (off + 7) & ~7
+                f.seek(off)
+                fixed = f.read(40)
+                id_len, name_len = struct.unpack(">HH", fixed[12:16])
+                extra = struct.unpack(">I", fixed[36:40])[0]
+                entries.append((fixed, f.read(extra),
+                                f.read(id_len + name_len)))
+                off += 40 + extra + id_len + name_len
+        return entries
+
+    def rewrite_snapshot_table(self, path, entries):
+        """Write entries over the table where it is (it must fit)."""
+        with open(path, "rb") as f:
+            off = struct.unpack(">Q", f.read(72)[64:72])[0]
+        data = b""
+        for fixed, extra, names in entries:
+            data += b"\0" * (-len(data) % 8)
+            data += fixed[:36] + struct.pack(">I", len(extra)) + extra + names
+        Qcow2File(path).write(off, data)
+
+    def test_snapshot_table_incomplete_entries(self):
+        """Version 3 entries with less than 16 bytes of extra data: -r
+        all writes the table again (24 bytes each, unknown extra data
+        kept), as qemu-img; its check is then clean."""
+        src = self.make("compat=0.10")
+        for name in ("sn0", "sn1", "sn2"):
+            qemu_img("snapshot", "-c", name, src)
+        e = self.snapshot_table(src)
+        self.rewrite_snapshot_table(src, [
+            (e[0][0], b"", e[0][2]),
+            (e[1][0], e[1][1] + b"very important data", e[1][2]),
+            (e[2][0], e[2][1][:8], e[2][2])])
+        # As version 3 (261's "botched v3"): version, header length,
+        # refcount order.
+        f = Qcow2File(src)
+        f.write(4, struct.pack(">I", 3))
+        f.write(96, struct.pack(">II", 4, 104))
+        proc = self.both_modes(src, 2)
+        self.assertIn("ERROR snapshot table entry 0 is incomplete",
+                      proc.stderr)
+        fixed = self.repair(src, "all", 0)
+        extra = [len(x[1]) for x in self.snapshot_table(fixed)]
+        self.assertEqual(extra, [24, 24 + 19, 24])
+        self.assertTrue(self.snapshot_table(fixed)[1][1].endswith(
+            b"very important data"))
+        # -r leaks leaves them.
+        self.both(src, "-r", "leaks")
+
+    def test_snapshot_table_too_much_extra_data(self):
+        """64 KiB of extra data in an entry (over QEMU's 1 KiB, and
+        spilling into the next cluster): the check fails, -r all cuts it
+        to 1 KiB and rebuilds the refcounts, as qemu-img."""
+        src = self.make()
+        for name in ("sn0", "sn1"):
+            qemu_img("snapshot", "-c", name, src)
+        with open(src, "rb") as f:
+            off = struct.unpack(">Q", f.read(72)[64:72])[0]
+        e = self.snapshot_table(src)
+        first = (40 + len(e[0][1]) + len(e[0][2]) + 7) & ~7
+        Qcow2File(src).write(off + first + 36, struct.pack(">I", 65536))
+        proc = self.both(src)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("Too much extra metadata in snapshot table entry 1",
+                      proc.stderr)
+        self.assertIn("You can force-remove this extra metadata",
+                      proc.stderr)
+        fixed = self.repair(src, "all", 0)
+        self.assertEqual(len(self.snapshot_table(fixed)[1][1]), 1024)
+        # The image then opens, for both.
+        self.assertEqual(len(self.info_json(fixed)["snapshots"]), 2)
+
+    def test_snapshot_table_too_many_entries(self):
+        """More than 65536 entries: the open refuses it ("Snapshot table
+        too large", as qemu-img), the check fails, and -r all drops the
+        overhanging ones (their clusters leaked, then freed)."""
+        src = self.make("compat=0.10", writes=())
+        f = Qcow2File(src)
+        f.write(60, struct.pack(">IQ", 65536 + 16, 1 << 20))
+        # All-zero version 2 entries; the table's clusters counted.
+        with open(src, "r+b") as fh:
+            fh.truncate((1 << 20) + 40 * (65536 + 16))
+        for c in range(16, ((1 << 20) + 40 * (65536 + 16) + 65535) >> 16):
+            f.set_refcount(c, 1)
+        self.assertFails(["info", src], "Snapshot table too large")
+        proc = self.both(src)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("You can force-remove all 16 overhanging snapshots",
+                      proc.stderr)
+        self.repair(src, "all", 0)
+
     def test_repair_leaves_clean_image_alone(self):
         src = self.make()
         before = open(src, "rb").read()

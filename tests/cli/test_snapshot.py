@@ -230,9 +230,95 @@ class Snapshot(TestCase):
         self.assertFails(["snapshot", "-c", "x", raw],
                          "Could not create snapshot 'x': -95 (Operation not "
                          "supported)")
-        # compat=0.10 cannot hold what the entries say: refused.
+
+    def test_downgrade_with_snapshots(self):
+        """amend -o compat=0.10 keeps snapshots of the image's size, as
+        qemu-img; one of another size (which version 2 programs would
+        not see) prevents it, in qemu-img's words."""
+        path = self.image(size="1M")
+        qemu_io(path, "write -P 0x61 0 64k")
+        qil("snapshot", "-c", "s", path)
+        ref = self.path("ref.qcow2")
+        shutil.copy(path, ref)
+        qil("amend", "-o", "compat=0.10", path)
+        qemu_img("amend", "-o", "compat=0.10", ref)
+        self.assertEqual(self.info_json(path)["format-specific"]["data"],
+                         self.info_json(ref)["format-specific"]["data"])
+        self.check_clean(path)
+        qemu_img("snapshot", "-a", "s", path)
+        qemu_io(path, "read -P 0x61 0 64k")
+        # A snapshot of another size: refused, and the image unchanged.
+        path = self.image(name="b.qcow2", size="1M")
+        qil("snapshot", "-c", "s", path)
+        qil("resize", "-q", path, "2M")
         self.assertFails(["amend", "-o", "compat=0.10", path],
                          "Internal snapshots prevent downgrade of image")
+        self.assertEqual(
+            self.info_json(path)["format-specific"]["data"]["compat"], "1.1")
+
+    def test_corrupt_snapshot_l1_as_qemu_img(self):
+        """A snapshot L1 table QEMU refuses (unaligned, too large): apply
+        and amend to 0.10 fail as qemu-img's do, the reason on a line of
+        its own and then the errno (qemu-iotests 080); nothing written."""
+        for field, data, reason, errno in (
+                (0, struct.pack(">Q", 0x400200),
+                 "Snapshot L1 table offset invalid", "Invalid argument"),
+                (8, struct.pack(">I", 0x10000000),
+                 "Snapshot L1 table too large", "File too large")):
+            path = self.image(size="64M")
+            qemu_io(path, "write 0 512")
+            qil("snapshot", "-c", "test", path)
+            with open(path, "rb") as f:
+                off = struct.unpack(">Q", f.read(72)[64:72])[0]
+            with open(path, "r+b") as f:
+                f.seek(off + field)
+                f.write(data)
+            with open(path, "rb") as f:
+                before = f.read()
+            for args, last in (
+                    (["snapshot", "-a", "test", path],
+                     "Could not apply snapshot 'test': Failed to load "
+                     "snapshot: " + errno),
+                    (["amend", "-o", "compat=0.10", path],
+                     "Failed to turn zero into data clusters: " + errno)):
+                ours = qil(*args, check=False)
+                ref = qemu_img(*args, check=False)
+                self.assertEqual(ours.returncode, 1)
+                self.assertEqual(ref.returncode, 1)
+                want = [f"qemu-img: {reason}", f"qemu-img: {last}"]
+                self.assertEqual(ref.stderr.splitlines(), want)
+                self.assertEqual(
+                    [line.split(": ", 1)[1] for line in
+                     ours.stderr.splitlines()],
+                    [line.split(": ", 1)[1] for line in want])
+                with open(path, "rb") as f:
+                    self.assertEqual(f.read(), before)
+
+    def test_refcount_of_cluster_past_end_as_qemu_img(self):
+        """An L2 entry pointing far past the end of the file: snapshot -c
+        fails in qemu-img's errno form (its refcount update cannot make a
+        refcount block there: -EFBIG past the largest refcount table,
+        else -EAGAIN), and writes no snapshot (qemu-iotests 080)."""
+        for entry, msg in ((0xbfffffffffff0000, "-27 (File too large)"),
+                           (0x800000ffffff0000,
+                            "-11 (Resource temporarily unavailable)")):
+            path = self.image(size="64M")
+            qemu_io(path, "write 0 512")
+            with open(path, "rb") as f:
+                l1_off = struct.unpack(">Q", f.read(48)[40:48])[0]
+                f.seek(l1_off)
+                l2_off = struct.unpack(">Q", f.read(8))[0] & ((1 << 56) - 512)
+            with open(path, "r+b") as f:
+                f.seek(l2_off)
+                f.write(struct.pack(">Q", entry))
+            ref = self.path("ref.qcow2")
+            shutil.copy(path, ref)
+            self.assertFails(["snapshot", "-c", "test", path],
+                             "Could not create snapshot 'test': " + msg)
+            self.assertIn("Could not create snapshot 'test': " + msg,
+                          qemu_img("snapshot", "-c", "test", ref,
+                                   check=False).stderr)
+            self.assertEqual(self.info_json(path).get("snapshots"), None)
 
     def test_amend_upgrade_rewrites_table(self):
         """compat=0.10 entries may lack the extra data version 3 needs:

@@ -225,7 +225,9 @@ static const HostileField hostile_fields[] = {
     { 48, 8, 100, "not cluster-aligned" },
     { 56, 4, 0, "does not contain a reference count table" },
     { 56, 4, 0xffffffff, "Reference count table too large" },
-    { 60, 4, 65537, "Too many snapshots" },
+    /* (checked before the table is read, not by qcow2_header_parse) */
+    { 60, 4, 65537, "Snapshot table too large" },
+    { 64, 8, 65536 + 8, "Snapshot table offset" },
     { 96, 4, 7, "may not exceed 64 bits" },
     { 100, 4, 96, "header too short" },
     { 100, 4, 65544, "exceeds cluster size" },
@@ -241,6 +243,7 @@ static void test_header_hostile(void)
         uint8_t *h = img->buf->data;
         Qcow2Header hdr;
         Error *err = NULL;
+        int ret;
 
         if (f->width == 8) {
             stq_be_p(h + f->offset, f->value);
@@ -250,9 +253,15 @@ static void test_header_hostile(void)
         if (f->offset == 8) {
             stl_be_p(h + 16, 1000);     /* backing_file_size */
         }
+        if (f->offset == 64) {
+            stl_be_p(h + 60, 1);        /* nb_snapshots */
+        }
         g_test_message("field at %u = 0x%" PRIx64, f->offset, f->value);
-        g_assert_cmpint(qcow2_header_parse(h, img->cs, img->buf->len, &hdr,
-                                           &err), ==, -1);
+        ret = qcow2_header_parse(h, img->cs, img->buf->len, &hdr, &err);
+        if (ret == 0) {
+            ret = qcow2_header_check_snapshots(&hdr, &err);
+        }
+        g_assert_cmpint(ret, ==, -1);
         test_error_expect(&err, f->error);
     }
 }
