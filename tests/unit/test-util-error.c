@@ -70,6 +70,30 @@ static void test_error_propagate(void)
 }
 
 /* error_abort and error_fatal stay NULL whatever happens to others. */
+/* Hints and causes travel with the error, through prepend and propagate. */
+static void test_error_hint_and_causes(void)
+{
+    Error *local = NULL, *err = NULL;
+
+    error_append_hint(&local, "ignored: no error yet\n");
+    error_add_report_before(&local, "ignored too");
+    g_assert_null(local);
+    error_setg(&local, "Too much");
+    g_assert_null(error_get_hint(local));
+    g_assert_null(error_get_reports_before(local));
+    error_append_hint(&local, "You can %s\n", "repair it");
+    error_append_hint(&local, "or not\n");
+    error_add_report_before(&local, "first cause");
+    error_add_report_before(&local, "second %d", 2);
+    error_propagate(&err, local);
+    error_prepend(&err, "Could not open: ");
+    g_assert_cmpstr(error_get_pretty(err), ==, "Could not open: Too much");
+    g_assert_cmpstr(error_get_hint(err), ==, "You can repair it\nor not\n");
+    g_assert_cmpstr(error_get_reports_before(err), ==,
+                    "first cause\nsecond 2");
+    error_free(err);
+}
+
 static void test_error_abort_untouched(void)
 {
     Error *err = NULL;
@@ -126,6 +150,8 @@ int main(int argc, char **argv)
     g_test_add_func("/util/error/to-caller", test_error_to_caller);
     g_test_add_func("/util/error/errno", test_error_errno);
     g_test_add_func("/util/error/propagate", test_error_propagate);
+    g_test_add_func("/util/error/hint-and-causes",
+                    test_error_hint_and_causes);
     g_test_add_func("/util/error/abort-untouched",
                     test_error_abort_untouched);
     g_test_add_func("/util/error/abort", test_error_abort);
