@@ -1184,7 +1184,7 @@ int bdrv_measure(const char *format, GHashTable *opts, BlockDriverState *in_bs,
 }
 
 int bdrv_amend(BlockDriverState *bs, GHashTable *opts, bool force,
-               Error **errp)
+               BdrvAmendStatusCB *status_cb, void *cb_opaque, Error **errp)
 {
     if (!bs->drv->bdrv_amend) {
         error_setg(errp, "Format driver '%s' does not support option "
@@ -1195,7 +1195,7 @@ int bdrv_amend(BlockDriverState *bs, GHashTable *opts, bool force,
         error_setg(errp, "Image is read-only");
         return -1;
     }
-    return bs->drv->bdrv_amend(bs, opts, force, errp);
+    return bs->drv->bdrv_amend(bs, opts, force, status_cb, cb_opaque, errp);
 }
 
 int bdrv_make_empty(BlockDriverState *bs, Error **errp)

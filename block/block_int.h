@@ -313,6 +313,7 @@ struct BlockDriver {
     int (*bdrv_get_info)(BlockDriverState *bs, BlockImageInfo *info,
                          Error **errp);
     int (*bdrv_amend)(BlockDriverState *bs, GHashTable *opts, bool force,
+                      BdrvAmendStatusCB *status_cb, void *cb_opaque,
                       Error **errp);
     /* Optional: see bdrv_snapshot_list() and the others. */
     int (*bdrv_snapshot_list)(BlockDriverState *bs, BlockSnapshotInfo **list,

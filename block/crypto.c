@@ -1010,7 +1010,8 @@ static int block_crypto_take_amend_opts(GHashTable *opts,
 }
 
 static int block_crypto_amend(BlockDriverState *bs, GHashTable *opts,
-                              bool force, Error **errp)
+                              bool force, BdrvAmendStatusCB *status_cb,
+                              void *cb_opaque, Error **errp)
 {
     BlockCrypto *s = bs->opaque;
     QCryptoBlockAmendOptions aopts;

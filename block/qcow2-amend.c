@@ -165,6 +165,278 @@ static int qcow2_amend_compat(BlockDriverState *bs, uint32_t version,
     return 0;
 }
 
+/* ---- Refcount width (amend -o refcount_bits=N) */
+
+/*
+ * The new refcount structures are built from the old ones in walks over
+ * the old refcount table (QEMU's walk_over_reftable): each walk reads
+ * every old refcount, in order, and groups them into the blocks of the
+ * new width. The walks that allocate give every new block that holds a
+ * non-zero refcount a cluster; those clusters are counted in the old
+ * structures, which changes the refcounts the next walk reads; so they
+ * repeat (a new table too, each time one was added) until a walk
+ * allocates nothing. A last walk writes the new blocks. Progress counts
+ * the walks as QEMU's does, so that "amend -p" moves as qemu-img's does
+ * (back, when one more walk is needed: qemu-iotests 112).
+ */
+typedef struct RefOrderWalk {
+    BlockDriverState *bs;
+    unsigned order;                 /* the new width's */
+    uint64_t per_block;             /* entries of a new block */
+    uint64_t *table;                /* the new refcount table */
+    uint64_t size;                  /* its entries */
+    uint8_t *block;                 /* the new block being written */
+    bool write;                     /* the last walk: write, no allocation */
+    bool allocated;                 /* this walk allocated a block */
+    BdrvAmendStatusCB *status_cb;
+    void *cb_opaque;
+} RefOrderWalk;
+
+/* The new block index idx is complete: give it a cluster, or write it. */
+static int ref_order_block_done(RefOrderWalk *w, uint64_t idx, bool empty,
+                                Error **errp)
+{
+    BDRVQcow2State *s = w->bs->opaque;
+    uint64_t cs = s->g.cluster_size;
+
+    if (w->write) {
+        if (idx < w->size && w->table[idx]) {
+            return bdrv_pwrite(w->bs->file, w->table[idx], w->block, cs, 0,
+                               errp);
+        }
+        if (!empty) {
+            error_setg(errp, "Refcount block %" PRIu64 " has no cluster",
+                       idx);
+            return -1;
+        }
+        return 0;
+    }
+    if (empty) {
+        return 0;
+    }
+    if (idx >= w->size) {
+        uint64_t n = ROUND_UP(idx + 1, cs / sizeof(uint64_t));
+
+        if (n > QCOW2_MAX_REFTABLE_BYTES / sizeof(uint64_t)) {
+            error_setg(errp, "This operation would make the refcount table "
+                       "grow beyond the maximum size supported by QEMU, "
+                       "aborting");
+            return -1;
+        }
+        w->table = g_renew(uint64_t, w->table, n);
+        memset(w->table + w->size, 0, (n - w->size) * sizeof(uint64_t));
+        w->size = n;
+    }
+    if (!w->table[idx]) {
+        if (qcow2_alloc_clusters(w->bs, 1, &w->table[idx], errp) < 0) {
+            error_prepend(errp, "Failed to allocate refblock: ");
+            return -1;
+        }
+        w->allocated = true;
+    }
+    return 0;
+}
+
+/* One walk over the old refcounts (walk index of total, for progress). */
+static int ref_order_walk(RefOrderWalk *w, uint64_t index, uint64_t total,
+                          Error **errp)
+{
+    BlockDriverState *bs = w->bs;
+    BDRVQcow2State *s = bs->opaque;
+    unsigned old_order = s->header.refcount_order;
+    uint64_t cs = s->g.cluster_size;
+    uint64_t per_old = (cs * 8) >> old_order;
+    uint64_t n = s->reftable_entries;
+    g_autofree uint8_t *old = g_malloc(cs);
+    uint64_t idx = 0, in = 0;
+    bool empty = true;
+
+    if (w->write) {
+        memset(w->block, 0, cs);
+    }
+    for (uint64_t t = 0; t < n; t++) {
+        if (w->status_cb) {
+            w->status_cb(bs, index * n + t, total * n, w->cb_opaque);
+        }
+        /* The old block as it is now: the allocations so far included. */
+        if (qcow2_refcount_flush(bs, errp) < 0) {
+            return -1;
+        }
+        if (!s->reftable[t]) {
+            memset(old, 0, cs);
+        } else if (bdrv_pread(bs->file, s->reftable[t], old, cs, errp) < 0) {
+            return -1;
+        }
+        for (uint64_t i = 0; i < per_old; i++) {
+            uint64_t v = qcow2_refcount_block_entry(old, i, old_order);
+
+            if (in == w->per_block) {
+                if (ref_order_block_done(w, idx, empty, errp) < 0) {
+                    return -1;
+                }
+                idx++;
+                in = 0;
+                empty = true;
+                if (w->write) {
+                    memset(w->block, 0, cs);
+                }
+            }
+            if (w->order < 6 && (v >> (1u << w->order))) {
+                error_setg(errp, "Cannot decrease refcount entry width to "
+                           "%u bits: Cluster at offset %#" PRIx64 " has a "
+                           "refcount of %" PRIu64, 1u << w->order,
+                           (t * per_old + i) << s->g.cluster_bits, v);
+                return -1;
+            }
+            if (w->write) {
+                qcow2_refcount_block_set(w->block, in, w->order, v);
+            }
+            in++;
+            empty = empty && !v;
+        }
+    }
+    if (in && ref_order_block_done(w, idx, empty, errp) < 0) {
+        return -1;
+    }
+    if (w->status_cb) {
+        w->status_cb(bs, (index + 1) * n, total * n, w->cb_opaque);
+    }
+    return 0;
+}
+
+/*
+ * Rewrite the refcount structures with entries of 1 << order bits
+ * (QEMU's qcow2_change_refcount_order), crash-safe: the new blocks and
+ * table are allocated in (and counted by) the old structures, written
+ * and synced while the header still names the old ones; then the header
+ * switches to them in one write of its cluster, synced; then the old
+ * blocks and table are freed in the new structures. A crash before the
+ * switch leaks the new clusters, after it the old ones: never a count
+ * too low. A refcount the new width cannot hold fails it first.
+ */
+static int qcow2_change_refcount_order(BlockDriverState *bs, unsigned order,
+                                       BdrvAmendStatusCB *status_cb,
+                                       void *cb_opaque, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    Qcow2Header *h = &s->header;
+    uint64_t cs = s->g.cluster_size;
+    g_autofree uint8_t *block = g_malloc(cs);
+    g_autofree uint64_t *be = NULL;
+    RefOrderWalk w = {
+        .bs = bs,
+        .order = order,
+        .per_block = (cs * 8) >> order,
+        .block = block,
+        .status_cb = status_cb,
+        .cb_opaque = cb_opaque,
+    };
+    Qcow2Header saved;
+    uint64_t table_off = 0, table_size = 0, walk = 0;
+    uint64_t *old_table;
+    uint64_t old_entries;
+    int ret = -1;
+
+    if (qcow2_alloc_reuse_begin(bs, errp) < 0) {
+        return -1;
+    }
+    do {
+        w.allocated = false;
+        if (ref_order_walk(&w, walk, MAX(walk + 2, 3), errp) < 0) {
+            goto fail;
+        }
+        walk++;
+        if (w.allocated) {
+            /* A table for what the blocks are now (the old one freed). */
+            if (table_off &&
+                qcow2_update_refcounts(bs, table_off,
+                                       table_size * sizeof(uint64_t), -1,
+                                       errp) < 0) {
+                table_off = 0;
+                goto fail;
+            }
+            table_off = 0;
+            if (qcow2_alloc_clusters(bs, w.size * sizeof(uint64_t) / cs,
+                                     &table_off, errp) < 0) {
+                error_prepend(errp, "Failed to allocate the new reftable: ");
+                table_off = 0;
+                goto fail;
+            }
+            table_size = w.size;
+        }
+    } while (w.allocated);
+    if (!table_off || table_size != w.size) {
+        error_setg(errp, "The new refcount structures are incomplete");
+        goto fail;
+    }
+    w.write = true;
+    if (ref_order_walk(&w, walk, walk + 1, errp) < 0) {
+        goto fail;
+    }
+    be = g_new(uint64_t, w.size);
+    for (uint64_t i = 0; i < w.size; i++) {
+        be[i] = GUINT64_TO_BE(w.table[i]);
+    }
+    /* All of it, and its counts in the old structures, before the switch. */
+    if (bdrv_pwrite(bs->file, table_off, be, w.size * sizeof(uint64_t), 0,
+                    errp) < 0 ||
+        qcow2_refcount_flush(bs, errp) < 0 ||
+        bdrv_flush(bs->file, errp) < 0) {
+        goto fail;
+    }
+    /* (The old table may have moved meanwhile, grown for the new blocks.) */
+    saved = *h;
+    h->refcount_order = order;
+    h->refcount_table_offset = table_off;
+    h->refcount_table_clusters = w.size * sizeof(uint64_t) / cs;
+    if (qcow2_rewrite_header(bs, errp) < 0 ||
+        bdrv_flush(bs->file, errp) < 0) {
+        /* Which header the disk holds is unknown: the new one may be. */
+        *h = saved;
+        error_prepend(errp, "Failed to update the qcow2 header: ");
+        qcow2_alloc_reuse_end(bs);
+        g_free(w.table);
+        return -1;
+    }
+    /* The new structures from here on, in memory too. */
+    old_table = s->reftable;
+    old_entries = s->reftable_entries;
+    s->reftable = w.table;
+    s->reftable_entries = w.size;
+    s->rb.valid = false;
+    s->rb.lo = s->rb.hi = 0;
+    /* The old ones are leaks now: freed (a failure leaves them leaked). */
+    ret = 0;
+    for (uint64_t i = 0; i < old_entries && ret == 0; i++) {
+        if (old_table[i]) {
+            ret = qcow2_update_refcounts(bs, old_table[i], cs, -1, errp);
+        }
+    }
+    if (ret == 0) {
+        ret = qcow2_update_refcounts(bs, saved.refcount_table_offset,
+                                     (uint64_t)saved.refcount_table_clusters *
+                                     cs, -1, errp);
+    }
+    g_free(old_table);
+    qcow2_alloc_reuse_end(bs);
+    return ret;
+
+fail:
+    /* Nothing names the new clusters: free them in the old structures. */
+    for (uint64_t i = 0; i < w.size; i++) {
+        if (w.table[i]) {
+            qcow2_update_refcounts(bs, w.table[i], cs, -1, NULL);
+        }
+    }
+    if (table_off) {
+        qcow2_update_refcounts(bs, table_off, table_size * sizeof(uint64_t),
+                               -1, NULL);
+    }
+    g_free(w.table);
+    qcow2_alloc_reuse_end(bs);
+    return -1;
+}
+
 /* ---- Size */
 
 /* Free the clusters of [offset, offset + n clusters). */
@@ -529,7 +801,7 @@ static int qcow2_amend_check_data_file(BlockDriverState *bs,
 }
 
 int qcow2_amend(BlockDriverState *bs, GHashTable *opts, bool force,
-                Error **errp)
+                BdrvAmendStatusCB *status_cb, void *cb_opaque, Error **errp)
 {
     static const char *const create_only[] = {
         "cluster_size", "preallocation", "extended_l2", "compression_type",
@@ -543,7 +815,7 @@ int qcow2_amend(BlockDriverState *bs, GHashTable *opts, bool force,
     uint64_t size = 0, refcount_bits;
     bool has_size = g_hash_table_contains(opts, "size");
     bool has_lazy = g_hash_table_contains(opts, "lazy_refcounts");
-    bool lazy = false;
+    bool lazy = false, downgrade = false;
     uint32_t version = s->header.version;
     g_autofree char *data_file = qemu_opt_take(opts, "data_file");
     bool was_raw = s->header.autoclear_features &
@@ -561,9 +833,8 @@ int qcow2_amend(BlockDriverState *bs, GHashTable *opts, bool force,
     eopts = qemu_opts_extract_prefix(opts, "encrypt");
     if (qemu_opt_take_size(opts, "size", 0, &size, errp) < 0 ||
         qemu_opt_take_bool(opts, "lazy_refcounts", false, &lazy, errp) < 0 ||
-        qemu_opt_take_uint(opts, "refcount_bits",
-                           1u << s->header.refcount_order, &refcount_bits,
-                           errp) < 0 ||
+        qcow2_opt_take_refcount_bits(opts, 1u << s->header.refcount_order,
+                                     &refcount_bits, errp) < 0 ||
         qemu_opt_take_bool(opts, "data_file_raw", was_raw, &raw,
                            errp) < 0) {
         return -1;
@@ -571,12 +842,6 @@ int qcow2_amend(BlockDriverState *bs, GHashTable *opts, bool force,
     unknown = qemu_opts_first_key(opts);
     if (unknown) {
         error_setg(errp, "Invalid parameter '%s'", unknown);
-        return -1;
-    }
-    if (refcount_bits != 1u << s->header.refcount_order) {
-        error_setg(errp, "Changing refcount_bits is not supported by "
-                   "qemu-img-lite (qemu-img amend rewrites the refcount "
-                   "structures)");
         return -1;
     }
     if (compat) {
@@ -598,6 +863,13 @@ int qcow2_amend(BlockDriverState *bs, GHashTable *opts, bool force,
                    "level 1.1 and above (use version=v3 or greater)");
         return -1;
     }
+    if (refcount_bits != 1u << s->header.refcount_order && version < 3 &&
+        refcount_bits != 16) {
+        error_setg(errp, "Refcount widths other than 16 bits require "
+                   "compatibility level 1.1 or above (use compat=1.1 or "
+                   "greater)");
+        return -1;
+    }
     if (g_hash_table_size(eopts) &&
         qcow2_amend_luks(bs, eopts, force, errp) < 0) {
         return -1;
@@ -606,7 +878,15 @@ int qcow2_amend(BlockDriverState *bs, GHashTable *opts, bool force,
     if (qcow2_flush_metadata(bs, errp) < 0) {
         return -1;
     }
-    if (compat || has_lazy || data_file || has_raw) {
+    /*
+     * QEMU's order: an upgrade first, then the refcount width, the size,
+     * and a downgrade last (it needs the width of version 2).
+     */
+    if (version < s->header.version) {
+        downgrade = true;
+        version = s->header.version;
+    }
+    if ((compat && !downgrade) || has_lazy || data_file || has_raw) {
         if (qcow2_amend_compat(bs, version, errp) < 0) {
             s->header = saved;
             return -1;
@@ -633,8 +913,21 @@ int qcow2_amend(BlockDriverState *bs, GHashTable *opts, bool force,
             return -1;
         }
     }
+    if (refcount_bits != 1u << s->header.refcount_order &&
+        qcow2_change_refcount_order(bs, __builtin_ctzll(refcount_bits),
+                                    status_cb, cb_opaque, errp) < 0) {
+        return -1;
+    }
     if (has_size && qcow2_truncate(bs, size, PREALLOC_MODE_OFF, errp) < 0) {
         return -1;
+    }
+    if (downgrade) {
+        saved = s->header;
+        if (qcow2_amend_compat(bs, 2, errp) < 0 ||
+            qcow2_rewrite_header(bs, errp) < 0) {
+            s->header = saved;
+            return -1;
+        }
     }
     return 0;
 }

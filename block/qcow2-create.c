@@ -464,6 +464,32 @@ static int qcow2_check_data_file(Qcow2CreateOpts *o, Error **errp)
     return 0;
 }
 
+int qcow2_opt_take_refcount_bits(GHashTable *opts, uint64_t def,
+                                 uint64_t *bits, Error **errp)
+{
+    g_autofree char *str = qemu_opt_take(opts, "refcount_bits");
+    bool negative = str && str[0] == '-';
+
+    *bits = def;
+    if (!str) {
+        return 0;
+    }
+    /* QEMU's number options take "-1" as 2^64 - 1, refused below. */
+    if (qemu_strtou64_opt(str + negative, bits) < 0) {
+        error_setg(errp, "Parameter 'refcount_bits' expects a number");
+        return -1;
+    }
+    if (negative) {
+        *bits = -*bits;
+    }
+    if (*bits > 64 || !*bits || (*bits & (*bits - 1))) {
+        error_setg(errp, "Refcount width must be a power of two and may not "
+                   "exceed 64 bits");
+        return -1;
+    }
+    return 0;
+}
+
 static int qcow2_take_create_opts(BlockDriverState *file, GHashTable *opts,
                                   Qcow2CreateOpts *o, Error **errp)
 {
@@ -485,8 +511,7 @@ static int qcow2_take_create_opts(BlockDriverState *file, GHashTable *opts,
         qcow2_take_prealloc(opts, &o->prealloc, errp) < 0 ||
         qemu_opt_take_bool(opts, "lazy_refcounts", false, &o->lazy_refcounts,
                            errp) < 0 ||
-        qemu_opt_take_uint(opts, "refcount_bits", 16, &refcount_bits,
-                           errp) < 0 ||
+        qcow2_opt_take_refcount_bits(opts, 16, &refcount_bits, errp) < 0 ||
         qemu_opt_take_bool(opts, "extended_l2", false, &o->extended_l2,
                            errp) < 0) {
         return -1;

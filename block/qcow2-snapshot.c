@@ -418,15 +418,46 @@ typedef struct RefRun {
     int delta;
 } RefRun;
 
+/*
+ * Whether a refcount of the run is at the most its width holds: raising
+ * it fails (nothing changed), as QEMU's update_refcount fails with
+ * -EINVAL, which qemu-img prints as "-22 (Invalid argument)"
+ * (qemu-iotests 112).
+ */
+static bool ref_run_overflows(BlockDriverState *bs, const RefRun *r)
+{
+    BDRVQcow2State *s = bs->opaque;
+    unsigned order = s->header.refcount_order;
+    uint64_t max = order == 6 ? UINT64_MAX : (1ull << (1u << order)) - 1;
+
+    for (uint64_t i = 0; r->delta > 0 && i < r->count; i++) {
+        uint64_t refcount;
+
+        if (qcow2_get_refcount(bs, (r->first + i) << s->g.cluster_bits,
+                               &refcount, NULL) == 0 &&
+            refcount > max - r->delta) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static int ref_run_flush(BlockDriverState *bs, RefRun *r, Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
+    Error *err = NULL;
     int ret = 0;
 
     if (r->count) {
         ret = qcow2_update_refcounts(bs, r->first << s->g.cluster_bits,
                                      r->count << s->g.cluster_bits,
-                                     r->delta, errp);
+                                     r->delta, &err);
+    }
+    if (ret < 0 && ref_run_overflows(bs, r)) {
+        error_free(err);
+        error_setg(errp, "-%d (%s)", EINVAL, g_strerror(EINVAL));
+    } else if (ret < 0) {
+        error_propagate(errp, err);
     }
     r->count = 0;
     return ret;

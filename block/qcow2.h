@@ -646,9 +646,16 @@ int qcow2_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
 int qcow2_change_backing_file(BlockDriverState *bs, const char *backing_file,
                               const char *backing_fmt, Error **errp);
 int qcow2_amend(BlockDriverState *bs, GHashTable *opts, bool force,
-                Error **errp);
+                BdrvAmendStatusCB *status_cb, void *cb_opaque, Error **errp);
 
 /* ---- qcow2-create.c */
+
+/*
+ * The refcount_bits option (create, amend), as QEMU parses it: a number
+ * ("-1" wraps around, as QEMU's), a power of two of at most 64.
+ */
+int qcow2_opt_take_refcount_bits(GHashTable *opts, uint64_t def,
+                                 uint64_t *bits, Error **errp);
 
 int qcow2_create(BlockDriverState *file, GHashTable *opts, int flags,
                  BlockDriverState **pbs, Error **errp);

@@ -28,13 +28,21 @@ static int img_amend_help(GHashTable *opts, const char *fmt, bool image_opts,
     return img_handle_amend_opts_help(opts, fmt) < 0;
 }
 
+/* qemu-img's amend_status_cb: the share done, in percent. */
+static void img_amend_status(BlockDriverState *bs, uint64_t done,
+                             uint64_t total, void *opaque)
+{
+    img_progress_set(opaque, total ? 100.0 * done / total : 0);
+}
+
 int img_amend(int argc, char **argv)
 {
     g_autofree char *fmt = NULL;
     g_auto(GStrv) opt_strs = NULL;
     g_autoptr(GHashTable) opts = NULL;
     g_autoptr(BlockDriverState) bs = NULL;
-    gboolean image_opts = FALSE, force = FALSE;
+    gboolean image_opts = FALSE, force = FALSE, progress = FALSE;
+    ImgProgress prog;
     ImgCommonOpts common = { 0 };
     const GOptionEntry entries[] = {
         { "format", 'f', 0, G_OPTION_ARG_STRING, &fmt,
@@ -47,6 +55,8 @@ int img_amend(int argc, char **argv)
           NULL },
         { "force", 0, 0, G_OPTION_ARG_NONE, &force,
           "allow erasing the last active key slot", NULL },
+        { "progress", 'p', 0, G_OPTION_ARG_NONE, &progress,
+          "show progress (qcow2 refcount_bits changes report it)", NULL },
         { NULL }
     };
     g_autofree char *key_secret = NULL;
@@ -120,10 +130,15 @@ int img_amend(int argc, char **argv)
      * qemu-img's amend errors name no image (error_report_err()); a
      * flush error names its file itself.
      */
-    if (bdrv_amend(bs, opts, force, &err) < 0 || bdrv_flush_final(bs, &err) < 0) {
+    img_progress_init(&prog, progress && !common.quiet);
+    if (bdrv_amend(bs, opts, force, img_amend_status, &prog, &err) < 0 ||
+        bdrv_flush_final(bs, &err) < 0) {
+        img_progress_end(&prog);
         img_error_free(NULL, err);
         goto out;
     }
+    img_progress_set(&prog, 100);
+    img_progress_end(&prog);
     ret = 0;
 
 out:

@@ -146,6 +146,12 @@ typedef struct ImgProgress {
 void img_progress_init(ImgProgress *p, bool enabled);
 void img_progress_update(ImgProgress *p, double percent);
 void img_progress_end(ImgProgress *p);
+/*
+ * Set the progress to percent, printed as qemu-img's qemu_progress_print
+ * prints it: when it moved by more than one percent either way (it may
+ * go back: amend), or reached 0 or 100.
+ */
+void img_progress_set(ImgProgress *p, double percent);
 
 int img_create(int argc, char **argv);
 int img_convert(int argc, char **argv);

@@ -26,6 +26,16 @@ void img_progress_update(ImgProgress *p, double percent)
     }
 }
 
+void img_progress_set(ImgProgress *p, double percent)
+{
+    if (p->enabled && (percent > p->last + 1.0 || percent < p->last - 1.0 ||
+                       percent == 0 || percent == 100)) {
+        p->last = percent;
+        printf("    (%3.2f/100%%)\r", percent);
+        fflush(stdout);
+    }
+}
+
 void img_progress_end(ImgProgress *p)
 {
     if (p->enabled) {

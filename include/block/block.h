@@ -572,9 +572,19 @@ int bdrv_change_backing_file(BlockDriverState *bs, const char *backing_file,
  */
 int bdrv_make_empty(BlockDriverState *bs, Error **errp);
 
-/* Change format options in place ("qemu-img amend -o ..."). */
+/*
+ * How far a long amend is (qemu-img amend -p): done of total units of
+ * work; total may change between calls (QEMU's BlockDriverAmendStatusCB).
+ */
+typedef void BdrvAmendStatusCB(BlockDriverState *bs, uint64_t done,
+                               uint64_t total, void *opaque);
+
+/*
+ * Change format options in place ("qemu-img amend -o ..."); status_cb
+ * (may be NULL) hears how far it is.
+ */
 int bdrv_amend(BlockDriverState *bs, GHashTable *opts, bool force,
-               Error **errp);
+               BdrvAmendStatusCB *status_cb, void *cb_opaque, Error **errp);
 
 /*
  * Persistent dirty bitmaps (qcow2: docs/qcow2.md, "Persistent dirty

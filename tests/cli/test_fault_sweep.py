@@ -92,9 +92,11 @@ class Sweep(TestCase):
         os.unlink(report)
         return proc, int(words[5])
 
-    def sweep(self, name, prepare, args, check_failed, check_done=None):
+    def sweep(self, name, prepare, args, check_failed, check_done=None,
+              noted=None):
         """Every injection point of args, for each kind of fault; returns
-        how many points failed the command."""
+        how many points failed the command. noted: a message with which
+        a fault may leave the command successful (a leak it reports)."""
         points = 0
         for kind, errno, once in FAULTS:
             n = 0
@@ -105,6 +107,10 @@ class Sweep(TestCase):
                 proc, fired = self.faulted(args, kind, n, errno, once)
                 what = (f"{name}: {kind} {n} failing with errno {errno}"
                         f"{' once' if once else ''}")
+                if fired and noted and proc.returncode == 0:
+                    self.assertIn(noted, proc.stderr, what)
+                    check_failed(what, proc)
+                    continue
                 if not fired:
                     self.assertEqual(proc.returncode, 0,
                                      f"{what}, not reached: {proc.stderr}")
@@ -380,6 +386,57 @@ class Sweep(TestCase):
             self.sweep(f"resize {fmt}", prepare,
                        ["resize", "--object", SECRET, "--image-opts",
                         image_opts(fmt, target), "2M"], failed, done)
+
+    def test_amend_refcount_bits(self):
+        """amend -o refcount_bits: new refcount structures written and
+        synced before the header switches to them; a failure anywhere
+        leaves the old width or the new one, the data, and at most leaks
+        (qemu-img check)."""
+        pristine, data = self.template("qcow2", "tmpl-refbits")
+        qil("snapshot", "-c", "s", pristine)
+        target = os.path.join(self.work, "img")
+
+        def bits():
+            info = self.info_json(target)
+            return info["format-specific"]["data"]["refcount-bits"]
+
+        def prepare():
+            shutil.copyfile(pristine, target)
+
+        def failed(what, proc):
+            self.assertIn(bits(), (16, 64), what)
+            self.assertEqual(self.guest("qcow2", target), data, what)
+            self.assertQcow2Sound("qcow2", target, what)
+
+        def done():
+            self.assertEqual(bits(), 64)
+            self.assertEqual(qemu_img("check", target).returncode, 0)
+
+        self.sweep("amend refcount_bits", prepare,
+                   ["amend", "-o", "refcount_bits=64", target], failed, done)
+
+    def test_snapshot_create(self):
+        """snapshot -c into the holes a deleted snapshot left (free
+        clusters first): a failure leaves the image sound and its data."""
+        pristine, data = self.template("qcow2", "tmpl-snap")
+        qil("snapshot", "-c", "a", pristine)
+        qil("snapshot", "-c", "b", pristine)
+        qil("snapshot", "-d", "a", pristine)
+        target = os.path.join(self.work, "img")
+
+        def prepare():
+            shutil.copyfile(pristine, target)
+
+        def failed(what, proc):
+            self.assertEqual(self.guest("qcow2", target), data, what)
+            self.assertQcow2Sound("qcow2", target, what)
+
+        def done():
+            self.assertEqual(qemu_img("check", target).returncode, 0)
+
+        # The old table's clusters not freed: a leak, said, as qemu-img.
+        self.sweep("snapshot -c", prepare, ["snapshot", "-c", "c", target],
+                   failed, done, noted="qcow2_free_clusters failed")
 
     def test_check_repair(self):
         """check -r all of a qcow2 image with a leaked cluster."""

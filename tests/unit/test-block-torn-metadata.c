@@ -309,7 +309,7 @@ static int amend(BlockDriverState *bs, const char *amend_opts, Error **errp)
     g_autoptr(GHashTable) opts = qemu_opts_parse(amend_opts, NULL, NULL);
 
     g_assert_nonnull(opts);
-    if (bdrv_amend(bs, opts, false, errp) < 0) {
+    if (bdrv_amend(bs, opts, false, NULL, NULL, errp) < 0) {
         return -1;
     }
     return bdrv_flush(bs, errp);
