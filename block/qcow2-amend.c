@@ -228,10 +228,13 @@ static int ref_order_block_done(RefOrderWalk *w, uint64_t idx, bool empty,
         w->size = n;
     }
     if (!w->table[idx]) {
-        if (qcow2_alloc_clusters(w->bs, 1, &w->table[idx], errp) < 0) {
+        uint64_t off;
+
+        if (qcow2_alloc_clusters(w->bs, 1, &off, errp) < 0) {
             error_prepend(errp, "Failed to allocate refblock: ");
             return -1;
         }
+        w->table[idx] = off;
         w->allocated = true;
     }
     return 0;
