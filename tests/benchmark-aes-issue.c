@@ -72,10 +72,32 @@ ISSUE_KERNEL(k_sllq12, X4("vpsllq $4, %%zmm8, %%zmm9\n\t"
                           "vpsllq $4, %%zmm8, %%zmm11\n\t"))
 ISSUE_KERNEL(k_shufd8, X4(X2("vpshufd $0x4e, %%zmm8, %%zmm9\n\t")))
 ISSUE_KERNEL(k_shufb4, X4("vpshufb %%zmm30, %%zmm8, %%zmm9\n\t"))
-ISSUE_KERNEL(k_tern8, X4(X2("vpternlogq $0x96, %%zmm30, %%zmm8, %%zmm9\n\t")))
-ISSUE_KERNEL(k_sllq8_tern4, X4("vpsllq $4, %%zmm8, %%zmm9\n\t"
-                               "vpsllq $4, %%zmm8, %%zmm10\n\t"
-                               "vpternlogq $0x96, %%zmm30, %%zmm8, %%zmm11\n\t"))
+/* VPTERNLOGQ also reads its destination: eight of them, no chain. */
+ISSUE_KERNEL(k_tern4, "vpternlogq $0x96, %%zmm30, %%zmm8, %%zmm9\n\t"
+                      "vpternlogq $0x96, %%zmm30, %%zmm8, %%zmm10\n\t"
+                      "vpternlogq $0x96, %%zmm30, %%zmm8, %%zmm11\n\t"
+                      "vpternlogq $0x96, %%zmm30, %%zmm8, %%zmm12\n\t")
+ISSUE_KERNEL(k_tern8, "vpternlogq $0x96, %%zmm30, %%zmm8, %%zmm9\n\t"
+                      "vpternlogq $0x96, %%zmm30, %%zmm8, %%zmm10\n\t"
+                      "vpternlogq $0x96, %%zmm30, %%zmm8, %%zmm11\n\t"
+                      "vpternlogq $0x96, %%zmm30, %%zmm8, %%zmm12\n\t"
+                      "vpternlogq $0x96, %%zmm30, %%zmm8, %%zmm13\n\t"
+                      "vpternlogq $0x96, %%zmm30, %%zmm8, %%zmm14\n\t"
+                      "vpternlogq $0x96, %%zmm30, %%zmm8, %%zmm15\n\t"
+                      "vpternlogq $0x96, %%zmm30, %%zmm8, %%zmm9\n\t")
+ISSUE_KERNEL(k_xor8, X4(X2("vpxorq %%zmm30, %%zmm8, %%zmm9\n\t")))
+ISSUE_KERNEL(k_sllq8_tern4, "vpsllq $4, %%zmm8, %%zmm9\n\t"
+                            "vpsllq $4, %%zmm8, %%zmm10\n\t"
+                            "vpternlogq $0x96, %%zmm30, %%zmm8, %%zmm11\n\t"
+                            "vpsllq $4, %%zmm8, %%zmm9\n\t"
+                            "vpsllq $4, %%zmm8, %%zmm10\n\t"
+                            "vpternlogq $0x96, %%zmm30, %%zmm8, %%zmm12\n\t"
+                            "vpsllq $4, %%zmm8, %%zmm9\n\t"
+                            "vpsllq $4, %%zmm8, %%zmm10\n\t"
+                            "vpternlogq $0x96, %%zmm30, %%zmm8, %%zmm13\n\t"
+                            "vpsllq $4, %%zmm8, %%zmm9\n\t"
+                            "vpsllq $4, %%zmm8, %%zmm10\n\t"
+                            "vpternlogq $0x96, %%zmm30, %%zmm8, %%zmm14\n\t")
 ISSUE_KERNEL(k_gf2p8affine4, X4("vgf2p8affineqb $0, %%zmm30, %%zmm8, %%zmm9\n\t"))
 ISSUE_KERNEL(k_pmullq4, X4("vpmullq %%zmm30, %%zmm8, %%zmm9\n\t"))
 ISSUE_KERNEL(k_pshldq4, X4("vpshldq $4, %%zmm30, %%zmm8, %%zmm9\n\t"))
@@ -98,7 +120,9 @@ static const IssueMix issue_mixes[] = {
     { "+12 VPSLLQ zmm", 12, k_sllq12, NULL },
     { "+8 VPSHUFD zmm", 8, k_shufd8, NULL },
     { "+4 VPSHUFB zmm", 4, k_shufb4, NULL },
+    { "+4 VPTERNLOGQ zmm", 4, k_tern4, NULL },
     { "+8 VPTERNLOGQ zmm", 8, k_tern8, NULL },
+    { "+8 VPXORQ zmm", 8, k_xor8, NULL },
     { "+8 VPSLLQ +4 VPTERNLOGQ zmm", 12, k_sllq8_tern4, NULL },
     { "+4 VGF2P8AFFINEQB zmm", 4, k_gf2p8affine4, "gfni" },
     { "+4 VPMULLQ zmm", 4, k_pmullq4, "avx512dq" },
