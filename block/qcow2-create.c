@@ -21,9 +21,9 @@
  * QEMU ends a file whose last table is the L1 table at that table's last
  * entry (196616 bytes for 64 MiB, qemu-iotests 243), and so do we.
  *
- * Unlike QEMU (one table cluster that grows), the refcount table is made
- * large enough for the fully allocated image and then some, so that the
- * write path (qcow2-write.c) never has to move it.
+ * As QEMU's, the refcount table starts with one cluster (more only if
+ * the blocks for what is in the file need more entries); writers grow it
+ * (qcow2-refcount.c, qcow2_grow_reftable()).
  */
 #include <string.h>
 
@@ -614,7 +614,7 @@ static int qcow2_plan(const Qcow2CreateOpts *o, uint64_t luks_len,
     Qcow2Geometry g;
     uint64_t cs = 1ull << o->cluster_bits;
     uint64_t per_block = (cs * 8) >> o->refcount_order;
-    uint64_t fixed, cover;
+    uint64_t fixed;
 
     qcow2_geometry_init(&g, &h);
     memset(l, 0, sizeof(*l));
@@ -637,21 +637,17 @@ static int qcow2_plan(const Qcow2CreateOpts *o, uint64_t luks_len,
     fixed = 1 + l->l1_clusters + l->luks_clusters + l->l2_tables +
             l->data_clusters;
     /*
-     * The refcount table covers the fully allocated image twice over (at
-     * least 1 cluster), so the write path never moves it; the blocks cover
-     * what is in the file now, themselves and the table included.
+     * The refcount table starts as QEMU's does, one cluster, and grows
+     * only as far as the blocks that cover what is in the file now need
+     * (themselves and the table included). Writers grow it when the
+     * image fills (qcow2_grow_reftable(), doubling: a few times over a
+     * whole image with small clusters). A table sized for the full image
+     * up front spared those moves but made every later writer's refcount
+     * growth differ from QEMU's: qemu-io's writes into our images never
+     * reached the refcount-table growth that qemu-iotests 026 injects
+     * errors into.
      */
-    cover = 2 * (fixed + div_round_up(o->size, cs) +
-                 (o->prealloc ? 0 : l->l1_size));
-    l->reftable_clusters = div_round_up(div_round_up(cover, per_block) * 8,
-                                        cs);
-    /*
-     * An image near qcow2's limits (32 PiB with 256 KiB clusters, as
-     * qemu-img creates): twice over does not fit in the largest table
-     * QEMU opens; the table gets that size, and grows later if needed.
-     */
-    l->reftable_clusters = MIN(l->reftable_clusters,
-                               QCOW2_MAX_REFTABLE_BYTES / cs);
+    l->reftable_clusters = 1;
     for (;;) {
         uint64_t total = fixed + l->reftable_clusters + l->refblocks;
         uint64_t need = div_round_up(total, per_block);
