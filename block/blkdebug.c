@@ -97,6 +97,20 @@ static int blkdebug_open(BlockDriverState *bs, GHashTable *opts, int flags,
     };
     BDRVBlkdebugState *s = bs->opaque;
     uint64_t align = 0, ignored;
+    GHashTableIter iter;
+    gpointer key;
+
+    /*
+     * blkdebug:CONFIG:IMAGE says a config file and the image, nothing
+     * more: with any other option (rules, set-state, our fail-*), the
+     * node is named by its options, as in QEMU (qemu-iotests 110).
+     */
+    g_hash_table_iter_init(&iter, opts);
+    while (g_hash_table_iter_next(&iter, &key, NULL)) {
+        if (!g_str_equal(key, "config") && !g_str_has_prefix(key, "file.")) {
+            bs->needs_json_name = true;
+        }
+    }
 
     for (int k = 0; k < BLKDEBUG__MAX; k++) {
         g_autofree char *key = g_strconcat("fail-", blkdebug_kind_names[k],

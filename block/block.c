@@ -248,6 +248,7 @@ static void bdrv_free(BlockDriverState *bs)
 {
     bdrv_close_children(bs->children);
     g_free(bs->filename);
+    g_free(bs->json_filename);
     g_free(bs->flush_error);
     g_free(bs->opaque);
     g_free(bs);
@@ -378,6 +379,32 @@ static int bdrv_take_runtime_opts(GHashTable *opts, int *flags, Error **errp)
 }
 
 /*
+ * QEMU's bdrv_refresh_filename, in short: a node whose options a plain
+ * file name cannot say (blkdebug with rules, quorum), and any node above
+ * one but a backing file's, is named json:{the options it was opened
+ * with}; the others keep their file's name. A probed format is written
+ * in with the rest, as QEMU names what it opened.
+ */
+static void bdrv_set_json_filename(BlockDriverState *bs, GHashTable *given)
+{
+    g_autofree char *json = NULL;
+    bool needed = bs->needs_json_name;
+
+    for (BdrvChild *c = bs->children; c && !needed; c = c->next) {
+        needed = !(c->role & BDRV_CHILD_COW) && c->bs->json_filename;
+    }
+    if (!needed) {
+        return;
+    }
+    if (!g_hash_table_contains(given, "driver")) {
+        g_hash_table_insert(given, g_strdup("driver"),
+                            g_strdup(bs->drv->format_name));
+    }
+    json = qemu_opts_to_json(given);
+    bs->json_filename = g_strconcat("json:", json, NULL);
+}
+
+/*
  * Open a node from opts (taken: whatever is left is reported unknown);
  * inherits_from: the image it is the backing file of, or NULL.
  */
@@ -385,6 +412,8 @@ static BlockDriverState *bdrv_open_opts(GHashTable *opts, int flags,
                                         BlockDriverState *inherits_from,
                                         Error **errp)
 {
+    /* Before anything is taken: a json: name may be made of them. */
+    g_autoptr(GHashTable) given = qemu_opts_copy(opts);
     g_autofree char *driver = qemu_opt_take(opts, "driver");
     g_autofree char *unknown = NULL;
     g_autoptr(BlockDriverState) file = NULL;
@@ -431,7 +460,7 @@ static BlockDriverState *bdrv_open_opts(GHashTable *opts, int flags,
                                 g_strdup(value));
         }
     }
-    if (!drv || !drv->is_protocol) {
+    if (!drv || (!drv->is_protocol && !drv->opens_own_children)) {
         file = bdrv_open_child(opts, "file", flags, false, errp);
         if (!file) {
             return NULL;
@@ -462,6 +491,7 @@ static BlockDriverState *bdrv_open_opts(GHashTable *opts, int flags,
         bdrv_close(bs);
         return NULL;
     }
+    bdrv_set_json_filename(bs, given);
     return bs;
 }
 
@@ -800,13 +830,24 @@ char *bdrv_dirname(BlockDriverState *bs, Error **errp)
 {
     BlockDriverState *p = bdrv_protocol_node(bs);
 
-    if (!p || !p->drv->bdrv_dirname) {
+    if (p && p->drv->bdrv_dirname) {
+        return p->drv->bdrv_dirname(p, errp);
+    }
+    if (p) {
         error_setg(errp, "Cannot resolve names relative to '%s' (protocol "
-                   "'%s')", bdrv_get_filename(bs),
-                   p ? p->drv->format_name : "none");
+                   "'%s')", bdrv_get_filename(bs), p->drv->format_name);
         return NULL;
     }
-    return p->drv->bdrv_dirname(p, errp);
+    /*
+     * No protocol node down the "file" children: a node with children of
+     * its own (quorum), whose files need not share a directory.
+     */
+    while (bs->file) {
+        bs = bs->file;
+    }
+    error_setg(errp, "Cannot generate a base directory for %s nodes",
+               bs->drv->format_name);
+    return NULL;
 }
 
 const char *bdrv_get_filename(BlockDriverState *bs)
@@ -814,7 +855,11 @@ const char *bdrv_get_filename(BlockDriverState *bs)
     while (!bs->filename && bs->file) {
         bs = bs->file;
     }
-    return bs->filename ? bs->filename : "";
+    if (bs->filename) {
+        return bs->filename;
+    }
+    /* A node with no file below it (quorum) goes by its options. */
+    return bs->json_filename ? bs->json_filename : "";
 }
 
 int64_t bdrv_get_allocated_file_size(BlockDriverState *bs)

@@ -44,6 +44,15 @@ struct BlockDriverState {
     int open_flags;
     char *filename;             /* protocol nodes: the name opened */
     /*
+     * The node's name when no plain file name says what its options do
+     * (QEMU's bdrv_refresh_filename): "json:{...}" of the options it was
+     * opened with, or NULL. Set by the core after bdrv_open when the
+     * driver set needs_json_name, or a child that is not a backing file
+     * has a json: name itself.
+     */
+    char *json_filename;
+    bool needs_json_name;
+    /*
      * Every child, in the order attached (bdrv_attach_child()): flushed
      * after the node in that order, closed with it in the reverse one.
      */
@@ -104,6 +113,11 @@ struct BlockDriver {
      * QEMU ("image" for blkdebug): alias.* are taken as file.*.
      */
     const char *child_alias;
+    /*
+     * The driver opens its children itself from the options (quorum's
+     * "children.N"): the core opens no "file" child for it.
+     */
+    bool opens_own_children;
     /*
      * Optional, the blkdebug filter: a format driver says what it is
      * about to do to this node (QEMU's event names: "read_aio",
@@ -376,6 +390,7 @@ extern const BlockDriver bdrv_raw;
 extern const BlockDriver bdrv_luks;
 extern const BlockDriver bdrv_qcow2;
 extern const BlockDriver bdrv_blkdebug;
+extern const BlockDriver bdrv_quorum;
 extern const BlockDriver bdrv_null_co, bdrv_null_aio;
 /*
  * block/nbd.c, where libnbd is: one driver, five prefixes (QEMU's three,

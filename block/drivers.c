@@ -17,6 +17,7 @@ const BlockDriver *const bdrv_drivers[] = {
     &bdrv_luks,
     &bdrv_qcow2,
     &bdrv_blkdebug,
+    &bdrv_quorum,
     &bdrv_null_co,
     &bdrv_null_aio,
 #ifdef CONFIG_NBD

@@ -16,7 +16,9 @@ BlockImageInfo *bdrv_get_image_info(BlockDriverState *bs, Error **errp)
     if (len < 0) {
         return NULL;
     }
-    info->filename = g_strdup(bdrv_get_filename(bs));
+    /* QEMU's name for the node: json:{...} where no file name says it. */
+    info->filename = g_strdup(bs->json_filename ? bs->json_filename
+                                                : bdrv_get_filename(bs));
     info->format = g_strdup(bs->drv->format_name);
     info->virtual_size = len;
     info->actual_size = bdrv_get_allocated_file_size(bs);

@@ -171,3 +171,102 @@ GHashTable *qemu_opts_from_json(const char *json, Error **errp)
     }
     return g_steal_pointer(&opts);
 }
+
+static int json_key_compare(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Whether obj's members are exactly "0".."n-1" (a flattened list). */
+static bool json_object_is_list(JsonObject *obj)
+{
+    guint n = json_object_get_size(obj);
+
+    for (guint i = 0; i < n; i++) {
+        g_autofree char *idx = g_strdup_printf("%u", i);
+
+        if (!json_object_has_member(obj, idx)) {
+            return false;
+        }
+    }
+    return n > 0;
+}
+
+/*
+ * The object that the flat options opts stand for: dotted keys nested
+ * again, an object whose members are "0".."n-1" made an array (quorum's
+ * "children"), members in sorted order so that a name is the same for
+ * the same options. Values stay strings: the flat form has lost whether
+ * "1" was a number.
+ */
+static JsonNode *json_unflatten(GHashTable *opts)
+{
+    g_autoptr(GHashTable) groups = g_hash_table_new_full(
+        g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_hash_table_unref);
+    guint n = 0;
+    g_autofree gpointer *keys = g_hash_table_get_keys_as_array(opts, &n);
+    JsonObject *obj = json_object_new();
+    JsonNode *node;
+
+    qsort(keys, n, sizeof(*keys), json_key_compare);
+    for (guint i = 0; i < n; i++) {
+        const char *key = keys[i], *dot = strchr(key, '.');
+        g_autofree char *head = NULL;
+        GHashTable *sub;
+
+        if (!dot) {
+            continue;
+        }
+        head = g_strndup(key, dot - key);
+        sub = g_hash_table_lookup(groups, head);
+        if (!sub) {
+            sub = qemu_opts_new();
+            g_hash_table_insert(groups, g_strdup(head), sub);
+        }
+        g_hash_table_insert(sub, g_strdup(dot + 1),
+                            g_strdup(g_hash_table_lookup(opts, key)));
+    }
+    for (guint i = 0; i < n; i++) {
+        const char *key = keys[i], *dot = strchr(key, '.');
+        g_autofree char *head = dot ? g_strndup(key, dot - key)
+                                    : g_strdup(key);
+        GHashTable *sub = g_hash_table_lookup(groups, head);
+
+        if (json_object_has_member(obj, head)) {
+            continue;
+        }
+        /* "x" and "x.y" both given: the child's options win. */
+        if (sub) {
+            json_object_set_member(obj, head, json_unflatten(sub));
+        } else {
+            json_object_set_string_member(obj, head,
+                                          g_hash_table_lookup(opts, key));
+        }
+    }
+    if (json_object_is_list(obj)) {
+        JsonArray *arr = json_array_new();
+
+        for (guint i = 0; i < json_object_get_size(obj); i++) {
+            g_autofree char *idx = g_strdup_printf("%u", i);
+
+            json_array_add_element(arr, json_node_copy(
+                json_object_get_member(obj, idx)));
+        }
+        json_object_unref(obj);
+        node = json_node_new(JSON_NODE_ARRAY);
+        json_node_take_array(node, arr);
+        return node;
+    }
+    node = json_node_new(JSON_NODE_OBJECT);
+    json_node_take_object(node, obj);
+    return node;
+}
+
+char *qemu_opts_to_json(GHashTable *opts)
+{
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autoptr(JsonNode) root = json_unflatten(opts);
+
+    json_generator_set_root(gen, root);
+    return json_generator_to_data(gen, NULL);
+}

@@ -546,9 +546,15 @@ static int qcow2_read_backing_name(BlockDriverState *bs, Error **errp)
         return -1;
     }
     s->backing_file = g_steal_pointer(&name);
+    /*
+     * A relative name over a node with no directory (quorum's files need
+     * not share one) has no full name: "info" says so, as qemu-img does
+     * ("cannot determine actual path"), and only opening the backing
+     * file fails (qcow2_open_backing()).
+     */
     s->full_backing_filename =
-        qcow2_full_backing_name(bs, s->backing_file, errp);
-    return s->full_backing_filename ? 0 : -1;
+        qcow2_full_backing_name(bs, s->backing_file, NULL);
+    return 0;
 }
 
 static int qcow2_open_backing(BlockDriverState *bs, GHashTable *opts,
@@ -565,6 +571,15 @@ static int qcow2_open_backing(BlockDriverState *bs, GHashTable *opts,
     if (fmt && !g_str_equal(fmt, "raw") && !g_str_equal(fmt, "qcow2")) {
         error_setg(errp, "Backing file '%s' has format '%s'; qemu-img-lite "
                    "reads raw and qcow2 backing files", s->backing_file, fmt);
+        return -1;
+    }
+    if (!s->full_backing_filename) {
+        g_autofree char *full = qcow2_full_backing_name(bs, s->backing_file,
+                                                        &local_err);
+
+        error_prepend(&local_err, "Could not open backing file '%s': ",
+                      s->backing_file);
+        error_propagate(errp, local_err);
         return -1;
     }
     if (bdrv_open_backing(bs, s->full_backing_filename, fmt, bopts, flags,

@@ -210,6 +210,13 @@ int img_commit(int argc, char **argv)
             }
             goto out;
         }
+        /* A relative name over a node without a directory (quorum). */
+        if (!info->full_backing_filename) {
+            img_error(NULL, "Could not determine the actual path of backing "
+                      "file '%s' of '%s'", info->backing_filename,
+                      bdrv_get_filename(l));
+            goto out;
+        }
         if (!base_name ||
             commit_is_base(base_name, bdrv_get_filename(l),
                            info->backing_filename,

@@ -605,8 +605,10 @@ static void info_print_human(const BlockImageInfo *info)
     }
     if (info->backing_filename) {
         printf("backing file: %s", info->backing_filename);
-        if (!g_str_equal(info->backing_filename,
-                         info->full_backing_filename)) {
+        if (!info->full_backing_filename) {
+            printf(" (cannot determine actual path)");
+        } else if (!g_str_equal(info->backing_filename,
+                                info->full_backing_filename)) {
             printf(" (actual path: %s)", info->full_backing_filename);
         }
         printf("\n");
@@ -703,8 +705,14 @@ int img_info(int argc, char **argv)
         }
         g_ptr_array_add(infos, info);
         g_hash_table_add(seen, g_steal_pointer(&name));
-        if (!backing_chain || !info->full_backing_filename) {
+        if (!backing_chain || !info->backing_filename) {
             break;
+        }
+        if (!info->full_backing_filename) {
+            img_error(NULL, "Could not determine absolute backing filename, "
+                      "but backing filename '%s' present",
+                      info->backing_filename);
+            goto out;
         }
         name = g_strdup(info->full_backing_filename);
         g_free(fmt);

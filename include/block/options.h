@@ -76,6 +76,12 @@ char *qemu_opts_to_string(GHashTable *opts);
  * out (block/options-json.c).
  */
 GHashTable *qemu_opts_from_json(const char *json, Error **errp);
+/*
+ * The other way: flat options as a JSON object (without "json:"), which
+ * qemu_opts_from_json() reads back into the same options. Values are
+ * JSON strings; an object of members "0".."n-1" is written as an array.
+ */
+char *qemu_opts_to_json(GHashTable *opts);
 
 /* str is hexadecimal with a suffix ("0x100k"): QEMU warns it is deprecated. */
 bool qemu_strtosz_is_hex_with_suffix(const char *str);
