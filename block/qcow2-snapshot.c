@@ -872,9 +872,14 @@ static int qcow2_snapshot_create_do(BlockDriverState *bs, const char *name,
     return 0;
 }
 
-/* As QEMU, free clusters are taken first (the holes of earlier changes). */
-int qcow2_snapshot_create(BlockDriverState *bs, const char *name,
-                          Error **errp)
+/*
+ * A snapshot operation on a writable image, with free clusters taken
+ * first, as QEMU does (the holes of earlier changes).
+ */
+static int qcow2_snapshot_op(BlockDriverState *bs,
+                             int (*op)(BlockDriverState *bs, const char *name,
+                                       Error **errp),
+                             const char *name, Error **errp)
 {
     int ret;
 
@@ -882,9 +887,15 @@ int qcow2_snapshot_create(BlockDriverState *bs, const char *name,
         qcow2_alloc_reuse_begin(bs, errp) < 0) {
         return -1;
     }
-    ret = qcow2_snapshot_create_do(bs, name, errp);
+    ret = op(bs, name, errp);
     qcow2_alloc_reuse_end(bs);
     return ret;
+}
+
+int qcow2_snapshot_create(BlockDriverState *bs, const char *name,
+                          Error **errp)
+{
+    return qcow2_snapshot_op(bs, qcow2_snapshot_create_do, name, errp);
 }
 
 /* ---- goto */
@@ -969,19 +980,10 @@ static int qcow2_snapshot_goto_do(BlockDriverState *bs, const char *id_or_name,
     return qcow2_fix_copied_flags(bs, errp);
 }
 
-/* As QEMU, free clusters are taken first (the holes of earlier changes). */
 int qcow2_snapshot_goto(BlockDriverState *bs, const char *id_or_name,
                         Error **errp)
 {
-    int ret;
-
-    if (qcow2_snapshot_writable(bs, errp) < 0 ||
-        qcow2_alloc_reuse_begin(bs, errp) < 0) {
-        return -1;
-    }
-    ret = qcow2_snapshot_goto_do(bs, id_or_name, errp);
-    qcow2_alloc_reuse_end(bs);
-    return ret;
+    return qcow2_snapshot_op(bs, qcow2_snapshot_goto_do, id_or_name, errp);
 }
 
 /* ---- delete */
@@ -1037,19 +1039,10 @@ static int qcow2_snapshot_delete_do(BlockDriverState *bs, const char *name,
     return qcow2_fix_copied_flags(bs, errp);
 }
 
-/* As QEMU, free clusters are taken first (the holes of earlier changes). */
 int qcow2_snapshot_delete(BlockDriverState *bs, const char *name,
                           Error **errp)
 {
-    int ret;
-
-    if (qcow2_snapshot_writable(bs, errp) < 0 ||
-        qcow2_alloc_reuse_begin(bs, errp) < 0) {
-        return -1;
-    }
-    ret = qcow2_snapshot_delete_do(bs, name, errp);
-    qcow2_alloc_reuse_end(bs);
-    return ret;
+    return qcow2_snapshot_op(bs, qcow2_snapshot_delete_do, name, errp);
 }
 
 /* ---- Reading a snapshot (convert -l, measure -l) */

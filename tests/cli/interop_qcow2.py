@@ -19,7 +19,7 @@ import shutil
 import subprocess
 
 from qiltest import (ITER_TIME, TOOL, TestCase, file_bytes, main, qemu_img,
-                     qil, random_file)
+                     qil, random_file, run)
 
 QEMU_IO = shutil.which("qemu-io")
 PASS = "qcow2 pass"
@@ -38,17 +38,6 @@ WRITES = [
     "discard 7M 64k",
     "write -z 3M 1M",
 ]
-
-
-def run(args, cwd=None):
-    """Run a command in cwd; fail with its output unless it exits 0."""
-    proc = subprocess.run([str(a) for a in args], capture_output=True,
-                          text=True, cwd=cwd)
-    if proc.returncode != 0:
-        raise AssertionError(
-            f"{' '.join(map(str, args))} exited {proc.returncode}\n"
-            f"stdout: {proc.stdout}\nstderr: {proc.stderr}")
-    return proc
 
 
 def qemu_io(*args, cwd=None):

@@ -19,23 +19,12 @@ each tool taking the other's:
 import json
 import os
 import shutil
-import subprocess
 
 from qiltest import (ITER_TIME, TOOL, TestCase, file_bytes, main, qemu_img,
-                     qil, random_file)
+                     qil, random_file, run)
 
 QEMU_IO = shutil.which("qemu-io")
 SECRET = "secret,id=sec0,data=data file pass"
-
-
-def run(args, cwd=None, check=True):
-    proc = subprocess.run([str(a) for a in args], capture_output=True,
-                          text=True, cwd=cwd)
-    if check and proc.returncode != 0:
-        raise AssertionError(
-            f"{' '.join(map(str, args))} exited {proc.returncode}\n"
-            f"stdout: {proc.stdout}\nstderr: {proc.stderr}")
-    return proc
 
 
 def qemu_io(*args, cwd=None):

@@ -27,10 +27,11 @@ PASSPHRASE = "s3cret pass"
 SECRET = f"secret,id=sec0,data={PASSPHRASE}"
 
 
-def run(args, check=True, input=None):
-    """Run a command; on check, fail with its output unless it exits 0."""
+def run(args, check=True, input=None, cwd=None):
+    """Run a command (in cwd); on check, fail with its output unless it
+    exits 0."""
     proc = subprocess.run([str(a) for a in args], capture_output=True,
-                          text=True, input=input)
+                          text=True, input=input, cwd=cwd)
     if check and proc.returncode != 0:
         raise AssertionError(
             f"{' '.join(map(str, args))} exited {proc.returncode}\n"
