@@ -13,11 +13,13 @@ static const char *const prealloc_mode_names[PREALLOC_MODE__MAX] = {
     [PREALLOC_MODE_OFF] = "off",
     [PREALLOC_MODE_FALLOC] = "falloc",
     [PREALLOC_MODE_FULL] = "full",
+    [PREALLOC_MODE_METADATA] = "metadata",
 };
 
 int prealloc_mode_parse(const char *name)
 {
-    for (int i = 0; i < PREALLOC_MODE__MAX; i++) {
+    /* A file's modes: metadata is a format's (resize parses it). */
+    for (int i = 0; i <= PREALLOC_MODE_FULL; i++) {
         if (g_str_equal(name, prealloc_mode_names[i])) {
             return i;
         }

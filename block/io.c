@@ -408,6 +408,11 @@ int bdrv_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
                    bs->drv->format_name);
         return -1;
     }
+    if (prealloc == PREALLOC_MODE_METADATA &&
+        !g_str_equal(bs->drv->format_name, "qcow2")) {
+        error_setg(errp, "Unsupported preallocation mode 'metadata'");
+        return -1;
+    }
     return bdrv_write_ended(bs, bs->drv->bdrv_truncate(bs, size, prealloc,
                                                        errp));
 }

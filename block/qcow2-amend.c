@@ -563,8 +563,12 @@ static int qcow2_shrink(BlockDriverState *bs, uint64_t size, Error **errp)
                    "allocated", size);
         return -1;
     }
-    if (!free_ && qcow2_unmap_range_locked(bs, ROUND_UP(size, cs), h->size,
-                                           errp) < 0) {
+    /*
+     * Every entry past the new end is cleared, zero ones too (QEMU's full
+     * discard): a later grow starts from unallocated clusters.
+     */
+    if (qcow2_unmap_range_locked(bs, ROUND_UP(size, cs), h->size,
+                                 errp) < 0) {
         return -1;
     }
     h->size = size;
@@ -611,11 +615,13 @@ static int qcow2_zero_grown_tail(BlockDriverState *bs, uint64_t old_size,
 {
     BDRVQcow2State *s = bs->opaque;
     uint64_t cs = s->g.cluster_size;
-    uint64_t end = MIN(ROUND_UP(old_size, cs), size);
+    /* Extended L2: the subclusters past it read zeroes or are hidden. */
+    uint64_t unit = s->g.extended_l2 ? s->g.subcluster_size : cs;
+    uint64_t end = MIN(ROUND_UP(old_size, unit), size);
     g_autofree uint8_t *zeroes = NULL;
     Qcow2Extent ext;
 
-    if (old_size % cs == 0) {
+    if (old_size % unit == 0) {
         return 0;
     }
     if (qcow2_get_extent(bs, old_size, end - old_size, &ext, errp) < 0) {
@@ -626,6 +632,65 @@ static int qcow2_zero_grown_tail(BlockDriverState *bs, uint64_t old_size,
     }
     zeroes = g_malloc0(end - old_size);
     return qcow2_pwrite(bs, old_size, zeroes, end - old_size, 0, errp);
+}
+
+/*
+ * What a grow from old_size puts in the new area, in QEMU's order: the
+ * old end's (sub)cluster tail zeroed; with a backing file longer than
+ * old_size, the new area hidden from it (zeroes where it is not
+ * preallocated, v3; QEMU fails on v2 images there, we leave them as
+ * before); preallocation maps (metadata) or also writes (falloc, full)
+ * host clusters for [old cluster, new end).
+ */
+static int qcow2_fill_grown(BlockDriverState *bs, uint64_t old_size,
+                            uint64_t size, PreallocMode prealloc,
+                            Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t cs = s->g.cluster_size;
+    uint64_t unit = s->g.extended_l2 ? s->g.subcluster_size : cs;
+    bool hide = false;
+
+    if (bs->backing && s->header.version >= 3) {
+        int64_t blen = bdrv_getlength(bs->backing, errp);
+
+        if (blen < 0) {
+            return -1;
+        }
+        hide = (uint64_t)blen > old_size;
+    }
+    /*
+     * A partial cluster at the old end without a host cluster, over a
+     * backing file: its head must keep reading the backing file, so its
+     * tail is written (COW) rather than the cluster mapped.
+     */
+    if (hide && prealloc != PREALLOC_MODE_OFF && old_size % unit) {
+        uint64_t end = MIN(ROUND_UP(old_size, unit), size);
+        g_autofree uint8_t *zeroes = g_malloc0(end - old_size);
+
+        if (qcow2_pwrite(bs, old_size, zeroes, end - old_size, 0,
+                         errp) < 0) {
+            return -1;
+        }
+    }
+    if (qcow2_zero_grown_tail(bs, old_size, size, errp) < 0) {
+        return -1;
+    }
+    if (prealloc != PREALLOC_MODE_OFF &&
+        qcow2_prealloc_range(bs, ROUND_DOWN(old_size, cs), ROUND_UP(size, cs),
+                             prealloc == PREALLOC_MODE_METADATA ?
+                             PREALLOC_MODE_OFF : prealloc,
+                             hide && s->g.extended_l2 &&
+                             prealloc != PREALLOC_MODE_METADATA ?
+                             ROUND_UP(old_size, unit) : UINT64_MAX,
+                             errp) < 0) {
+        return -1;
+    }
+    if (hide && qcow2_hide_backing_range(bs, ROUND_UP(old_size, unit), size,
+                                         errp) < 0) {
+        return -1;
+    }
+    return 0;
 }
 
 /*
@@ -669,9 +734,11 @@ int qcow2_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
                    BDRV_SECTOR_SIZE);
         return -1;
     }
-    if (prealloc != PREALLOC_MODE_OFF) {
+    if (prealloc != PREALLOC_MODE_OFF &&
+        (s->g.has_data_file || s->crypto)) {
         error_setg(errp, "Preallocation is not supported when resizing a "
-                   "qcow2 image in qemu-img-lite");
+                   "qcow2 image with %s in qemu-img-lite",
+                   s->crypto ? "encryption" : "an external data file");
         return -1;
     }
     if (size == s->header.size) {
@@ -695,7 +762,7 @@ int qcow2_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
         ret = qcow2_grow_data_file(bs, old_size, size, errp);
     }
     if (ret == 0 && old_size < size) {
-        ret = qcow2_zero_grown_tail(bs, old_size, size, errp);
+        ret = qcow2_fill_grown(bs, old_size, size, prealloc, errp);
     }
     if (ret == 0) {
         qcow2_bitmaps_resize(bs, size);

@@ -573,15 +573,12 @@ static int qcow2_take_create_opts(BlockDriverState *file, GHashTable *opts,
                    1u << QCOW2_MIN_EXTL2_CLUSTER_BITS);
         return -1;
     }
-    if (o->backing_file && o->prealloc != QCOW2_PREALLOC_OFF) {
-        /* QEMU allows it with extended_l2 (preallocated subclusters left
-         * unallocated); here preallocated clusters would hide the
-         * backing file. */
-        error_setg(errp, o->extended_l2 ?
-                   "Backing file and preallocation cannot be used at the "
-                   "same time in qemu-img-lite" :
-                   "Backing file and preallocation can only be used at the "
-                   "same time if extended_l2 is on");
+    if (o->backing_file && o->prealloc != QCOW2_PREALLOC_OFF &&
+        !o->extended_l2) {
+        /* With extended_l2 the preallocated subclusters stay unallocated:
+         * they read the backing file (qcow2_write_tables()). */
+        error_setg(errp, "Backing file and preallocation can only be used "
+                   "at the same time if extended_l2 is on");
         return -1;
     }
     if (qcow2_check_data_file(o, errp) < 0 ||
@@ -767,10 +764,11 @@ static int qcow2_write_tables(BlockDriverState *file,
         for (uint64_t i = 0; i < per_l2 && data < l->mapped_clusters; i++) {
             stq_be_p(l2 + i * esize, (l->map_base + data * l->cs) |
                      QCOW2_OFLAG_COPIED);
-            if (o->extended_l2) {
+            if (o->extended_l2 && !o->backing_file) {
                 /* All 32 subclusters allocated. */
                 stq_be_p(l2 + i * esize + 8, 0xffffffffull);
             }
+            /* Over a backing file none are, as QEMU's: it shows through. */
             data++;
         }
         if (bdrv_pwrite(file, l->l2_offset + t * l->cs, l2, l->cs, 0,

@@ -935,3 +935,119 @@ int qcow2_pwrite_zeroes(BlockDriverState *bs, uint64_t offset, size_t bytes,
     g_mutex_unlock(&s->alloc_lock);
     return ret;
 }
+
+/* ---- Grown areas (resize) */
+
+/*
+ * A grow over a backing file longer than the old size: [start, end)
+ * (start (sub)cluster-aligned, past the old size) must read zeroes, not
+ * what the backing file holds there, as QEMU's truncate makes it: zero
+ * bits on the subclusters not allocated (extended L2), zero clusters
+ * (v3; a preallocated host cluster stays, flagged zero).
+ */
+int qcow2_hide_backing_range(BlockDriverState *bs, uint64_t start,
+                             uint64_t end, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t cs = s->g.cluster_size;
+    int ret = 0;
+
+    g_mutex_lock(&s->alloc_lock);
+    for (uint64_t off = ROUND_DOWN(start, cs); off < end && ret == 0;
+         off += cs) {
+        uint64_t entry, bitmap, new_entry, new_bitmap = 0;
+
+        if (qcow2_get_l2_entry(bs, off, &entry, &bitmap, errp) < 0) {
+            ret = -1;
+            break;
+        }
+        if (entry & QCOW2_OFLAG_COMPRESSED) {
+            continue;
+        }
+        new_entry = entry;
+        if (s->g.extended_l2) {
+            uint64_t a = MAX(start, off) - off;
+            uint64_t b = MIN(end, off + cs) - off;
+            uint64_t bits = qcow2_sc_bits(s, a, b) & ~bitmap;
+
+            new_bitmap = bitmap | (bits << QCOW2_SUBCLUSTERS_PER_CLUSTER);
+        } else {
+            new_entry = entry | QCOW2_OFLAG_ZERO;
+        }
+        if (new_entry != entry || new_bitmap != bitmap) {
+            ret = qcow2_set_l2_entries(bs, off, 1, &new_entry, &new_bitmap,
+                                       errp);
+        }
+    }
+    g_mutex_unlock(&s->alloc_lock);
+    return ret;
+}
+
+/*
+ * resize --preallocation: each cluster of [start, end) (cluster-aligned)
+ * without a host cluster gets one, as QEMU preallocates: metadata maps it
+ * (the file covers it, sparse); falloc and full also write its host
+ * space with zeroes. The subcluster bitmap stays as it was (QEMU's
+ * preallocated subclusters are not allocated: they read zeroes or the
+ * backing file), except with alloc_bits (falloc/full over a backing file
+ * to hide): the written zeroes are the data, the subclusters from guest
+ * offset alloc_from allocated.
+ * One L2 table at a time; the entries only once the data is down.
+ */
+int qcow2_prealloc_range(BlockDriverState *bs, uint64_t start, uint64_t end,
+                         PreallocMode mode, uint64_t alloc_from,
+                         Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t cs = s->g.cluster_size;
+    g_autofree uint8_t *zeroes = NULL;
+    uint64_t file_end = 0;
+    int ret = 0;
+
+    g_mutex_lock(&s->alloc_lock);
+    for (uint64_t off = start; off < end && ret == 0; off += cs) {
+        uint64_t entry, bitmap, host, new_entry, new_bitmap;
+
+        if (qcow2_get_l2_entry(bs, off, &entry, &bitmap, errp) < 0) {
+            ret = -1;
+            break;
+        }
+        if ((entry & QCOW2_OFLAG_COMPRESSED) ||
+            (entry & QCOW2_OFFSET_MASK)) {
+            continue;       /* has its host space already */
+        }
+        if (qcow2_alloc_data_clusters(bs, off, 1, &host, errp) < 0) {
+            ret = -1;
+            break;
+        }
+        if (mode != PREALLOC_MODE_OFF) {
+            zeroes = zeroes ? zeroes : g_malloc0(cs);
+            if (bdrv_pwrite(s->data_file, host, zeroes, cs, 0, errp) < 0) {
+                ret = -1;
+                break;
+            }
+        }
+        file_end = MAX(file_end, host + cs);
+        new_entry = host | QCOW2_OFLAG_COPIED;
+        new_bitmap = bitmap;
+        if (alloc_from < off + cs) {
+            new_bitmap |= qcow2_sc_bits(s, MAX(alloc_from, off) - off, cs);
+        }
+        ret = qcow2_set_l2_entries(bs, off, 1, &new_entry, &new_bitmap, errp);
+    }
+    g_mutex_unlock(&s->alloc_lock);
+    if (ret == 0 && file_end) {
+        /* Mapped clusters lie inside the file (metadata: sparse). */
+        int64_t len = bdrv_getlength_exact(s->data_file, errp);
+
+        if (len < 0) {
+            return -1;
+        }
+        if ((uint64_t)len < file_end &&
+            bdrv_truncate(s->data_file, file_end, PREALLOC_MODE_OFF,
+                          errp) < 0) {
+            return -1;
+        }
+    }
+    return ret;
+}

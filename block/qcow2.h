@@ -369,6 +369,11 @@ int qcow2_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
  * clusters freed, entry by entry (a crash leaks, never frees one in use).
  * alloc_lock held; no snapshots, no external data file.
  */
+int qcow2_hide_backing_range(BlockDriverState *bs, uint64_t start,
+                             uint64_t end, Error **errp);
+int qcow2_prealloc_range(BlockDriverState *bs, uint64_t start, uint64_t end,
+                         PreallocMode mode, uint64_t alloc_from,
+                         Error **errp);
 int qcow2_unmap_range_locked(BlockDriverState *bs, uint64_t start,
                              uint64_t end, Error **errp);
 int qcow2_pwrite_zeroes(BlockDriverState *bs, uint64_t offset, size_t bytes,

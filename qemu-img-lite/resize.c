@@ -62,7 +62,8 @@ int img_resize(int argc, char **argv)
     }
     filename = argv[1];
     if (prealloc_str) {
-        prealloc = prealloc_mode_parse(prealloc_str);
+        prealloc = g_str_equal(prealloc_str, "metadata") ?
+                   PREALLOC_MODE_METADATA : prealloc_mode_parse(prealloc_str);
         if (prealloc < 0) {
             img_error(NULL, "Invalid preallocation mode '%s'", prealloc_str);
             goto out;

@@ -107,6 +107,8 @@ typedef enum {
     PREALLOC_MODE_OFF,
     PREALLOC_MODE_FALLOC,
     PREALLOC_MODE_FULL,
+    /* Image formats' own (qcow2 resize): not a file's, not parsed here. */
+    PREALLOC_MODE_METADATA,
     PREALLOC_MODE__MAX,
 } PreallocMode;
 
