@@ -660,11 +660,13 @@ static int qcow2_fill_grown(BlockDriverState *bs, uint64_t old_size,
         hide = (uint64_t)blen > old_size;
     }
     /*
-     * A partial cluster at the old end without a host cluster, over a
-     * backing file: its head must keep reading the backing file, so its
-     * tail is written (COW) rather than the cluster mapped.
+     * A partial (sub)cluster at the old end, over a backing file: its head
+     * must keep reading the backing file and its tail must read zeroes,
+     * so the tail is written (COW), allocated or not (with or without
+     * preallocation: a plain grow of a 500 KiB image over a 1 MiB
+     * backing file showed the backing bytes from 500 to 512 KiB).
      */
-    if (hide && prealloc != PREALLOC_MODE_OFF && old_size % unit) {
+    if (hide && old_size % unit) {
         uint64_t end = MIN(ROUND_UP(old_size, unit), size);
         g_autofree uint8_t *zeroes = g_malloc0(end - old_size);
 
