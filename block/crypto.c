@@ -377,6 +377,12 @@ static int block_crypto_open_online(BlockDriverState *bs, GHashTable *opts,
     return 0;
 }
 
+bool block_crypto_online_node(const BlockDriverState *bs)
+{
+    return bs && bs->drv == &bdrv_luks &&
+           ((const BlockCrypto *)bs->opaque)->online;
+}
+
 bool block_crypto_online_start_node(BlockDriverState *bs,
                                     BlockCryptoOnlineProgress *progress,
                                     void *opaque)

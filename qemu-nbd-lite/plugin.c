@@ -265,6 +265,8 @@ static int qil_config_complete(void)
  * listens, so that the command fails with our message. img_open() prints
  * "qemu-nbd-lite: NAME: why" itself; nbdkit only learns of the failure.
  */
+static void qil_reencrypt_signals(void);
+
 static int qil_get_ready(void)
 {
     Error *err = NULL;
@@ -293,6 +295,7 @@ static int qil_get_ready(void)
         img_error_free(qil.image, err);
         return -1;
     }
+    qil_reencrypt_signals();
     return 0;
 }
 
@@ -347,21 +350,32 @@ static bool qil_reenc_progress(void *opaque, uint64_t done, uint64_t size,
 }
 
 /*
+ * From .get_ready, before nbdkit makes its socket: a SIGUSR1 sent as soon
+ * as the socket is there (a script that pauses the run at once) must find
+ * the handler, not the default action, which ends the process. The flags
+ * wait for the run. Signal dispositions survive nbdkit's fork.
+ */
+static void qil_reencrypt_signals(void)
+{
+    struct sigaction sa = { .sa_handler = qil_reenc_signal };
+
+    if (!block_crypto_online_node(qil.bs)) {
+        return;
+    }
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGUSR1, &sa, NULL);
+    sigaction(SIGUSR2, &sa, NULL);
+}
+
+/*
  * After nbdkit forked (or not): the run is a thread, which a fork would
  * not carry, so it starts here.
  */
 static void qil_after_fork_reencrypt(void)
 {
-    struct sigaction sa = { .sa_handler = qil_reenc_signal };
-
-    if (!qil.bs) {
-        return;
-    }
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    if (block_crypto_online_start_node(qil.bs, qil_reenc_progress, NULL)) {
-        sigaction(SIGUSR1, &sa, NULL);
-        sigaction(SIGUSR2, &sa, NULL);
+    if (qil.bs) {
+        block_crypto_online_start_node(qil.bs, qil_reenc_progress, NULL);
     }
 }
 

@@ -79,6 +79,8 @@ int block_crypto_check_not_reencrypting(BlockDriverState *file, int flags,
 typedef bool BlockCryptoOnlineProgress(void *opaque, uint64_t done,
                                        uint64_t size, bool ended,
                                        const Error *err);
+/* Whether bs is a luks node opened with reencrypt=on. */
+bool block_crypto_online_node(const BlockDriverState *bs);
 /*
  * Start bs's run (after any fork: it is a thread); false if bs is not a
  * luks node opened with reencrypt=on.

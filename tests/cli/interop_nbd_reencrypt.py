@@ -225,10 +225,17 @@ class Online(ReencTestCase):
         proc, uri = self.serve(
             img, log, "reencrypt-iter-time=10,reencrypt-hotzone-size=64k",
             flags=["--reencrypt"])
+        # The signal may come at once: the handler is there before the
+        # socket. The line may take a while on a loaded machine.
         proc.send_signal(signal.SIGUSR1)
-        time.sleep(0.5)
-        with open(log) as f:
-            text = f.read()
+        end = time.monotonic() + 30
+        while True:
+            with open(log) as f:
+                text = f.read()
+            if "re-encryption paused" in text or time.monotonic() > end:
+                break
+            self.assertIsNone(proc.poll(), text)
+            time.sleep(0.05)
         self.assertIn("re-encryption paused", text)
         self.assertNotIn("re-encryption done", text)
         h = nbd.NBD()
