@@ -529,6 +529,27 @@ static int qcow2_l1_entry_table(BDRVQcow2State *s, uint64_t l1e,
 }
 
 /*
+ * The L2 table an L1 entry of a snapshot's tree names, read from the file
+ * into table (a cluster): 1, 0 if the entry names none, -1 on error
+ * (the entry checked by qcow2_l1_entry_table(), raise passed on).
+ */
+static int qcow2_tree_read_l2(BlockDriverState *bs, uint64_t l1_entry,
+                              bool raise, uint8_t *table,
+                              uint64_t *l2_offset, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    if (qcow2_l1_entry_table(s, l1_entry, l2_offset, raise, errp) < 0) {
+        return -1;
+    }
+    if (!*l2_offset) {
+        return 0;
+    }
+    return bdrv_pread(bs->file, *l2_offset, table, s->g.cluster_size,
+                      errp) < 0 ? -1 : 1;
+}
+
+/*
  * Add delta to the refcount of every cluster the tree of l1 (n entries)
  * references: its L2 tables and their data clusters (compressed data:
  * every host cluster its bytes touch, once per entry).
@@ -548,16 +569,14 @@ static int qcow2_tree_update_refcounts(BlockDriverState *bs,
     for (uint32_t i = 0; i < n; i++) {
         uint64_t l2_offset, first, count;
 
-        if (qcow2_l1_entry_table(s, l1[i], &l2_offset, delta > 0,
-                                 errp) < 0) {
-            return -1;
-        }
-        if (!l2_offset) {
+        int got = qcow2_tree_read_l2(bs, l1[i], delta > 0, table,
+                                     &l2_offset, errp);
+
+        if (got <= 0) {
+            if (got < 0) {
+                return -1;
+            }
             continue;
-        }
-        if (bdrv_pread(bs->file, l2_offset, table, s->g.cluster_size,
-                       errp) < 0) {
-            return -1;
         }
         for (uint64_t j = 0; j < s->g.l2_entries; j++) {
             uint64_t entry = ldq_be_p(table + j * s->g.l2_entry_size);
@@ -619,16 +638,14 @@ static int qcow2_fix_copied_flags(BlockDriverState *bs, Error **errp)
     for (uint32_t i = 0; i < h->l1_size; i++) {
         uint64_t l2_offset, l1e;
         bool changed = false, copied;
+        int got = qcow2_tree_read_l2(bs, l1[i], false, table, &l2_offset,
+                                     errp);
 
-        if (qcow2_l1_entry_table(s, l1[i], &l2_offset, false, errp) < 0) {
-            return -1;
-        }
-        if (!l2_offset) {
+        if (got <= 0) {
+            if (got < 0) {
+                return -1;
+            }
             continue;
-        }
-        if (bdrv_pread(bs->file, l2_offset, table, s->g.cluster_size,
-                       errp) < 0) {
-            return -1;
         }
         for (uint64_t j = 0; j < s->g.l2_entries; j++) {
             uint8_t *e = table + j * s->g.l2_entry_size;
@@ -710,17 +727,14 @@ int qcow2_snapshots_have_zero_clusters(BlockDriverState *bs, bool *found,
         }
         for (uint32_t j = 0; j < sn->l1_size && !*found; j++) {
             uint64_t l2_offset;
+            int got = qcow2_tree_read_l2(bs, l1[j], false, table, &l2_offset,
+                                         errp);
 
-            if (qcow2_l1_entry_table(s, l1[j], &l2_offset, false,
-                                     errp) < 0) {
-                return -1;
-            }
-            if (!l2_offset) {
+            if (got <= 0) {
+                if (got < 0) {
+                    return -1;
+                }
                 continue;
-            }
-            if (bdrv_pread(bs->file, l2_offset, table, s->g.cluster_size,
-                           errp) < 0) {
-                return -1;
             }
             for (uint64_t k = 0; k < s->g.l2_entries; k++) {
                 uint64_t e = ldq_be_p(table + k * s->g.l2_entry_size);
