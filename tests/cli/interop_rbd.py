@@ -14,10 +14,12 @@ snapshot opened for writing, a failed copy that must leave no image)."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
 
+import qiltest
 from qiltest import (CRYPTSETUP, ITER_TIME, PASSPHRASE, QEMU_IMG, SECRET,
                      TOOL, TestCase, file_bytes, have_luks, main, qemu_img,
                      qil, random_file)
@@ -29,6 +31,11 @@ CEPH_TOOLS = ("ceph-mon", "ceph-osd", "ceph", "rbd")
 CLUSTER_DIR = None      # set by setUpModule when a cluster runs
 CONF = None
 SKIP_REASON = None
+
+# Any one command may take this long (librbd's argon2id calibration takes
+# seconds, more on a loaded machine); past it the test fails naming the
+# command (a cluster that stopped answering), not meson's module timeout.
+qiltest.COMMAND_TIMEOUT = 240
 
 
 def tool_has_rbd():
@@ -57,6 +64,14 @@ def setUpModule():
         raise RuntimeError(f"the test cluster did not start: {proc.stderr}")
     CONF = proc.stdout.strip()
     print(f"ceph cluster up in {time.monotonic() - start:.1f} s")
+    # meson ends a module that overruns its timeout with SIGTERM: stop the
+    # daemons then too, or they outlive the test run.
+    signal.signal(signal.SIGTERM, on_sigterm)
+
+
+def on_sigterm(signum, frame):
+    stop_cluster()
+    os._exit(128 + signum)
 
 
 def stop_cluster():
@@ -71,23 +86,57 @@ def tearDownModule():
     stop_cluster()
 
 
-def restart_osd():
-    """Start osd.0 again (after a test killed it) and wait for HEALTH_OK."""
+def osd_pid():
+    with open(os.path.join(CLUSTER_DIR, "run", "osd.0.pid")) as f:
+        return int(f.read())
+
+
+def kill_osd():
+    """SIGKILL osd.0 and wait until the process is gone: a new OSD cannot
+    take the store's lock while the old one (in uninterruptible I/O on a
+    loaded disk) still holds it. Returns the pid."""
+    pid = osd_pid()
+    os.kill(pid, signal.SIGKILL)
+    for _ in range(600):
+        if not os.path.exists(f"/proc/{pid}"):
+            break
+        time.sleep(0.1)
+    return pid
+
+
+def restart_osd(old_pid):
+    """Start osd.0 again after kill_osd() and wait until it serves: the
+    mon is told first that the old one is down (alone, no peer reports
+    it, and "HEALTH_OK" would be the mon's stale view), then HEALTH_OK
+    must come from a new OSD process that a write reaches."""
+    ceph = ["ceph", "-c", CONF]
+    subprocess.run(ceph + ["osd", "down", "0"], capture_output=True,
+                   timeout=60)
     subprocess.run(["ceph-osd", "-c", CONF, "-i", "0"], check=True,
                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-    for _ in range(120):
-        health = subprocess.run(["ceph", "-c", CONF, "health"],
-                                capture_output=True, text=True).stdout
-        if health.strip() == "HEALTH_OK":
-            return
+                   stderr=subprocess.DEVNULL, timeout=60)
+    health = ""
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        health = subprocess.run(ceph + ["health"], capture_output=True,
+                                text=True, timeout=60).stdout.strip()
+        try:
+            if health == "HEALTH_OK" and osd_pid() != old_pid:
+                probe = subprocess.run(
+                    ["rados", "-c", CONF, "-p", "rbd", "put", "osd-probe",
+                     "/dev/null"], capture_output=True, timeout=30)
+                if probe.returncode == 0:
+                    return
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            pass        # no pid file yet, or the write did not get through
         time.sleep(0.5)
     raise AssertionError(f"the OSD did not come back: {health}")
 
 
 def rbd(*args, check=True, input=None):
     proc = subprocess.run(["rbd", "-c", CONF, *args], capture_output=True,
-                          text=True, input=input)
+                          text=True, input=input,
+                          timeout=qiltest.COMMAND_TIMEOUT)
     if check and proc.returncode != 0:
         raise AssertionError(f"rbd {' '.join(args)} exited "
                              f"{proc.returncode}: {proc.stderr}")
@@ -761,40 +810,6 @@ class Errors(RBDTest):
                           self.name(img)], "Input/output error")
         self.assertEqual(images(), before)
 
-    def test_osd_killed_mid_convert(self):
-        """The only OSD SIGKILLed during a copy into RBD: the copy fails
-        with librados's timeout (5 s here; 60 s by default), exit 1, no
-        hang, and nothing under the name; then the OSD comes back."""
-        src = self.path("src.raw")
-        random_file(src, 256 << 20)
-        img = self.new_name()
-        proc = subprocess.Popen(
-            [TOOL, "convert", "-f",
-             "raw", src, "-O", "raw",
-             f"rbd:rbd/{img}:conf={CONF}:rados_osd_op_timeout=5"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        try:
-            # Once the hidden image is there, the copy is under way.
-            for _ in range(200):
-                if any(i.startswith(f".{img}.") for i in images()):
-                    break
-                time.sleep(0.05)
-            time.sleep(0.3)
-            with open(os.path.join(CLUSTER_DIR, "run", "osd.0.pid")) as f:
-                os.kill(int(f.read()), 9)
-            _, err = proc.communicate(timeout=120)
-            self.assertEqual(proc.returncode, 1, err)
-            self.assertIn("Connection timed out", err)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-            restart_osd()
-        names = images()
-        self.assertNotIn(img, names)
-        # Removing the hidden image needed the OSD: it may be left.
-        for leftover in [i for i in names if i.startswith(f".{img}.")]:
-            rbd("rm", "--no-progress", f"rbd/{leftover}")
-
     def test_abandoned_hidden_images_removed(self):
         """Hidden images a killed creation left (no watcher, older than a
         minute; the age is 0 here) go when the name is next created; one
@@ -833,6 +848,46 @@ class Errors(RBDTest):
         self.assertFails(["info", "rbd:rbd/x:conf"], "has no value")
         self.assertFails(["info", "rbd:rbd/x:conf=/nonexistent.conf"],
                          "Could not read the Ceph configuration")
+
+
+
+class ZzOsdKilled(RBDTest):
+    """Runs last (unittest orders the classes by name): should the OSD
+    not come back, no other test loses its cluster."""
+
+    def test_osd_killed_mid_convert(self):
+        """The only OSD SIGKILLed during a copy into RBD: the copy fails
+        with librados's timeout (5 s here; 60 s by default), exit 1, no
+        hang, and nothing under the name; then the OSD comes back."""
+        src = self.path("src.raw")
+        random_file(src, 256 << 20)
+        img = self.new_name()
+        old_pid = osd_pid()
+        proc = subprocess.Popen(
+            [TOOL, "convert", "-f",
+             "raw", src, "-O", "raw",
+             f"rbd:rbd/{img}:conf={CONF}:rados_osd_op_timeout=5"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            # Once the hidden image is there, the copy is under way.
+            for _ in range(200):
+                if any(i.startswith(f".{img}.") for i in images()):
+                    break
+                time.sleep(0.05)
+            time.sleep(0.3)
+            old_pid = kill_osd()
+            _, err = proc.communicate(timeout=120)
+            self.assertEqual(proc.returncode, 1, err)
+            self.assertIn("Connection timed out", err)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            restart_osd(old_pid)
+        names = images()
+        self.assertNotIn(img, names)
+        # Removing the hidden image needed the OSD: it may be left.
+        for leftover in [i for i in names if i.startswith(f".{img}.")]:
+            rbd("rm", "--no-progress", f"rbd/{leftover}")
 
 
 if __name__ == "__main__":

@@ -27,11 +27,24 @@ PASSPHRASE = "s3cret pass"
 SECRET = f"secret,id=sec0,data={PASSPHRASE}"
 
 
+# Seconds any one command run() starts may take (None: no limit). A
+# module whose commands can hang on a server (interop_rbd: an OSD that is
+# gone) sets it, so a hang fails that test with the command named instead
+# of meson's timeout killing the whole module with nothing said.
+COMMAND_TIMEOUT = None
+
+
 def run(args, check=True, input=None, cwd=None):
     """Run a command (in cwd); on check, fail with its output unless it
     exits 0."""
-    proc = subprocess.run([str(a) for a in args], capture_output=True,
-                          text=True, input=input, cwd=cwd)
+    try:
+        proc = subprocess.run([str(a) for a in args], capture_output=True,
+                              text=True, input=input, cwd=cwd,
+                              timeout=COMMAND_TIMEOUT)
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError(
+            f"{' '.join(map(str, args))} did not end within "
+            f"{COMMAND_TIMEOUT} s\nstderr: {e.stderr}") from None
     if check and proc.returncode != 0:
         raise AssertionError(
             f"{' '.join(map(str, args))} exited {proc.returncode}\n"
