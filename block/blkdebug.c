@@ -204,6 +204,10 @@ static bool blkdebug_rules_fail(BlockDriverState *bs, const char *ev1,
     if (type == BLKDEBUG_IO_FLUSH) {
         error_setg_errno(errp, error, "Could not flush '%s' (blkdebug: "
                          "injected)", bdrv_get_filename(bs));
+    } else if (type == BLKDEBUG_IO_BLOCK_STATUS) {
+        error_setg_errno(errp, error, "Could not get the block status of "
+                         "'%s' at offset %" G_GUINT64_FORMAT " (blkdebug: "
+                         "injected)", bdrv_get_filename(bs), offset);
     } else {
         error_setg_errno(errp, error, "Could not %s '%s' at offset %"
                          G_GUINT64_FORMAT " (blkdebug: injected)",
@@ -337,16 +341,21 @@ static int64_t blkdebug_getlength(BlockDriverState *bs, Error **errp)
     return bdrv_getlength_exact(bs->file, errp);
 }
 
-/* The child's bytes at the same offsets: the core asks it (RECURSE). */
+/*
+ * The child's status at the same offsets (QEMU's BDRV_BLOCK_RAW: the
+ * filter says what its image says), once the rules of iotype
+ * block-status have had their say (qemu-iotests 251).
+ */
 static int blkdebug_block_status(BlockDriverState *bs, uint64_t offset,
                                  uint64_t bytes, uint64_t *pnum,
                                  uint64_t *map, BlockDriverState **file,
                                  Error **errp)
 {
-    *pnum = bytes;
-    *map = offset;
-    *file = bs->file;
-    return BDRV_BLOCK_DATA | BDRV_BLOCK_OFFSET_VALID | BDRV_BLOCK_RECURSE;
+    if (blkdebug_rules_fail(bs, NULL, NULL, BLKDEBUG_IO_BLOCK_STATUS, offset,
+                            bytes, errp)) {
+        return -1;
+    }
+    return bdrv_block_status(bs->file, offset, bytes, pnum, map, file, errp);
 }
 
 static bool blkdebug_block_status_is_data(BlockDriverState *bs,

@@ -351,7 +351,7 @@ struct BlockDriver {
                       BdrvCheckMode fix);
     /* Optional: write compressed where the format can (convert -c). */
     int (*bdrv_pwrite_compressed)(BlockDriverState *bs, uint64_t offset,
-                                  const void *buf, size_t bytes,
+                                  const void *buf, size_t bytes, int flags,
                                   Error **errp);
     /* Optional: persistent dirty bitmaps (see bdrv_bitmap_op()). */
     bool (*bdrv_supports_persistent_bitmaps)(BlockDriverState *bs);

@@ -274,7 +274,8 @@ bool bdrv_supports_compressed_writes(BlockDriverState *bs)
 }
 
 int bdrv_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
-                           const void *buf, size_t bytes, Error **errp)
+                           const void *buf, size_t bytes, int flags,
+                           Error **errp)
 {
     if (!bdrv_supports_compressed_writes(bs)) {
         error_setg(errp, "Compression not supported for this file format");
@@ -284,7 +285,7 @@ int bdrv_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
         return -1;
     }
     return bdrv_write_ended(bs, bs->drv->bdrv_pwrite_compressed(
-                                    bs, offset, buf, bytes, errp));
+                                    bs, offset, buf, bytes, flags, errp));
 }
 
 int bdrv_pwrite_zeroes(BlockDriverState *bs, uint64_t offset, size_t bytes,
@@ -538,6 +539,84 @@ int bdrv_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
         *file = local_file;
     }
     return ret;
+}
+
+int bdrv_block_status_above(BlockDriverState *bs, BlockDriverState *base,
+                            uint64_t offset, uint64_t bytes, uint64_t *pnum,
+                            Error **errp)
+{
+    uint64_t eof = UINT64_MAX;
+    int ret;
+
+    if (bs == base) {
+        *pnum = bytes;
+        return 0;
+    }
+    ret = bdrv_block_status(bs, offset, bytes, pnum, NULL, NULL, errp);
+    if (ret < 0 || !*pnum || (ret & BDRV_BLOCK_ALLOCATED)) {
+        return ret;
+    }
+    if (ret & BDRV_BLOCK_EOF) {
+        eof = offset + *pnum;
+    }
+    bytes = *pnum;
+    /* QEMU's walk: a filter's child, else the backing file. */
+    for (BlockDriverState *p = bs->drv->is_filter ? bs->file : bs->backing;
+         p && p != base; p = p->drv->is_filter ? p->file : p->backing) {
+        ret = bdrv_block_status(p, offset, bytes, pnum, NULL, NULL, errp);
+        if (ret < 0) {
+            return -1;
+        }
+        if (!*pnum) {
+            /* Past the end of a shorter node below: zeroes, held there. */
+            *pnum = bytes;
+            ret = BDRV_BLOCK_ZERO | BDRV_BLOCK_ALLOCATED;
+            break;
+        }
+        if (ret & BDRV_BLOCK_ALLOCATED) {
+            ret &= ~BDRV_BLOCK_EOF;
+            break;
+        }
+        bytes = *pnum;
+    }
+    if (offset + *pnum == eof) {
+        ret |= BDRV_BLOCK_EOF;
+    }
+    return ret;
+}
+
+/* The calling thread's turn (bdrv_set_write_turn()). */
+static _Thread_local BdrvTurnFunc *write_turn_fn;
+static _Thread_local void *write_turn_opaque;
+static _Thread_local bool write_turn_held;
+
+void bdrv_set_write_turn(BdrvTurnFunc *fn, void *opaque)
+{
+    write_turn_fn = fn;
+    write_turn_opaque = opaque;
+    write_turn_held = false;
+}
+
+bool bdrv_write_turn(void)
+{
+    BdrvTurnFunc *fn = write_turn_fn;
+
+    if (fn) {
+        write_turn_fn = NULL;
+        fn(write_turn_opaque);
+        write_turn_held = true;
+    }
+    return write_turn_held;
+}
+
+bool bdrv_write_turn_pending(void)
+{
+    return write_turn_fn != NULL;
+}
+
+bool bdrv_can_write_zeroes(BlockDriverState *bs)
+{
+    return bs->drv->bdrv_pwrite_zeroes != NULL;
 }
 
 bool bdrv_has_zero_init(BlockDriverState *bs)

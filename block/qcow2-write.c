@@ -235,6 +235,31 @@ static int qcow2_copy_l2_table(BlockDriverState *bs, uint64_t l1i,
     return qcow2_update_refcounts(bs, old, s->g.cluster_size, -1, errp);
 }
 
+/* The index in s->l2_reserved of L1 entry l1i's table, or -1. */
+static int qcow2_find_reserved_l2(BDRVQcow2State *s, uint64_t l1i)
+{
+    for (guint i = 0; s->l2_reserved && i < s->l2_reserved->len; i++) {
+        if (g_array_index(s->l2_reserved, uint64_t, 2 * i) == l1i) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* The cluster taken for L1 entry l1i's new table, if one was. */
+static bool qcow2_take_reserved_l2(BDRVQcow2State *s, uint64_t l1i,
+                                   uint64_t *l2_offset)
+{
+    int i = qcow2_find_reserved_l2(s, l1i);
+
+    if (i < 0) {
+        return false;
+    }
+    *l2_offset = g_array_index(s->l2_reserved, uint64_t, 2 * i + 1);
+    g_array_remove_index_fast(s->l2_reserved, i);
+    return true;
+}
+
 /*
  * Point the n clusters from guest offset (inside one L2 table) at their
  * new entries. A missing L2 table is made with the entries in it, written
@@ -275,8 +300,12 @@ static int qcow2_set_l2_entries(BlockDriverState *bs, uint64_t offset,
         return qcow2_set_l2_pending(bs, l2_offset, idx * esize, buf,
                                     n * esize, errp);
     }
-    if (qcow2_alloc_clusters(bs, 1, &l2_offset, errp) < 0 ||
-        bdrv_pwrite(bs->file, l2_offset, buf, s->g.cluster_size, 0,
+    /* Its cluster taken already (qcow2_reserve_l2_table()), or now. */
+    if (!qcow2_take_reserved_l2(s, l1i, &l2_offset) &&
+        qcow2_alloc_clusters(bs, 1, &l2_offset, errp) < 0) {
+        return -1;
+    }
+    if (bdrv_pwrite(bs->file, l2_offset, buf, s->g.cluster_size, 0,
                     errp) < 0 ||
         qcow2_refcount_flush(bs, errp) < 0) {
         return -1;
@@ -287,6 +316,35 @@ static int qcow2_set_l2_entries(BlockDriverState *bs, uint64_t offset,
         return -1;
     }
     s->l1_table[l1i] = l2_offset | QCOW2_OFLAG_COPIED;
+    return 0;
+}
+
+/*
+ * Data clusters are about to be taken for guest offset: if its L2 table
+ * does not exist yet, take the table's cluster first, so that the table
+ * comes before its data in the file, as QEMU lays images out (the table
+ * is written, with its entries, only once the data is: see
+ * qcow2_set_l2_entries()). A crash in between leaks the cluster.
+ */
+static int qcow2_reserve_l2_table(BlockDriverState *bs, uint64_t offset,
+                                  Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t pair[2] = { qcow2_l1_index(s, offset) };
+
+    if (qcow2_l2_table_offset(s, offset, &pair[1], errp) < 0) {
+        return -1;
+    }
+    if (pair[1] || qcow2_find_reserved_l2(s, pair[0]) >= 0) {
+        return 0;
+    }
+    if (qcow2_alloc_clusters(bs, 1, &pair[1], errp) < 0) {
+        return -1;
+    }
+    if (!s->l2_reserved) {
+        s->l2_reserved = g_array_new(FALSE, FALSE, sizeof(pair));
+    }
+    g_array_append_val(s->l2_reserved, pair);
     return 0;
 }
 
@@ -431,7 +489,8 @@ static int qcow2_write_cluster(BlockDriverState *bs, uint64_t offset,
     if (compressed) {
         qcow2_compressed_extent(&s->g, entry, &old_coff, &old_clen);
     }
-    if (alloc && qcow2_alloc_data_clusters(bs, cstart, 1, &host, errp) < 0) {
+    if (alloc && (qcow2_reserve_l2_table(bs, cstart, errp) < 0 ||
+                  qcow2_alloc_data_clusters(bs, cstart, 1, &host, errp) < 0)) {
         return -1;
     }
     if (qcow2_write_data(bs, host + ra, tmp, rb - ra, errp) < 0) {
@@ -542,7 +601,7 @@ static int64_t qcow2_write_new_clusters(BlockDriverState *bs,
             qcow2_entry_has_data(s, entry)) {
             break;
         }
-        if (buffer_is_zero(buf + k * cs, cs)) {
+        if (!(flags & BDRV_REQ_ALLOCATE) && buffer_is_zero(buf + k * cs, cs)) {
             if (k) {
                 break;
             }
@@ -553,7 +612,8 @@ static int64_t qcow2_write_new_clusters(BlockDriverState *bs,
             goto out;
         }
     }
-    if (!k || qcow2_alloc_data_clusters(bs, offset, k, &host, errp) < 0) {
+    if (!k || qcow2_reserve_l2_table(bs, offset, errp) < 0 ||
+        qcow2_alloc_data_clusters(bs, offset, k, &host, errp) < 0) {
         ret = k ? -1 : 0;
         goto out;
     }
@@ -576,6 +636,99 @@ out:
     return ret;
 }
 
+/*
+ * The writer is alone (it writes in its turn: convert), and has the data
+ * allocated as it is (BDRV_REQ_ALLOCATE): from offset (maybe inside a
+ * cluster), the clusters without a host cluster (unallocated, zero) up to
+ * the end of the write or of the L2 table, the partial ones at either end
+ * included (their other bytes copied from below), are taken in one go, as
+ * QEMU takes the clusters of a write (so its refcount blocks, which come
+ * after the clusters of the allocation that needs them, fall where
+ * QEMU's do). Returns the bytes done (0: the first cluster has a host
+ * cluster, or the image is one this is not for).
+ */
+static int64_t qcow2_write_new_run(BlockDriverState *bs, uint64_t offset,
+                                   const uint8_t *buf, uint64_t bytes,
+                                   int flags, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t cs = s->g.cluster_size;
+    uint64_t start = offset & ~(cs - 1);
+    uint64_t table_end = start + (s->g.l2_entries -
+                                  qcow2_l2_index(s, offset)) * cs;
+    uint64_t end = MIN(offset + bytes, table_end), cend, n, k, host;
+    uint64_t head = offset - start, mid, tail;
+    g_autofree uint8_t *hbuf = NULL, *tbuf = NULL;
+    g_autofree uint64_t *entries = NULL, *bitmaps = NULL;
+    int64_t ret = -1;
+
+    if (s->g.extended_l2 || s->crypto || s->g.has_data_file) {
+        return 0;
+    }
+    n = (ROUND_UP(end, cs) - start) / cs;
+    g_mutex_lock(&s->alloc_lock);
+    for (k = 0; k < n; k++) {
+        uint64_t entry, bitmap;
+
+        if (qcow2_get_l2_entry(bs, start + k * cs, &entry, &bitmap,
+                               errp) < 0) {
+            goto out;
+        }
+        if (entry & (QCOW2_OFLAG_COMPRESSED | QCOW2_OFFSET_MASK)) {
+            break;
+        }
+    }
+    if (!k) {
+        ret = 0;
+        goto out;
+    }
+    end = MIN(end, start + k * cs);
+    cend = start + k * cs;
+    /* The partial clusters at the ends, their other bytes from below. */
+    if (head || (k == 1 && end < cend)) {
+        hbuf = g_malloc(cs);
+        if (qcow2_read_mapped(bs, start, hbuf, cs, errp) < 0) {
+            goto out;
+        }
+        memcpy(hbuf + head, buf, MIN(end, start + cs) - offset);
+    }
+    tail = k > 1 && end < cend ? cend - cs : 0;
+    if (tail) {
+        tbuf = g_malloc(cs);
+        if (qcow2_read_mapped(bs, tail, tbuf, cs, errp) < 0) {
+            goto out;
+        }
+        memcpy(tbuf, buf + (tail - offset), end - tail);
+    }
+    if (qcow2_reserve_l2_table(bs, start, errp) < 0 ||
+        qcow2_alloc_clusters(bs, k, &host, errp) < 0) {
+        goto out;
+    }
+    g_mutex_unlock(&s->alloc_lock);
+
+    /* The whole clusters between them straight from buf. */
+    mid = (tail ? tail : cend) - (hbuf ? start + cs : start);
+    if ((hbuf && qcow2_write_data(bs, host, hbuf, cs, errp) < 0) ||
+        (mid && qcow2_write_data_from(bs, host + (hbuf ? cs : 0),
+                                      buf + (hbuf ? start + cs - offset : 0),
+                                      mid, flags, errp) < 0) ||
+        (tbuf && qcow2_write_data(bs, host + (tail - start), tbuf, cs,
+                                  errp) < 0)) {
+        return -1;
+    }
+    entries = g_new(uint64_t, k);
+    bitmaps = g_new0(uint64_t, k);
+    for (uint64_t i = 0; i < k; i++) {
+        entries[i] = (host + i * cs) | QCOW2_OFLAG_COPIED;
+    }
+    g_mutex_lock(&s->alloc_lock);
+    ret = qcow2_set_l2_entries(bs, start, k, entries, bitmaps, errp) < 0 ?
+          -1 : (int64_t)(end - offset);
+out:
+    g_mutex_unlock(&s->alloc_lock);
+    return ret;
+}
+
 int qcow2_pwrite(BlockDriverState *bs, uint64_t offset, const void *vbuf,
                  size_t bytes, int flags, Error **errp)
 {
@@ -583,6 +736,8 @@ int qcow2_pwrite(BlockDriverState *bs, uint64_t offset, const void *vbuf,
     const uint8_t *buf = vbuf;
     uint64_t cs = s->g.cluster_size;
     int ret = 0;
+    /* The writer's turn (convert: in the order of the guest offsets). */
+    bool alone = bdrv_write_turn();
 
     if ((s->header.compatible_features & QCOW2_COMPAT_LAZY_REFCOUNTS) &&
         !s->dirty) {
@@ -618,7 +773,15 @@ int qcow2_pwrite(BlockDriverState *bs, uint64_t offset, const void *vbuf,
             }
         } else {
             n = 0;
-            if (ext.type != QCOW2_SC_NORMAL && !in_cluster && bytes >= cs) {
+            if (alone && (flags & BDRV_REQ_ALLOCATE) &&
+                ext.type != QCOW2_SC_NORMAL) {
+                n = qcow2_write_new_run(bs, offset, buf, bytes, flags, errp);
+                if (n < 0) {
+                    return -1;
+                }
+            }
+            if (!n && ext.type != QCOW2_SC_NORMAL && !in_cluster &&
+                bytes >= cs) {
                 n = qcow2_write_new_clusters(bs, offset, buf, bytes, flags,
                                              errp);
                 if (n < 0) {
@@ -705,6 +868,9 @@ int qcow2_write_compressed(BlockDriverState *bs, uint64_t offset,
      * each took a whole one: 1.8x qemu-img's file for text-like data);
      * otherwise it starts at the new cluster.
      */
+    if (qcow2_reserve_l2_table(bs, offset, errp) < 0) {
+        goto out;
+    }
     coff = s->compressed_next;
     if (coff && (coff & (cs - 1)) + len <= cs) {
         if (qcow2_update_refcounts(bs, coff, 1, 1, errp) < 0) {
@@ -745,16 +911,22 @@ out:
  * convert -c: each whole cluster compressed (here, in the caller's
  * thread: the convert loop's threads compress in parallel), written
  * compressed where that is smaller and the cluster is still unallocated,
- * as data otherwise. All-zero clusters go the zero way. The image's last
- * cluster may be partial: it is compressed padded with zeroes, as QEMU.
+ * as data otherwise. All-zero clusters go the zero way, unless
+ * BDRV_REQ_ALLOCATE (convert -c -S 0) has them compressed like the rest,
+ * as QEMU. The image's last cluster may be partial: it is compressed
+ * padded with zeroes, as QEMU.
  */
 int qcow2_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
-                            const void *vbuf, size_t bytes, Error **errp)
+                            const void *vbuf, size_t bytes, int flags,
+                            Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
     const uint8_t *buf = vbuf;
     uint64_t cs = s->g.cluster_size;
-    g_autofree uint8_t *out = g_malloc(cs);
+    uint64_t first = offset & ~(cs - 1);
+    size_t nb = bytes ? (offset + bytes - first + cs - 1) / cs : 0;
+    g_autofree uint8_t *out = g_malloc(MAX(nb, 1) * cs);
+    g_autofree size_t *clen = g_new0(size_t, MAX(nb, 1));
     g_autofree uint8_t *pad = NULL;
 
     if (s->crypto) {
@@ -768,45 +940,69 @@ int qcow2_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
                          "with an external data file");
         return -1;
     }
-    while (bytes) {
-        uint64_t in_cluster = offset & (cs - 1);
-        uint64_t n = MIN(bytes, cs - in_cluster);
-        bool tail = !in_cluster && n < cs && offset + n == s->header.size;
-        const uint8_t *in = buf;
-        uint64_t entry, bitmap;
-        size_t clen = 0;
+    if (!bytes) {
+        /*
+         * The end of a compressed convert (QEMU's empty compressed write):
+         * the file ends on a whole sector, which reads with sector-sized
+         * I/O can reach.
+         */
+        int64_t len = bdrv_getlength_exact(bs->file, errp);
 
-        if ((n == cs || tail) && !buffer_is_zero(buf, n)) {
+        if (len < 0) {
+            return -1;
+        }
+        return len % BDRV_SECTOR_SIZE ?
+               bdrv_truncate(bs->file, ROUND_UP(len, BDRV_SECTOR_SIZE),
+                             PREALLOC_MODE_OFF, errp) : 0;
+    }
+    /* Compressed first (in parallel with other writers)... */
+    for (size_t i = 0, pos = 0; i < nb; i++) {
+        uint64_t at = offset + pos;
+        uint64_t n = MIN(bytes - pos, cs - (at & (cs - 1)));
+        bool tail = !(at & (cs - 1)) && n < cs && at + n == s->header.size;
+        const uint8_t *in = buf + pos;
+
+        if ((n == cs || tail) &&
+            ((flags & BDRV_REQ_ALLOCATE) || !buffer_is_zero(in, n))) {
             if (tail) {
                 pad = pad ? pad : g_malloc0(cs);
                 memset(pad, 0, cs);
-                memcpy(pad, buf, n);
+                memcpy(pad, in, n);
                 in = pad;
             }
-            clen = qcow2_compress(s->header.compression_type, in, cs, out,
-                                  cs - 1);
+            clen[i] = qcow2_compress(s->header.compression_type, in, cs,
+                                     out + i * cs, cs - 1);
         }
-        if (clen) {
+        pos += n;
+    }
+    /* ... then stored, in the writer's turn. */
+    bdrv_write_turn();
+    for (size_t i = 0, pos = 0; i < nb; i++) {
+        uint64_t at = offset + pos;
+        uint64_t n = MIN(bytes - pos, cs - (at & (cs - 1)));
+        size_t len = clen[i];
+        uint64_t entry, bitmap;
+
+        if (len) {
             g_mutex_lock(&s->alloc_lock);
-            if (qcow2_get_l2_entry(bs, offset, &entry, &bitmap, errp) < 0) {
+            if (qcow2_get_l2_entry(bs, at, &entry, &bitmap, errp) < 0) {
                 g_mutex_unlock(&s->alloc_lock);
                 return -1;
             }
             g_mutex_unlock(&s->alloc_lock);
             if (entry & (QCOW2_OFLAG_COMPRESSED | QCOW2_OFFSET_MASK)) {
-                clen = 0;   /* allocated (convert -n): overwrite in place */
+                len = 0;    /* allocated (convert -n): overwrite in place */
             }
         }
-        if (clen) {
-            if (qcow2_write_compressed(bs, offset, out, clen, errp) < 0) {
+        if (len) {
+            if (qcow2_write_compressed(bs, at, out + i * cs, len, errp) < 0) {
                 return -1;
             }
-        } else if (qcow2_pwrite(bs, offset, buf, n, 0, errp) < 0) {
+        } else if (qcow2_pwrite(bs, at, buf + pos, n,
+                                flags & BDRV_REQ_ALLOCATE, errp) < 0) {
             return -1;
         }
-        offset += n;
-        buf += n;
-        bytes -= n;
+        pos += n;
     }
     return 0;
 }
@@ -902,18 +1098,23 @@ int qcow2_unmap_range_locked(BlockDriverState *bs, uint64_t start,
  * client's trim-allowed zeroing): whole clusters, v3 without subclusters
  * or snapshots, become unallocated (no backing file: they read zeroes)
  * or zero clusters, and their host clusters are freed, as QEMU's qcow2
- * does. Anything else: -ENOTSUP, and the request path writes zeroes
- * (which the write path turns into zero clusters where it can).
+ * does. A v2 image has no zero clusters: without a backing file its
+ * clusters are freed (QEMU discards them), with one the request path
+ * writes zeroes. Anything else: -ENOTSUP, and the request path writes
+ * zeroes (which the write path turns into zero clusters where it can).
  */
 int qcow2_pwrite_zeroes(BlockDriverState *bs, uint64_t offset, size_t bytes,
                         int flags, Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
     uint64_t cs = s->g.cluster_size;
-    bool hole = !bs->backing && !(flags & BDRV_REQ_EXPLICIT_ZERO);
+    bool v2 = s->header.version < 3;
+    bool hole = !bs->backing && (v2 || !(flags & BDRV_REQ_EXPLICIT_ZERO));
     int ret = 0;
 
-    if (!(flags & BDRV_REQ_MAY_UNMAP) || s->header.version < 3 ||
+    /* The writer's turn: new L2 tables come in order too. */
+    bdrv_write_turn();
+    if (!(flags & BDRV_REQ_MAY_UNMAP) || (v2 && !hole) ||
         s->g.extended_l2 || s->header.nb_snapshots || s->g.has_data_file ||
         offset % cs || (bytes % cs && offset + bytes != s->header.size)) {
         return -ENOTSUP;

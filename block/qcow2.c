@@ -764,6 +764,9 @@ static void qcow2_close(BlockDriverState *bs)
     g_free(s->reftable);
     g_free(s->rb.block);
     g_free(s->l2p.table);
+    if (s->l2_reserved) {
+        g_array_unref(s->l2_reserved);
+    }
     qcow2_snapshots_free(s->snapshots, s->header.nb_snapshots);
     g_mutex_clear(&s->lock);
     g_mutex_clear(&s->alloc_lock);
@@ -1286,12 +1289,13 @@ static int qcow2_pwrite_zeroes_tracked(BlockDriverState *bs, uint64_t offset,
 
 static int qcow2_pwrite_compressed_tracked(BlockDriverState *bs,
                                            uint64_t offset, const void *buf,
-                                           size_t bytes, Error **errp)
+                                           size_t bytes, int flags,
+                                           Error **errp)
 {
     if (qcow2_before_write(bs, offset, bytes, errp) < 0) {
         return -1;
     }
-    return qcow2_pwrite_compressed(bs, offset, buf, bytes, errp);
+    return qcow2_pwrite_compressed(bs, offset, buf, bytes, flags, errp);
 }
 
 static int qcow2_make_empty_tracked(BlockDriverState *bs, Error **errp)

@@ -362,7 +362,8 @@ int qcow2_write_compressed(BlockDriverState *bs, uint64_t offset,
                            const uint8_t *data, size_t len, Error **errp);
 /* Write whole clusters compressed where it pays (convert -c). */
 int qcow2_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
-                            const void *buf, size_t bytes, Error **errp);
+                            const void *buf, size_t bytes, int flags,
+                            Error **errp);
 /* Zero writes that may unmap whole clusters (see there). */
 /*
  * Guest clusters [start, end) (cluster-aligned) unallocated, their host
@@ -634,6 +635,13 @@ struct BDRVQcow2State {
         uint64_t lo, hi;
     } l2p;
     uint64_t compressed_next;       /* free bytes for compressed data, 0 */
+    /*
+     * New L2 tables whose cluster was taken before the data clusters they
+     * will point at (QEMU's order in the file), not yet written: pairs of
+     * L1 index and host offset (alloc_lock; NULL until the first; a few
+     * at a time, one per writing thread at most).
+     */
+    GArray *l2_reserved;
     /* Block status: preallocation=metadata looked for, and found. */
     bool prealloc_checked;
     bool metadata_prealloc;

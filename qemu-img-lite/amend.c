@@ -32,7 +32,7 @@ static int img_amend_help(GHashTable *opts, const char *fmt, bool image_opts,
 static void img_amend_status(BlockDriverState *bs, uint64_t done,
                              uint64_t total, void *opaque)
 {
-    img_progress_set(opaque, total ? 100.0 * done / total : 0);
+    img_progress_print(opaque, total ? 100.0f * done / total : 0);
 }
 
 int img_amend(int argc, char **argv)
@@ -137,7 +137,7 @@ int img_amend(int argc, char **argv)
         img_error_free(NULL, err);
         goto out;
     }
-    img_progress_set(&prog, 100);
+    img_progress_print(&prog, 100);
     img_progress_end(&prog);
     ret = 0;
 

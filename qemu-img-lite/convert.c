@@ -1,26 +1,35 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * qemu-img-lite convert: copy an image into a new (or, with -n, an
- * existing) one, in another format: raw -> luks, luks -> raw, luks -> luks
- * (re-encryption under a new key or cipher).
+ * qemu-img-lite convert: copy one image, or several one after another,
+ * into a new (or, with -n, an existing) one, in another format: raw,
+ * luks, qcow2 (re-encryption, compression, overlays).
  *
- * The copy is a pipeline of requests handed to a pool of threads:
- * each job reads one chunk (decrypting it, for a LUKS source) and writes
- * it (encrypting it in the same buffer, for a LUKS target), so with two
- * cores one job's system calls run while another's cipher works. Jobs own
- * one of a fixed set of buffers: memory stays at a few MiB whatever the
- * image size.
+ * The source is walked as qemu-img walks it (convert_iteration(), its
+ * convert_iteration_sectors()): block status over the whole of it, runs
+ * of data, of zeroes and of what the target's backing file holds, data
+ * in pieces of at most 2 MiB. The walk is done twice, as by qemu-img: a
+ * first pass counts the bytes that will be written, so that -p advances
+ * by the same steps as qemu-img's (and --salvage warns of the same
+ * block-status errors, twice); the second hands the copy out. Both ask
+ * the image's metadata only: no byte of data is read twice.
  *
- * A raw target that we just created reads as zeroes, so runs of zeroes in
- * the source are not written (the target stays sparse), and holes in a
- * raw source are not even read: they are skipped whole, one extent at a
- * time, so a huge sparse image costs what its data costs.
+ * The copy is a pipeline of jobs handed to a pool of threads: each job
+ * reads its bytes (decrypting them, for a LUKS source) and writes them
+ * (encrypting in the same buffer, for a LUKS target), so with two cores
+ * one job's system calls run while another's cipher works. Jobs own one
+ * of a fixed set of buffers: memory stays at a few MiB whatever the image
+ * size. Runs the target need not write (zeroes on a target that reads as
+ * zeroes, what its backing file holds) are jumped over whole, so a huge
+ * sparse image costs what its data costs. Into a qcow2 image, writes
+ * reach the image in the order of the guest offsets, as qemu-img's do
+ * (-W lifts it): its clusters are laid out as qemu-img lays them out.
  *
  * Nothing half-written is ever seen: a new target has no name until the
  * copy is complete and synced (bdrv_create_open(), bdrv_create_finish()),
  * so an error, SIGINT/SIGTERM/SIGHUP (checked between chunks) or even
  * SIGKILL leaves nothing. An existing target (-n) is written in place.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -45,65 +54,299 @@
 #define CONVERT_SPARSE_MAX (16 * 1024 * 1024)
 /* -m, as qemu-img's number of coroutines: 1 to 16. */
 #define CONVERT_MAX_THREADS 16
+/* qemu-img's IO_BUF_SIZE: the longest run of data of one step of its walk. */
+#define CONVERT_STEP (2 * 1024 * 1024)
+/* QEMU's BDRV_REQUEST_MAX_SECTORS: the most one block-status call asks. */
+#define CONVERT_STATUS_MAX ((uint64_t)(INT_MAX / BDRV_SECTOR_SIZE) * \
+                            BDRV_SECTOR_SIZE)
+/* Zeroes written the target's own way (punched, zero clusters): per job. */
+#define CONVERT_ZERO_JOB (1024 * 1024 * 1024)
+/* Runs of one job (data read, zeroes taken as data with -S 0). */
+#define CONVERT_MAX_SEGS 8
+
+/* What a run of the source is for the target (qemu-img's BLK_*). */
+typedef enum {
+    CONVERT_DATA,       /* read and written */
+    CONVERT_ZERO,       /* reads as zeroes */
+    CONVERT_BACKING,    /* left to the target's backing file */
+} ConvertStatus;
+
+/* One source image: they are copied one after another. */
+typedef struct ConvertSource {
+    BlockDriverState *bs;
+    const char *name;
+    uint64_t start;         /* where it begins in the target */
+    uint64_t size;          /* in whole sectors, as qemu-img counts */
+    /*
+     * qemu-img's src_alignment: its request alignment and cluster size;
+     * runs are cut there.
+     */
+    uint64_t align;
+} ConvertSource;
+
+/* The walk's position (qemu-img's status and sector_next_status). */
+typedef struct ConvertIter {
+    ConvertStatus status;
+    uint64_t next_status;   /* status holds up to here */
+} ConvertIter;
 
 typedef struct ConvertState {
-    BlockDriverState *src, *dst;
-    const char *src_name, *dst_name;
+    ConvertSource *srcs;
+    unsigned nsrcs;
+    BlockDriverState *dst;
+    const char *dst_name;
     uint64_t size;
     /* Bytes per job (convert_job_size()). */
     size_t chunk;
-    /* The target reads as zeroes: skip zero runs of sparse_size bytes. */
-    bool skip_zeroes;
-    size_t sparse_size;
+    /* The longest run of data of one step (qemu-img's buf_sectors). */
+    uint64_t step;
     /*
-     * --salvage: a block that cannot be read is copied as zeroes; blocks
-     * of salvage_unit bytes, the source's logical block size.
+     * -S: zero runs this long in data are not written as data (0: every
+     * byte is written as data, the target fully allocated); alignment:
+     * where zero runs end (qemu-img's is_allocated_sectors()).
+     */
+    uint64_t min_sparse;
+    uint64_t sparse_align;
+    /* The target reads as zeroes: zeroes are not written at all. */
+    bool has_zero_init;
+    /* The target has a backing file: what the source's holds is left. */
+    bool target_has_backing;
+    /* A new target's backing file ends here (-1: not known, not new). */
+    int64_t target_backing_len;
+    /*
+     * --salvage: a block that cannot be read is copied as zeroes, block
+     * status that cannot be had is taken as data; blocks of salvage_unit
+     * bytes, the source's logical block size.
      */
     bool salvage;
-    uint32_t salvage_unit;
+    /* -q: salvage's warnings are not printed. */
+    bool quiet;
     /* -C: try copy offloading; cleared (atomically) once it fails. */
     gint copy_range;
     /* -r: bytes per second, 0 for no limit. */
     uint64_t rate_limit;
     /* -c: whole clusters compressed, in the job's thread (qcow2). */
     bool compress;
-    /*
-     * -c: jobs start and end on the target's clusters (0: no such rule),
-     * so that a cluster the source holds partly as a hole is still one
-     * whole cluster, its hole read as zeroes, and compressed (qemu-img
-     * does the same); a job cut at the hole would leave the cluster's
-     * pieces to be stored uncompressed.
-     */
-    uint64_t align;
+    /* -c: the target's cluster size (runs are whole clusters). */
+    uint64_t cluster;
     /* -B: the target's backing file; blocks equal to it are not written. */
     BlockDriverState *backing;
     uint64_t backing_len;
+    /* Writes reach the target in the order of the jobs (qcow2, not -W). */
+    bool in_order;
+    /*
+     * A job is one step of the walk, never more: its writes are then
+     * qemu-img's, where what is allocated depends on them (see
+     * convert_step_jobs()).
+     */
+    bool step_jobs;
+
+    /* The walk's warnings not yet given to a job (the copy's walk). */
+    GString *walk_msgs;
+    bool walk_to_jobs;
 
     GMutex lock;
     GCond cond;
+    GCond turn_cond;
     GPtrArray *free_bufs;       /* buffers not owned by a job */
-    uint64_t done;              /* bytes finished */
+    uint64_t next_seq;          /* the number of the next job */
+    uint64_t write_seq;         /* in_order: the job whose turn it is */
+    uint64_t print_seq;         /* salvage: the job whose messages are next */
+    GHashTable *done_msgs;      /* salvage: jobs done before their turn */
     Error *err;                 /* the first failure */
     const char *err_file;
 } ConvertState;
 
+typedef struct ConvertSeg {
+    uint32_t len;
+    bool read;                  /* else zeroes, written as data (-S 0) */
+} ConvertSeg;
+
 typedef struct ConvertJob {
     uint64_t offset;
     size_t len;
-    /*
-     * The scheduler found the range all data: the worker need not ask.
-     * (Were it to ask, the file's one-extent block-status cache would go
-     * back and forth between the scheduler, already in the next extent, and
-     * the workers, still in this one.)
-     */
-    bool all_data;
+    uint64_t seq;
+    /* Zeroes to write (the target does not read as zeroes). */
+    bool zero;
+    ConvertSeg segs[CONVERT_MAX_SEGS];
+    unsigned nsegs;
+    /* salvage: warnings, printed in the order of the jobs. */
+    GString *msgs;
+    /* -B: its blocks that hold what the backing file holds. */
+    bool *same;
     uint8_t *buf;
 } ConvertJob;
 
+/* The source that holds offset (which lies before the end). */
+static ConvertSource *convert_select(ConvertState *s, uint64_t offset)
+{
+    unsigned i = 0;
+
+    while (i + 1 < s->nsrcs && offset >= s->srcs[i + 1].start) {
+        i++;
+    }
+    return &s->srcs[i];
+}
+
+/* A warning of the walk: now (first pass) or with the next job (copy). */
+static void convert_walk_warning(ConvertState *s, const char *fmt, ...)
+    G_GNUC_PRINTF(2, 3);
+
+static void convert_walk_warning(ConvertState *s, const char *fmt, ...)
+{
+    g_autofree char *msg = NULL;
+    va_list ap;
+
+    if (s->quiet) {
+        return;
+    }
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    if (s->walk_to_jobs) {
+        g_string_append_printf(s->walk_msgs, "%s: warning: %s\n",
+                               img_get_progname(), msg);
+    } else {
+        img_error(NULL, "warning: %s", msg);
+    }
+}
+
+/* An error's text as qemu-img prints it: its errno's, where it has one. */
+static const char *convert_strerror(Error *err)
+{
+    return error_get_errno(err) ? g_strerror(error_get_errno(err)) :
+           error_get_pretty(err);
+}
+
 /*
- * Write buf to the target, leaving out runs of sparse_size-aligned zero
- * blocks when the target already reads as zeroes there.
+ * One step of qemu-img's walk from offset: the bytes it covers (*len) and
+ * what they are (returned), or -1 (the error printed). The block status
+ * of a source is asked up to the end of the image (QEMU's limit per call
+ * aside) and holds until it.next_status; a run of data is taken 2 MiB at
+ * most at a time; with -c, whole clusters.
  */
+static int convert_iteration(ConvertState *s, ConvertIter *it,
+                             uint64_t offset, uint64_t *len)
+{
+    ConvertSource *src = convert_select(s, offset);
+    uint64_t n = MIN(s->size - offset, CONVERT_STATUS_MAX);
+    bool post_backing_zero = false;
+
+    if (s->target_backing_len >= 0) {
+        if (offset >= (uint64_t)s->target_backing_len) {
+            post_backing_zero = true;
+        } else if (offset + n > (uint64_t)s->target_backing_len) {
+            /* Zeroes past the backing file's end are left alone. */
+            n = s->target_backing_len - offset;
+        }
+    }
+    if (it->next_status <= offset) {
+        uint64_t local = offset - src->start, count, tail;
+        BlockDriverState *base = s->target_has_backing ?
+            bdrv_get_backing(bdrv_skip_filters(src->bs)) : NULL;
+        int ret;
+
+        do {
+            Error *err = NULL;
+
+            ret = bdrv_block_status_above(src->bs, base, local, n, &count,
+                                          &err);
+            if (ret >= 0) {
+                break;
+            }
+            if (!s->salvage) {
+                img_error(NULL, "error while reading block status at offset "
+                          "%" G_GUINT64_FORMAT ": %s", local,
+                          convert_strerror(err));
+                error_free(err);
+                return -1;
+            }
+            if (n == BDRV_SECTOR_SIZE) {
+                convert_walk_warning(s, "error while reading block status "
+                                     "at offset %" G_GUINT64_FORMAT ": %s",
+                                     local, convert_strerror(err));
+                /* Read it, then. */
+                ret = BDRV_BLOCK_DATA;
+                count = BDRV_SECTOR_SIZE;
+            } else {
+                /* Again over a quarter (qemu-img's steps). */
+                n = (n / BDRV_SECTOR_SIZE + 3) / 4 * BDRV_SECTOR_SIZE;
+            }
+            error_free(err);
+        } while (ret < 0);
+
+        n = ROUND_UP(MAX(count, 1), BDRV_SECTOR_SIZE);
+        /* Runs end on the source's clusters, where they can. */
+        tail = (local + n) % src->align;
+        if (n > tail) {
+            n -= tail;
+        }
+        if (ret & BDRV_BLOCK_ZERO) {
+            it->status = post_backing_zero ? CONVERT_BACKING : CONVERT_ZERO;
+        } else if (ret & BDRV_BLOCK_DATA) {
+            it->status = CONVERT_DATA;
+        } else {
+            it->status = s->target_has_backing ? CONVERT_BACKING :
+                         CONVERT_DATA;
+        }
+        it->next_status = offset + n;
+    }
+    n = MIN(n, it->next_status - offset);
+    if (it->status == CONVERT_DATA) {
+        n = MIN(n, s->step);
+    }
+    /* -c: whole clusters; a short run is a cluster of data. */
+    if (s->compress) {
+        if (n < s->cluster) {
+            n = MIN(s->cluster, s->size - offset);
+            it->status = CONVERT_DATA;
+        } else {
+            n = ROUND_DOWN(n, s->cluster);
+        }
+    }
+    *len = n;
+    return it->status;
+}
+
+/* Whether a step of the walk is written as data (and counted by -p). */
+static bool convert_written_as_data(ConvertState *s, ConvertStatus status)
+{
+    return status == CONVERT_DATA ||
+           (status == CONVERT_ZERO && !s->min_sparse);
+}
+
+/*
+ * The first pass: the bytes the copy will write as data, which -p counts
+ * (qemu-img's allocated_sectors). -1 on error (printed).
+ */
+static int convert_count_data(ConvertState *s, uint64_t *total)
+{
+    ConvertIter it = { 0 };
+    uint64_t offset = 0, n;
+    int status;
+
+    *total = 0;
+    while (offset < s->size && !img_interrupted) {
+        status = convert_iteration(s, &it, offset, &n);
+        if (status < 0) {
+            return -1;
+        }
+        if (convert_written_as_data(s, status)) {
+            *total += n;
+        }
+        offset += n;
+    }
+    return 0;
+}
+
+/*
+ * Read [offset, offset + len) of the sources (a job may run from one into
+ * the next). *err_file: the source that failed.
+ */
+static int convert_read(ConvertState *s, ConvertJob *job, uint64_t offset,
+                        uint8_t *buf, uint64_t len, const char **err_file,
+                        Error **errp);
+
 /* Blocks of -B's comparison: qemu-img's default qcow2 cluster. */
 #define CONVERT_BACKING_BLOCK (64 * 1024)
 
@@ -111,30 +354,60 @@ static int convert_write_1(ConvertState *s, uint64_t offset, uint8_t *buf,
                            size_t len, Error **errp);
 
 /*
- * -B: only the blocks that differ from the backing file are written
- * (zeroes included: the target's driver makes zero clusters of them).
+ * -B, in the job's read half: which of its blocks hold what the backing
+ * file holds (job->same, one per block of CONVERT_BACKING_BLOCK from the
+ * job's offset rounded down), so that the write half, which may wait for
+ * its turn, reads nothing.
  */
-static int convert_write_over_backing(ConvertState *s, uint64_t offset,
-                                      uint8_t *buf, size_t len, Error **errp)
+static int convert_compare_backing(ConvertState *s, ConvertJob *job,
+                                   Error **errp)
 {
     g_autofree uint8_t *old = g_malloc(CONVERT_BACKING_BLOCK);
-    size_t pos = 0, start = 0;     /* [start, pos): differing, unwritten */
+    uint64_t first = ROUND_DOWN(job->offset, CONVERT_BACKING_BLOCK);
+    size_t pos = 0;
 
-    while (pos < len) {
-        uint64_t at = offset + pos;
+    job->same = g_new0(bool, (job->offset + job->len - first +
+                              CONVERT_BACKING_BLOCK - 1) /
+                             CONVERT_BACKING_BLOCK);
+    while (pos < job->len) {
+        uint64_t at = job->offset + pos;
         size_t n = MIN(CONVERT_BACKING_BLOCK - at % CONVERT_BACKING_BLOCK,
-                       len - pos);
+                       job->len - pos);
         size_t in = at < s->backing_len ? MIN(n, s->backing_len - at) : 0;
 
         memset(old, 0, n);
         if (in && bdrv_pread(s->backing, at, old, in, errp) < 0) {
             return -1;
         }
-        if (memcmp(old, buf + pos, n) == 0) {
+        job->same[(at - first) / CONVERT_BACKING_BLOCK] =
+            memcmp(old, job->buf + pos, n) == 0;
+        pos += n;
+    }
+    return 0;
+}
+
+/*
+ * -B: only the blocks that differ from the backing file are written
+ * (zeroes included: they are written as zeroes, zero clusters).
+ */
+static int convert_write(ConvertState *s, ConvertJob *job, Error **errp)
+{
+    uint64_t first = ROUND_DOWN(job->offset, CONVERT_BACKING_BLOCK);
+    size_t pos = 0, start = 0;     /* [start, pos): differing, unwritten */
+
+    if (!job->same) {
+        return convert_write_1(s, job->offset, job->buf, job->len, errp);
+    }
+    while (pos < job->len) {
+        uint64_t at = job->offset + pos;
+        size_t n = MIN(CONVERT_BACKING_BLOCK - at % CONVERT_BACKING_BLOCK,
+                       job->len - pos);
+
+        if (job->same[(at - first) / CONVERT_BACKING_BLOCK]) {
             /* Equal: write the run of differing blocks before it. */
             if (pos > start &&
-                convert_write_1(s, offset + start, buf + start, pos - start,
-                                errp) < 0) {
+                convert_write_1(s, job->offset + start, job->buf + start,
+                                pos - start, errp) < 0) {
                 return -1;
             }
             start = pos + n;
@@ -142,87 +415,248 @@ static int convert_write_over_backing(ConvertState *s, uint64_t offset,
         pos += n;
     }
     if (pos > start &&
-        convert_write_1(s, offset + start, buf + start, pos - start,
-                        errp) < 0) {
+        convert_write_1(s, job->offset + start, job->buf + start,
+                        pos - start, errp) < 0) {
         return -1;
     }
     return 0;
 }
 
-static int convert_write(ConvertState *s, uint64_t offset, uint8_t *buf,
-                         size_t len, Error **errp)
+/*
+ * Zeroes, where the target does not read as zeroes: its own way (a hole
+ * punched in a file, zero clusters) where it has one, as qemu-img's
+ * write_zeroes with MAY_UNMAP; else buf (len bytes at most) as data.
+ */
+static int convert_write_zeroes(ConvertState *s, uint64_t offset,
+                                uint8_t *buf, size_t len, Error **errp)
 {
-    if (s->backing) {
-        return convert_write_over_backing(s, offset, buf, len, errp);
+    if (bdrv_can_write_zeroes(s->dst)) {
+        return bdrv_pwrite_zeroes(s->dst, offset, len,
+                                  BDRV_REQ_MAY_UNMAP | BDRV_REQ_EXPLICIT_ZERO,
+                                  errp);
     }
-    return convert_write_1(s, offset, buf, len, errp);
+    memset(buf, 0, len);
+    return bdrv_pwrite(s->dst, offset, buf, len, BDRV_REQ_MAY_CLOBBER, errp);
 }
 
-static int convert_write_1(ConvertState *s, uint64_t offset, uint8_t *buf,
-                           size_t len, Error **errp)
+/*
+ * qemu-img's is_allocated_sectors(): whether the run of sectors that
+ * starts buf (n of them) is data; *pnum its length, its end moved to an
+ * alignment boundary where that saves a read-modify-write.
+ */
+static bool convert_sectors_are_data(const uint8_t *buf, uint64_t n,
+                                     uint64_t *pnum, uint64_t sector,
+                                     uint64_t align)
 {
-    size_t pos = 0;
+    bool is_zero = buffer_is_zero(buf, BDRV_SECTOR_SIZE);
+    uint64_t i, tail;
 
-    if (s->compress) {
-        /* The driver leaves zero clusters out and compresses the rest. */
-        return bdrv_pwrite_compressed(s->dst, offset, buf, len, errp);
+    for (i = 1; i < n; i++) {
+        buf += BDRV_SECTOR_SIZE;
+        if (is_zero != buffer_is_zero(buf, BDRV_SECTOR_SIZE)) {
+            break;
+        }
     }
-    if (!s->skip_zeroes) {
-        return bdrv_pwrite(s->dst, offset, buf, len, BDRV_REQ_MAY_CLOBBER,
-                           errp);
+    if (i == n) {
+        *pnum = i;
+        return !is_zero;
     }
+    tail = (sector + i) & (align - 1);
+    if (tail) {
+        if (is_zero && i <= tail) {
+            /* The data after it rewrites this block anyway. */
+            is_zero = false;
+        }
+        if (!is_zero) {
+            i = MIN(i + align - tail, n);
+        } else {
+            i -= tail;
+        }
+    }
+    *pnum = i;
+    return !is_zero;
+}
+
+/*
+ * qemu-img's is_allocated_sectors_min(): data runs absorb runs of zeroes
+ * shorter than min sectors, so that small holes do not split writes.
+ */
+static bool convert_sectors_are_data_min(const uint8_t *buf, uint64_t n,
+                                         uint64_t *pnum, uint64_t min,
+                                         uint64_t sector, uint64_t align)
+{
+    uint64_t checked, used;
+
+    min = MIN(min, n);
+    if (!convert_sectors_are_data(buf, n, pnum, sector, align)) {
+        return false;
+    }
+    used = checked = *pnum;
+    while (checked < n) {
+        bool data = convert_sectors_are_data(
+            buf + checked * BDRV_SECTOR_SIZE, n - checked, pnum,
+            sector + checked, align);
+
+        checked += *pnum;
+        if (data) {
+            used = checked;
+        } else if (*pnum >= min) {
+            break;
+        }
+    }
+    *pnum = used;
+    return true;
+}
+
+/*
+ * -c: each cluster compressed (the driver stores one that does not shrink
+ * as it is), but a cluster of zeroes goes the way of zeroes, as in
+ * qemu-img: left out (a target that reads as zeroes) or written as zeroes;
+ * with -S 0 it is compressed like the others.
+ */
+static int convert_write_compressed(ConvertState *s, uint64_t offset,
+                                    uint8_t *buf, size_t len, Error **errp)
+{
+    size_t pos = 0, start = 0;     /* [start, pos): clusters of data */
+
     while (pos < len) {
-        size_t start, n = MIN(s->sparse_size, len - pos);
+        size_t n = MIN(s->cluster - (offset + pos) % s->cluster, len - pos);
 
-        /* Skip zero blocks, then write the run of data blocks that follow. */
-        if (buffer_is_zero(buf + pos, n)) {
-            pos += n;
-            continue;
+        if (s->min_sparse && buffer_is_zero(buf + pos, n)) {
+            if ((pos > start &&
+                 bdrv_pwrite_compressed(s->dst, offset + start, buf + start,
+                                        pos - start, 0, errp) < 0) ||
+                (!s->has_zero_init &&
+                 convert_write_zeroes(s, offset + pos, buf + pos, n,
+                                      errp) < 0)) {
+                return -1;
+            }
+            start = pos + n;
         }
-        start = pos;
-        while (pos < len && !buffer_is_zero(buf + pos, n)) {
-            pos += n;
-            n = MIN(s->sparse_size, len - pos);
-        }
-        if (bdrv_pwrite(s->dst, offset + start, buf + start, pos - start,
-                        BDRV_REQ_MAY_CLOBBER, errp) < 0) {
-            return -1;
-        }
+        pos += n;
+    }
+    if (pos > start &&
+        bdrv_pwrite_compressed(s->dst, offset + start, buf + start,
+                               pos - start,
+                               s->min_sparse ? 0 : BDRV_REQ_ALLOCATE,
+                               errp) < 0) {
+        return -1;
     }
     return 0;
 }
 
 /*
- * --salvage: the read of [offset, offset + len) failed; read it again one
- * logical block at a time (512 bytes for a file, as qemu-img, a block
- * device's own block size, a LUKS sector), and let each block that still
- * fails read as zeroes, with a warning: only the blocks that cannot be
- * read are lost, never the rest of the chunk.
+ * Data to the target as qemu-img writes it: compressed (-c), or all of
+ * it (-S 0), or its data runs, its runs of zeroes left out (a target that
+ * reads as zeroes) or written as zeroes (convert_write_zeroes()).
  */
-static void convert_read_salvage(ConvertState *s, uint64_t offset,
+static int convert_write_1(ConvertState *s, uint64_t offset, uint8_t *buf,
+                           size_t len, Error **errp)
+{
+    uint64_t sector = offset / BDRV_SECTOR_SIZE, n = len / BDRV_SECTOR_SIZE;
+    uint64_t min = s->min_sparse / BDRV_SECTOR_SIZE;
+
+    if (s->compress) {
+        return convert_write_compressed(s, offset, buf, len, errp);
+    }
+    /*
+     * What is written here is written as data, zeroes included (the
+     * format does not look for zero clusters of its own: the runs of
+     * zeroes were found here, as qemu-img finds them).
+     */
+    if (!s->min_sparse) {
+        return bdrv_pwrite(s->dst, offset, buf, len,
+                           BDRV_REQ_MAY_CLOBBER | BDRV_REQ_ALLOCATE, errp);
+    }
+    /* Zeroes the target would write as data anyway: the buffer at once. */
+    if (!s->has_zero_init && !bdrv_can_write_zeroes(s->dst)) {
+        return bdrv_pwrite(s->dst, offset, buf, len,
+                           BDRV_REQ_MAY_CLOBBER | BDRV_REQ_ALLOCATE, errp);
+    }
+    while (n) {
+        uint64_t run;
+        size_t bytes;
+        int r = 0;
+
+        if (convert_sectors_are_data_min(buf, n, &run, min, sector,
+                                         s->sparse_align)) {
+            bytes = run * BDRV_SECTOR_SIZE;
+            r = bdrv_pwrite(s->dst, sector * BDRV_SECTOR_SIZE, buf, bytes,
+                            BDRV_REQ_MAY_CLOBBER | BDRV_REQ_ALLOCATE, errp);
+        } else {
+            bytes = run * BDRV_SECTOR_SIZE;
+            if (!s->has_zero_init) {
+                r = convert_write_zeroes(s, sector * BDRV_SECTOR_SIZE, buf,
+                                         bytes, errp);
+            }
+        }
+        if (r < 0) {
+            return -1;
+        }
+        buf += bytes;
+        sector += run;
+        n -= run;
+    }
+    return 0;
+}
+
+/*
+ * --salvage: the read of [offset, offset + len) of src failed; read it
+ * again one logical block at a time (512 bytes for a file, as qemu-img, a
+ * block device's own block size, a LUKS sector), and let each block that
+ * still fails read as zeroes, with a warning: only the blocks that cannot
+ * be read are lost, never the rest of the chunk.
+ */
+static void convert_read_salvage(ConvertState *s, ConvertJob *job,
+                                 ConvertSource *src, uint64_t offset,
                                  uint8_t *buf, size_t len)
 {
-    uint32_t unit = s->salvage_unit;
+    uint32_t unit = MAX(bdrv_get_logical_block_size(src->bs), 1);
 
     for (size_t pos = 0; pos < len;) {
         /* Pieces end on block boundaries (the first may be a part). */
         size_t n = MIN(unit - (offset + pos) % unit, len - pos);
         Error *err = NULL;
 
-        if (bdrv_pread(s->src, offset + pos, buf + pos, n, &err) < 0) {
+        if (bdrv_pread(src->bs, offset + pos, buf + pos, n, &err) < 0) {
             memset(buf + pos, 0, n);
-            /* Under the lock: one worker's line at a time. */
-            g_mutex_lock(&s->lock);
             /* qemu-img's line: the errno's text where there is one */
-            img_error(NULL, "warning: error while reading offset %"
-                      G_GUINT64_FORMAT ": %s", offset + pos,
-                      error_get_errno(err) ? g_strerror(error_get_errno(err))
-                      : error_get_pretty(err));
-            g_mutex_unlock(&s->lock);
+            if (!s->quiet) {
+                g_string_append_printf(job->msgs, "%s: warning: error while "
+                                       "reading offset %" G_GUINT64_FORMAT
+                                       ": %s\n", img_get_progname(),
+                                       offset + pos, convert_strerror(err));
+            }
             error_free(err);
         }
         pos += n;
     }
+}
+
+static int convert_read(ConvertState *s, ConvertJob *job, uint64_t offset,
+                        uint8_t *buf, uint64_t len, const char **err_file,
+                        Error **errp)
+{
+    while (len) {
+        ConvertSource *src = convert_select(s, offset);
+        uint64_t local = offset - src->start;
+        uint64_t n = MIN(len, src->size - local);
+        Error *err = NULL;
+
+        *err_file = src->name;
+        if (bdrv_pread(src->bs, local, buf, n, &err) < 0) {
+            if (!s->salvage) {
+                error_propagate(errp, err);
+                return -1;
+            }
+            error_free(err);
+            convert_read_salvage(s, job, src, local, buf, n);
+        }
+        offset += n;
+        buf += n;
+        len -= n;
+    }
+    return 0;
 }
 
 /*
@@ -232,13 +666,20 @@ static void convert_read_salvage(ConvertState *s, uint64_t offset,
  */
 static bool convert_chunk_offload(ConvertState *s, ConvertJob *job)
 {
+    ConvertSource *src = convert_select(s, job->offset);
     Error *err = NULL;
 
-    if (!g_atomic_int_get(&s->copy_range)) {
+    if (!g_atomic_int_get(&s->copy_range) || job->zero ||
+        job->offset + job->len > src->start + src->size) {
         return false;
     }
-    if (bdrv_copy_range(s->src, job->offset, s->dst, job->offset, job->len,
-                        &err) == 0) {
+    for (unsigned i = 0; i < job->nsegs; i++) {
+        if (!job->segs[i].read) {
+            return false;
+        }
+    }
+    if (bdrv_copy_range(src->bs, job->offset - src->start, s->dst,
+                        job->offset, job->len, &err) == 0) {
         return true;
     }
     error_free(err);
@@ -247,80 +688,159 @@ static bool convert_chunk_offload(ConvertState *s, ConvertJob *job)
 }
 
 /*
- * One chunk: read what the source holds as data, zero what it knows is a
- * hole, and write it all at once (a LUKS target needs whole sectors; a
- * sparse raw one leaves the zero blocks out in convert_write()).
+ * One job, its first half: read what the source holds as data, zero the
+ * runs written as data (-S 0). *offloaded: -C copied it all already.
  */
-static int convert_chunk(ConvertState *s, ConvertJob *job,
-                         const char **err_file, Error **errp)
+static int convert_job_read(ConvertState *s, ConvertJob *job,
+                            bool *offloaded, const char **err_file,
+                            Error **errp)
 {
-    uint64_t pos = 0, pnum;
+    uint64_t pos = 0;
 
-    if (convert_chunk_offload(s, job)) {
+    *offloaded = false;
+    if (job->zero) {
         return 0;
     }
-    *err_file = s->src_name;
-    while (pos < job->len) {
-        pnum = job->len - pos;
-        if (job->all_data ||
-            bdrv_block_status_is_data(s->src, job->offset + pos, pnum,
-                                      &pnum)) {
-            Error *err = NULL;
+    if (convert_chunk_offload(s, job)) {
+        *offloaded = true;
+        return 0;
+    }
+    for (unsigned i = 0; i < job->nsegs; i++) {
+        ConvertSeg *seg = &job->segs[i];
 
-            if (bdrv_pread(s->src, job->offset + pos, job->buf + pos, pnum,
-                           &err) < 0) {
-                if (!s->salvage) {
-                    error_propagate(errp, err);
-                    return -1;
-                }
-                error_free(err);
-                convert_read_salvage(s, job->offset + pos, job->buf + pos,
-                                     pnum);
-            }
-        } else {
-            memset(job->buf + pos, 0, pnum);
+        if (!seg->read) {
+            memset(job->buf + pos, 0, seg->len);
+        } else if (convert_read(s, job, job->offset + pos, job->buf + pos,
+                                seg->len, err_file, errp) < 0) {
+            return -1;
         }
-        pos += pnum;
+        pos += seg->len;
     }
     *err_file = s->dst_name;
-    return convert_write(s, job->offset, job->buf, job->len, errp);
+    if (s->backing && convert_compare_backing(s, job, errp) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/* Its second half: write it all at once (a LUKS target needs sectors). */
+static int convert_job_write(ConvertState *s, ConvertJob *job,
+                             const char **err_file, Error **errp)
+{
+    *err_file = s->dst_name;
+    if (!job->len) {
+        return 0;
+    }
+    if (job->zero) {
+        return convert_write_zeroes(s, job->offset, job->buf, job->len,
+                                    errp);
+    }
+    return convert_write(s, job, errp);
+}
+
+/* salvage: the warnings of the jobs done, in the jobs' order. */
+static void convert_print_msgs(ConvertState *s, ConvertJob *job)
+{
+    gpointer msgs;
+
+    if (job->seq != s->print_seq) {
+        g_hash_table_insert(s->done_msgs, GSIZE_TO_POINTER(job->seq + 1),
+                            g_steal_pointer(&job->msgs));
+        return;
+    }
+    fputs(job->msgs->str, stderr);
+    s->print_seq++;
+    while (g_hash_table_steal_extended(s->done_msgs,
+                                       GSIZE_TO_POINTER(s->print_seq + 1),
+                                       NULL, &msgs)) {
+        fputs(((GString *)msgs)->str, stderr);
+        g_string_free(msgs, TRUE);
+        s->print_seq++;
+    }
+}
+
+/* A job's turn to take space in the target (in_order). */
+typedef struct ConvertTurn {
+    ConvertState *s;
+    uint64_t seq;
+} ConvertTurn;
+
+static void convert_turn_wait(void *opaque)
+{
+    ConvertTurn *t = opaque;
+
+    g_mutex_lock(&t->s->lock);
+    while (t->s->write_seq != t->seq) {
+        g_cond_wait(&t->s->turn_cond, &t->s->lock);
+    }
+    g_mutex_unlock(&t->s->lock);
 }
 
 static void convert_worker(gpointer data, gpointer user_data)
 {
     ConvertJob *job = data;
     ConvertState *s = user_data;
+    ConvertTurn turn = { s, job->seq };
     const char *err_file = NULL;
     Error *err = NULL;
-    bool failed = false;
+    bool failed, offloaded = false;
+    int ret = 0;
 
     g_mutex_lock(&s->lock);
     failed = s->err != NULL;
     g_mutex_unlock(&s->lock);
     /* After a failure, queued jobs are dropped: the copy is abandoned. */
     if (!failed && !img_interrupted) {
-        convert_chunk(s, job, &err_file, &err);
+        ret = convert_job_read(s, job, &offloaded, &err_file, &err);
+    }
+    /*
+     * qcow2: the format waits for the jobs before this one to have taken
+     * their clusters before it takes this one's (bdrv_write_turn()), once
+     * it has compressed what it compresses.
+     */
+    if (s->in_order) {
+        bdrv_set_write_turn(convert_turn_wait, &turn);
+    }
+    if (!ret && !failed && !offloaded && !img_interrupted) {
+        convert_job_write(s, job, &err_file, &err);
+    }
+    if (s->in_order) {
+        /* A job that took no space still passes in its turn. */
+        bdrv_write_turn();
+        bdrv_set_write_turn(NULL, NULL);
     }
 
     g_mutex_lock(&s->lock);
+    if (s->in_order) {
+        s->write_seq++;
+        g_cond_broadcast(&s->turn_cond);
+    }
+    if (job->msgs) {
+        convert_print_msgs(s, job);
+    }
     if (err && !s->err) {
         s->err = err;
         s->err_file = err_file;
     } else if (err) {
         error_free(err);
     }
-    s->done += job->len;
     g_ptr_array_add(s->free_bufs, job->buf);
     g_cond_signal(&s->cond);
     g_mutex_unlock(&s->lock);
+    if (job->msgs) {
+        g_string_free(job->msgs, TRUE);
+    }
+    g_free(job->same);
     g_free(job);
 }
 
 static unsigned convert_threads(int requested, ConvertState *s)
 {
-    unsigned network = MAX(bdrv_parallel_requests(s->src),
-                           bdrv_parallel_requests(s->dst));
+    unsigned network = bdrv_parallel_requests(s->dst);
 
+    for (unsigned i = 0; i < s->nsrcs; i++) {
+        network = MAX(network, bdrv_parallel_requests(s->srcs[i].bs));
+    }
     if (requested > 0) {
         return requested;
     }
@@ -343,64 +863,18 @@ static unsigned convert_threads(int requested, ConvertState *s)
 }
 
 /*
- * Bytes per job: CONVERT_CHUNK, or more where a protocol below the source
+ * Bytes per job: CONVERT_CHUNK, or more where a protocol below a source
  * or the target serves larger requests best (a network's round trips:
  * RBD), up to CONVERT_MAX_CHUNK.
  */
 static size_t convert_job_size(ConvertState *s)
 {
-    size_t want = MAX(bdrv_request_size(s->src), bdrv_request_size(s->dst));
+    size_t want = bdrv_request_size(s->dst);
 
-    return CLAMP(want, CONVERT_CHUNK, CONVERT_MAX_CHUNK);
-}
-
-/*
- * The next job from *offset on: its length, 0 at the end of the image.
- * Where the target already reads as zeroes, the source's holes are jumped
- * over, each whole one in a single step however large (a 2 TiB sparse
- * image costs one block-status call per extent, not one per chunk), and a
- * job ends where its data extent does, so that the hole after it is
- * jumped over too; *all_data then says the job is all data. *skipped: the
- * bytes jumped over.
- */
-static size_t convert_next_job(ConvertState *s, uint64_t *offset,
-                               bool *all_data, uint64_t *skipped)
-{
-    uint64_t len, pnum;
-
-    *skipped = 0;
-    *all_data = false;
-    while (*offset < s->size) {
-        len = MIN(s->size - *offset, s->chunk);
-        if (!s->skip_zeroes) {
-            return len;     /* holes are written: the worker finds them */
-        }
-        if (bdrv_block_status_is_data(s->src, *offset, s->size - *offset,
-                                      &pnum)) {
-            uint64_t start, end;
-
-            if (!s->align) {
-                *all_data = true;
-                return MIN(len, pnum);
-            }
-            /*
-             * Whole clusters: back to the start of this one (never before
-             * the end of the last job, which ended on a cluster), to the
-             * end of the one the data ends in; the holes inside are
-             * zeroes (the worker asks block status again).
-             */
-            start = MAX(ROUND_DOWN(*offset, s->align),
-                        *offset - *skipped);
-            end = MIN(ROUND_UP(*offset + MIN(len, pnum), s->align),
-                      s->size);
-            *skipped -= *offset - start;
-            *offset = start;
-            return MIN(end - start, MAX(s->chunk, s->align));
-        }
-        *offset += pnum;
-        *skipped += pnum;
+    for (unsigned i = 0; i < s->nsrcs; i++) {
+        want = MAX(want, bdrv_request_size(s->srcs[i].bs));
     }
-    return 0;
+    return CLAMP(want, CONVERT_CHUNK, CONVERT_MAX_CHUNK);
 }
 
 /*
@@ -420,20 +894,182 @@ static void convert_throttle(ConvertState *s, gint64 start, uint64_t queued)
     }
 }
 
-/* The copy loop. Returns 0, or -1 with the error printed. */
+/* The scheduler's side of the copy. */
+typedef struct ConvertSched {
+    ConvertState *s;
+    GThreadPool *pool;
+    gint64 start;
+    uint64_t queued;
+    ConvertJob *cur;            /* runs of data being gathered */
+} ConvertSched;
+
+/*
+ * A new job at offset: waits for a free buffer. NULL when the copy stops
+ * (a job failed, ^C).
+ */
+static ConvertJob *convert_new_job(ConvertSched *q, uint64_t offset)
+{
+    ConvertState *s = q->s;
+    ConvertJob *job;
+
+    g_mutex_lock(&s->lock);
+    while (s->free_bufs->len == 0 && !s->err && !img_interrupted) {
+        g_cond_wait(&s->cond, &s->lock);
+    }
+    if (s->err || img_interrupted) {
+        g_mutex_unlock(&s->lock);
+        return NULL;
+    }
+    job = g_new0(ConvertJob, 1);
+    job->offset = offset;
+    job->buf = g_ptr_array_steal_index_fast(s->free_bufs,
+                                            s->free_bufs->len - 1);
+    g_mutex_unlock(&s->lock);
+    return job;
+}
+
+static void convert_dispatch(ConvertSched *q, ConvertJob *job)
+{
+    ConvertState *s = q->s;
+
+    job->seq = s->next_seq++;
+    if (s->salvage && !job->msgs) {
+        job->msgs = g_string_new(NULL);
+    }
+    convert_throttle(s, q->start, q->queued);
+    q->queued += job->len;
+    g_thread_pool_push(q->pool, job, NULL);
+}
+
+/* The job being gathered, if any, goes. */
+static void convert_flush(ConvertSched *q)
+{
+    if (q->cur) {
+        convert_dispatch(q, q->cur);
+        q->cur = NULL;
+    }
+}
+
+/*
+ * One step of the walk into jobs: runs written as data are gathered into
+ * jobs of up to a chunk (one job may take several steps: data next to
+ * data, whatever the walk's cuts; with step_jobs, one step is one job),
+ * zeroes to write go as jobs of their own, the rest is jumped over. -1:
+ * the copy stops.
+ */
+static int convert_schedule(ConvertSched *q, uint64_t offset, uint64_t n,
+                            ConvertStatus status)
+{
+    ConvertState *s = q->s;
+
+    if (s->walk_msgs->len) {
+        /* Warnings of the walk: with the job that starts here. */
+        convert_flush(q);
+        q->cur = convert_new_job(q, offset);
+        if (!q->cur) {
+            return -1;
+        }
+        q->cur->msgs = g_string_new(s->walk_msgs->str);
+        g_string_truncate(s->walk_msgs, 0);
+    }
+    if (convert_written_as_data(s, status)) {
+        bool read = status == CONVERT_DATA;
+
+        /* (A job of its own, its warnings kept: see convert_step_jobs().) */
+        if (s->step_jobs && q->cur && q->cur->len) {
+            convert_flush(q);
+        }
+        while (n) {
+            ConvertJob *job = q->cur;
+            uint64_t take;
+
+            if (job && (job->offset + job->len != offset ||
+                        job->len == s->chunk ||
+                        (job->nsegs == CONVERT_MAX_SEGS &&
+                         job->segs[job->nsegs - 1].read != read))) {
+                convert_flush(q);
+                job = NULL;
+            }
+            if (!job) {
+                job = q->cur = convert_new_job(q, offset);
+                if (!job) {
+                    return -1;
+                }
+            }
+            take = MIN(n, s->chunk - job->len);
+            if (job->nsegs && job->segs[job->nsegs - 1].read == read) {
+                job->segs[job->nsegs - 1].len += take;
+            } else {
+                job->segs[job->nsegs].len = take;
+                job->segs[job->nsegs].read = read;
+                job->nsegs++;
+            }
+            job->len += take;
+            offset += take;
+            n -= take;
+        }
+        if (s->step_jobs) {
+            convert_flush(q);
+        }
+        return 0;
+    }
+    convert_flush(q);
+    if (status == CONVERT_ZERO && !s->has_zero_init) {
+        uint64_t max = bdrv_can_write_zeroes(s->dst) ? CONVERT_ZERO_JOB :
+                       s->chunk;
+
+        while (n) {
+            ConvertJob *job = convert_new_job(q, offset);
+
+            if (!job) {
+                return -1;
+            }
+            job->zero = true;
+            job->len = MIN(n, max);
+            offset += job->len;
+            n -= job->len;
+            convert_dispatch(q, job);
+        }
+    }
+    return 0;
+}
+
+/*
+ * Whether jobs are the walk's steps (2 MiB of data at most) rather than
+ * 256 KiB pieces of them: where what the target allocates depends on how
+ * the data is cut into writes, and it is to be what qemu-img allocates.
+ * A qcow2 target written in order takes its refcount blocks after the
+ * clusters of the write that needs them; runs of zeroes shorter than -S
+ * go with the data around them when it is in the same write (with -S
+ * above 4k, on a target that leaves zeroes out or writes them its own
+ * way, a hole of a raw file, a cluster of 1 KiB, can show it). Not with
+ * -c (whole clusters, one write each, however jobs are cut).
+ */
+static bool convert_step_jobs(ConvertState *s)
+{
+    return !s->compress &&
+           (s->in_order ||
+            (s->min_sparse > CONVERT_SPARSE_DEFAULT &&
+             (s->has_zero_init || bdrv_can_write_zeroes(s->dst))));
+}
+
+/* The copy. Returns 0, or -1 with the error printed. */
 static int convert_copy(ConvertState *s, unsigned nthreads, bool progress)
 {
     /* One spare buffer per thread: a job waits in the queue, ready. */
     unsigned nbufs = 2 * nthreads;
     g_autoptr(GError) gerr = NULL;
-    GThreadPool *pool;
+    ConvertSched q = { .s = s };
+    ConvertIter it = { 0 };
     ImgProgress prog;
-    uint64_t offset = 0, queued = 0;
-    gint64 start = g_get_monotonic_time();
+    uint64_t offset = 0, total, done = 0;
     int ret = 0;
 
     g_mutex_init(&s->lock);
     g_cond_init(&s->cond);
+    g_cond_init(&s->turn_cond);
+    s->walk_msgs = g_string_new(NULL);
+    s->done_msgs = g_hash_table_new(NULL, NULL);
     /*
      * Aligned for O_DIRECT (-t/-T none): an aligned buffer at an aligned
      * offset goes straight to the file, without block/file-direct.c's
@@ -444,66 +1080,83 @@ static int convert_copy(ConvertState *s, unsigned nthreads, bool progress)
         g_ptr_array_add(s->free_bufs,
                         g_aligned_alloc(1, s->chunk, BDRV_DIRECT_ALIGN));
     }
-    pool = g_thread_pool_new(convert_worker, s, nthreads, TRUE, &gerr);
-    if (!pool) {
+
+    /* The first pass: what -p counts (qemu-img prints 0% before it). */
+    img_progress_init(&prog, progress);
+    if (convert_count_data(s, &total) < 0) {
+        ret = -1;
+        goto out_prog;
+    }
+
+    q.pool = g_thread_pool_new(convert_worker, s, nthreads, TRUE, &gerr);
+    if (!q.pool) {
         img_error(NULL, "Cannot start threads: %s", gerr->message);
         ret = -1;
-        goto out;
+        goto out_prog;
     }
-
-    img_progress_init(&prog, progress);
-    while (true) {
-        uint64_t skipped;
-        bool all_data;
+    q.start = g_get_monotonic_time();
+    s->walk_to_jobs = true;
+    while (offset < s->size && !img_interrupted) {
+        uint64_t n;
         /* Block status is asked outside the lock: the workers go on. */
-        size_t len = convert_next_job(s, &offset, &all_data, &skipped);
-        ConvertJob *job;
+        int status = convert_iteration(s, &it, offset, &n);
 
-        convert_throttle(s, start, queued);
-        queued += len;
-
-        g_mutex_lock(&s->lock);
-        s->done += skipped;
-        while (len && s->free_bufs->len == 0 && !s->err) {
-            g_cond_wait(&s->cond, &s->lock);
-        }
-        img_progress_update(&prog, 100.0 * s->done / s->size);
-        if (!len || s->err || img_interrupted) {
-            g_mutex_unlock(&s->lock);
+        if (status < 0) {
+            ret = -1;
             break;
         }
-        job = g_new0(ConvertJob, 1);
-        job->offset = offset;
-        job->len = len;
-        job->all_data = all_data;
-        job->buf = g_ptr_array_steal_index_fast(s->free_bufs,
-                                                s->free_bufs->len - 1);
-        g_mutex_unlock(&s->lock);
-        offset += len;
-        g_thread_pool_push(pool, job, NULL);
+        if (status == CONVERT_ZERO && !s->min_sparse) {
+            n = MIN(n, s->step);
+        }
+        /* qemu-img's line as a step is taken up, before its copy. */
+        if (convert_written_as_data(s, status)) {
+            done += n;
+            img_progress_print(&prog, 100.0 * done / total);
+        }
+        if (convert_schedule(&q, offset, n, status) < 0) {
+            break;
+        }
+        offset += n;
     }
+    if (!ret && s->walk_msgs->len) {
+        /* (Cannot happen: a warning comes with a step of data.) */
+        fputs(s->walk_msgs->str, stderr);
+    }
+    convert_flush(&q);
     /* Wait for every job: all buffers back home. */
     g_mutex_lock(&s->lock);
     while (s->free_bufs->len < nbufs) {
         g_cond_wait(&s->cond, &s->lock);
     }
     g_mutex_unlock(&s->lock);
-    g_thread_pool_free(pool, FALSE, TRUE);
+    g_thread_pool_free(q.pool, FALSE, TRUE);
 
     if (s->err) {
         img_error_free(s->err_file, s->err);
         s->err = NULL;
         ret = -1;
-    } else if (img_interrupted) {
+    } else if (!ret && img_interrupted) {
         img_error(NULL, "Interrupted");
         ret = -1;
-    } else {
-        img_progress_update(&prog, 100.0);
+    } else if (!ret && s->compress) {
+        Error *err = NULL;
+
+        /* The end, as qemu-img marks it: the file ends on a sector. */
+        if (bdrv_pwrite_compressed(s->dst, 0, NULL, 0, 0, &err) < 0) {
+            img_error_free(s->dst_name, err);
+            ret = -1;
+        }
+    }
+out_prog:
+    if (!ret) {
+        img_progress_print(&prog, 100);
     }
     img_progress_end(&prog);
 
-out:
     g_ptr_array_unref(s->free_bufs);
+    g_hash_table_unref(s->done_msgs);
+    g_string_free(s->walk_msgs, TRUE);
+    g_cond_clear(&s->turn_cond);
     g_cond_clear(&s->cond);
     g_mutex_clear(&s->lock);
     return ret;
@@ -672,7 +1325,8 @@ int img_convert(int argc, char **argv)
     g_autofree char *backing = NULL, *backing_fmt = NULL;
     g_auto(GStrv) opt_strs = NULL;
     g_autoptr(GHashTable) opts = NULL;
-    g_autoptr(BlockDriverState) src = NULL;
+    g_autofree ConvertSource *srcs = NULL;
+    unsigned nsrcs = 0;
     BlockDriverState *dst = NULL;
     gboolean image_opts = FALSE, target_image_opts = FALSE;
     gboolean no_create = FALSE, progress = FALSE, out_of_order = FALSE;
@@ -734,8 +1388,9 @@ int img_convert(int argc, char **argv)
           "copy sectors that cannot be read as zeroes, with a warning for "
           "each, instead of failing", NULL },
         { "out-of-order", 'W', 0, G_OPTION_ARG_NONE, &out_of_order,
-          "accepted for qemu-img compatibility (writes are always out of "
-          "order)", NULL },
+          "let writes into a qcow2 target reach it in any order (its "
+          "clusters are then laid out in the order the copying threads "
+          "write them)", NULL },
         { "snapshot", 'l', 0, G_OPTION_ARG_STRING, &snapshot,
           "read SRC as its internal snapshot SNAPSHOT was: snapshot.id=ID,"
           "snapshot.name=NAME, or an id or name", "SNAPSHOT" },
@@ -750,19 +1405,20 @@ int img_convert(int argc, char **argv)
         { NULL }
     };
     ConvertState s = { 0 };
-    const char *src_name, *dst_name;
+    const char *dst_name;
     g_autofree char *dst_path = NULL;
     int dst_flags = BDRV_O_RDWR, src_flags = 0;
     bool created = false, flush, direct, src_direct, src_flush;
-    bool with_backing = false;
+    bool with_backing = false, target_has_backing;
     uint64_t sparse_size = CONVERT_SPARSE_DEFAULT, rate_limit = 0;
-    int64_t len;
+    uint64_t len = 0;
     Error *err = NULL;
     int r, ret = 1;
 
-    if (img_parse_args(&argc, &argv, "SRC DST",
+    if (img_parse_args(&argc, &argv, "SRC [SRC2 ...] DST",
                        "Convert the image SRC into DST, between raw, luks "
-                       "and qcow2 (luks -> luks re-encrypts).",
+                       "and qcow2 (luks -> luks re-encrypts); several "
+                       "sources are copied one after another.",
                        "DST is created, and appears only once the copy is "
                        "complete (an existing file is replaced then); with "
                        "-n it is written in place.\n\nExamples:\n"
@@ -787,21 +1443,34 @@ int img_convert(int argc, char **argv)
     }
     /* "-o help" needs no images; with the target's name, as qemu-img. */
     r = img_handle_opts_help(opts, out_fmt ? out_fmt : "raw",
-                             argc == 3 ? argv[2] : NULL);
+                             argc >= 3 ? argv[argc - 1] : NULL);
     if (r) {
         ret = r < 0;
         goto out;
     }
-    if (argc != 3) {
-        img_error(NULL, argc < 3 ? "Expecting a source and a target image" :
-                  "Only one source image is supported");
+    if (argc < 3) {
+        img_error(NULL, "Expecting a source and a target image");
         goto out;
     }
-    src_name = argv[1];
-    dst_name = argv[2];
+    nsrcs = argc - 2;
+    dst_name = argv[argc - 1];
     if (target_image_opts && !no_create) {
         img_error(NULL, "--target-image-opts requires use of -n flag");
         goto out;
+    }
+    if (no_create) {
+        /* -o key-secret=ID unlocks a LUKS target: our only -n option. */
+        g_autofree char *secret = qemu_opt_take(opts, "key-secret");
+        g_autofree char *unknown = qemu_opts_first_key(opts);
+
+        if (unknown) {
+            img_error(NULL, "-o has no effect when skipping image creation");
+            goto out;
+        }
+        if (secret) {
+            g_hash_table_insert(opts, g_strdup("key-secret"),
+                                g_steal_pointer(&secret));
+        }
     }
     if (target_is_zero && !no_create) {
         img_error(NULL, "--target-is-zero requires use of -n flag");
@@ -890,12 +1559,22 @@ int img_convert(int argc, char **argv)
     if (!backing_fmt && g_hash_table_lookup(opts, "backing_fmt")) {
         backing_fmt = g_strdup(g_hash_table_lookup(opts, "backing_fmt"));
     }
-    if (backing) {
-        if (no_create) {
-            img_error(NULL, "-B cannot be used with -n (the target exists "
-                      "with its own backing file)");
-            goto out;
-        }
+    /*
+     * With -n, -B only says that the target has a backing file, as in
+     * qemu-img: what the source's backing file holds is not copied.
+     */
+    target_has_backing = backing != NULL;
+    if (target_has_backing && target_is_zero) {
+        img_error(NULL, "Cannot use --target-is-zero when the destination "
+                  "image has a backing file");
+        goto out;
+    }
+    if (target_has_backing && nsrcs > 1) {
+        img_error(NULL, "Having a backing file for the target makes no "
+                  "sense when concatenating multiple input images");
+        goto out;
+    }
+    if (backing && !no_create) {
         if (!backing_fmt) {
             img_error(NULL, "Use of backing file requires explicit backing "
                       "format");
@@ -913,20 +1592,46 @@ int img_convert(int argc, char **argv)
                             g_steal_pointer(&backing_fmt));
     }
 
-    /* The source is opened read-only: it is never written. */
-    src = img_open(src_name, fmt, image_opts, src_flags);
-    if (!src) {
+    /* snapshot.id=/snapshot.name= is taken for the first source only. */
+    if (snapshot && nsrcs > 1 && !g_str_has_prefix(snapshot, "snapshot.")) {
+        img_error(NULL, "No support for concatenating multiple snapshot");
         goto out;
     }
-    if (snapshot && img_load_snapshot(src, snapshot, sn_id, sn_name) < 0) {
+    /* The sources are opened read-only: they are never written. */
+    srcs = g_new0(ConvertSource, nsrcs);
+    for (unsigned i = 0; i < nsrcs; i++) {
+        ConvertSource *src = &srcs[i];
+        g_autoptr(BlockImageInfo) info = NULL;
+        int64_t n;
+
+        src->name = argv[1 + i];
+        src->bs = img_open(src->name, fmt, image_opts, src_flags);
+        if (!src->bs) {
+            goto out;
+        }
+        if (i == 0 && snapshot &&
+            img_load_snapshot(src->bs, snapshot, sn_id, sn_name) < 0) {
+            goto out;
+        }
+        n = bdrv_getlength(src->bs, &err);
+        if (n < 0) {
+            img_error_free(src->name, err);
+            goto out;
+        }
+        src->start = len;
+        src->size = n;
+        len += n;
+        /* Runs are cut on its clusters (qemu-img's src_alignment). */
+        info = bdrv_get_image_info(bdrv_skip_filters(src->bs), NULL);
+        src->align = MAX(src_direct ? BDRV_DIRECT_ALIGN : BDRV_SECTOR_SIZE,
+                         info && info->cluster_size > 0 ?
+                         (uint64_t)info->cluster_size : 0);
+    }
+    if (bitmaps && nsrcs > 1) {
+        img_error(NULL, "Copying bitmaps only possible with single source");
         goto out;
     }
-    len = bdrv_getlength(src, &err);
-    if (len < 0) {
-        img_error_free(src_name, err);
-        goto out;
-    }
-    if (bitmaps && convert_check_bitmaps(src, skip_broken) < 0) {
+    if (bitmaps && convert_check_bitmaps(srcs[0].bs, skip_broken) < 0) {
         goto out;
     }
 
@@ -943,9 +1648,9 @@ int img_convert(int argc, char **argv)
             img_error_free(dst_name, err);
             goto out;
         }
-        if (dst_len < len) {
+        if ((uint64_t)dst_len < len) {
             img_error(dst_name, "The target image is smaller than the "
-                      "source (%" G_GINT64_FORMAT " < %" G_GINT64_FORMAT
+                      "source (%" G_GINT64_FORMAT " < %" G_GUINT64_FORMAT
                       " bytes)", dst_len, len);
             goto out;
         }
@@ -965,7 +1670,7 @@ int img_convert(int argc, char **argv)
          */
         on_device = bdrv_block_device_size(dst_path) >= 0;
         g_hash_table_insert(opts, g_strdup("size"),
-                            g_strdup_printf("%" G_GINT64_FORMAT, len));
+                            g_strdup_printf("%" G_GUINT64_FORMAT, len));
         dst = bdrv_create_open(out_fmt ? out_fmt : "raw", dst_path, opts,
                                dst_flags, &img_interrupted, &err);
         if (!dst) {
@@ -997,7 +1702,11 @@ int img_convert(int argc, char **argv)
     if (compress) {
         g_autoptr(BlockImageInfo) info = bdrv_get_image_info(dst, NULL);
 
-        s.align = info && info->cluster_size > 0 ? info->cluster_size : 0;
+        s.cluster = info && info->cluster_size > 0 ? info->cluster_size : 0;
+        if (!s.cluster) {
+            img_error(NULL, "invalid cluster size");
+            goto out;
+        }
     }
     s.backing = with_backing ? bdrv_get_backing(dst) : NULL;
     if (s.backing) {
@@ -1009,21 +1718,61 @@ int img_convert(int argc, char **argv)
         }
         s.backing_len = blen;
     }
-    s.src = src;
+    s.srcs = srcs;
+    s.nsrcs = nsrcs;
     s.dst = dst;
-    s.src_name = src_name;
     s.dst_name = dst_name;
     s.size = len;
     s.chunk = convert_job_size(&s);
-    s.sparse_size = sparse_size;
+    /* -c: a job holds whole clusters. */
+    s.chunk = MAX(s.chunk, s.cluster);
+    s.step = compress ? s.cluster : CONVERT_STEP;
+    s.min_sparse = sparse_size;
+    /* qemu-img's alignment of zero runs: -S, or the target's blocks. */
+    s.sparse_align = 1;
+    while (s.sparse_align * 2 <= sparse_size / BDRV_SECTOR_SIZE) {
+        s.sparse_align *= 2;
+    }
+    if (direct) {
+        s.sparse_align = MAX(s.sparse_align,
+                             BDRV_DIRECT_ALIGN / BDRV_SECTOR_SIZE);
+    }
     /*
-     * Only a target we made ourselves is known to read as zeroes, or one
-     * the user vouches for (--target-is-zero).
+     * Only a target we made ourselves is known to read as zeroes (when it
+     * has no backing file), or one the user vouches for
+     * (--target-is-zero); -S 0 writes zeroes all the same.
      */
-    s.skip_zeroes = sparse_size &&
-        ((created && bdrv_has_zero_init(dst)) || target_is_zero);
+    s.has_zero_init = target_is_zero ||
+        (sparse_size && created && !target_has_backing &&
+         bdrv_has_zero_init(dst));
+    s.target_has_backing = target_has_backing;
+    s.target_backing_len = -1;
+    if (with_backing && bdrv_get_backing(dst)) {
+        /* Unknown (an error) is only an optimization lost, as qemu-img. */
+        s.target_backing_len = bdrv_getlength(bdrv_get_backing(dst), NULL);
+    }
+    /*
+     * Writes into a qcow2 image in order: its clusters are then allocated
+     * in the order of the guest offsets, as qemu-img allocates them (its
+     * default; -W lifts it). The threads still read and compress (-c) in
+     * parallel: the image waits for the turn only to take clusters. Not
+     * when encrypted (LUKS inside the image): the threads encrypt in the
+     * write, where the clusters' offsets are known, and that would be in
+     * turn too.
+     */
+    {
+        /* A format with clusters takes them as it writes (qcow2). */
+        g_autoptr(BlockImageInfo) info = bdrv_get_image_info(dst, NULL);
+
+        s.in_order = !out_of_order && !bdrv_is_encrypted(dst) && info &&
+                     info->cluster_size > 0;
+    }
+    s.step_jobs = convert_step_jobs(&s);
+    if (s.step_jobs) {
+        s.chunk = MAX(s.chunk, s.step);
+    }
     s.salvage = salvage;
-    s.salvage_unit = bdrv_get_logical_block_size(src);
+    s.quiet = common.quiet;
     s.copy_range = copy_range;
     s.rate_limit = rate_limit;
     if (img_interrupted) {
@@ -1034,7 +1783,7 @@ int img_convert(int argc, char **argv)
                      progress && !common.quiet) < 0) {
         goto out;
     }
-    if (bitmaps && convert_copy_bitmaps(src, dst, skip_broken) < 0) {
+    if (bitmaps && convert_copy_bitmaps(srcs[0].bs, dst, skip_broken) < 0) {
         goto out;
     }
     /*
@@ -1056,6 +1805,9 @@ int img_convert(int argc, char **argv)
 out:
     /* A new target not finished goes with its last descriptor. */
     bdrv_close(dst);
+    for (unsigned i = 0; srcs && i < nsrcs; i++) {
+        bdrv_close(srcs[i].bs);
+    }
     img_common_opts_clear(&common);
     return ret;
 }

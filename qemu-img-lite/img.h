@@ -145,13 +145,13 @@ typedef struct ImgProgress {
 
 void img_progress_init(ImgProgress *p, bool enabled);
 void img_progress_update(ImgProgress *p, double percent);
-void img_progress_end(ImgProgress *p);
 /*
- * Set the progress to percent, printed as qemu-img's qemu_progress_print
- * prints it: when it moved by more than one percent either way (it may
- * go back: amend), or reached 0 or 100.
+ * qemu-img's own rule (its qemu_progress_print: convert, amend): a line
+ * whenever the value moved by more than 1 since the last one, either way
+ * (amend's may go back), and at 0 and at 100 every time.
  */
-void img_progress_set(ImgProgress *p, double percent);
+void img_progress_print(ImgProgress *p, float current);
+void img_progress_end(ImgProgress *p);
 
 int img_create(int argc, char **argv);
 int img_convert(int argc, char **argv);

@@ -26,12 +26,21 @@ void img_progress_update(ImgProgress *p, double percent)
     }
 }
 
-void img_progress_set(ImgProgress *p, double percent)
+void img_progress_print(ImgProgress *p, float current)
 {
-    if (p->enabled && (percent > p->last + 1.0 || percent < p->last - 1.0 ||
-                       percent == 0 || percent == 100)) {
-        p->last = percent;
-        printf("    (%3.2f/100%%)\r", percent);
+    /*
+     * qemu_progress_print(current, 0), in its float arithmetic: a line
+     * when the value moved by more than 1 either way since the last one,
+     * and at 0 and 100 every time (NaN, 0 of 0 bytes, never).
+     */
+    if (current > 100) {
+        current = 100;
+    }
+    if (p->enabled &&
+        (current > (float)p->last + 1.0f || current < (float)p->last - 1.0f ||
+         current == 0 || current == 100)) {
+        p->last = current;
+        printf("    (%3.2f/100%%)\r", current);
         fflush(stdout);
     }
 }

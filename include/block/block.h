@@ -102,6 +102,13 @@ typedef struct BlockDriverState BlockDriverState;
  * marks it zero instead, as QEMU's qcow2 always does.
  */
 #define BDRV_REQ_EXPLICIT_ZERO (1 << 2)
+/*
+ * Writes (and compressed writes): the range is allocated as data even
+ * where the buffer holds zeroes; a format that would turn a cluster of
+ * zeroes into a zero or unallocated cluster writes it like any other
+ * (convert -S 0: "fully allocates output", as qemu-img).
+ */
+#define BDRV_REQ_ALLOCATE (1 << 3)
 
 typedef enum {
     PREALLOC_MODE_OFF,
@@ -280,7 +287,8 @@ int bdrv_flush(BlockDriverState *bs, Error **errp);
  * compression, in qemu-img's words.
  */
 int bdrv_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
-                           const void *buf, size_t bytes, Error **errp);
+                           const void *buf, size_t bytes, int flags,
+                           Error **errp);
 bool bdrv_supports_compressed_writes(BlockDriverState *bs);
 /* Resize to size bytes of virtual size. */
 int bdrv_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
@@ -342,6 +350,39 @@ int bdrv_copy_range(BlockDriverState *src, uint64_t src_offset,
 int bdrv_block_status(BlockDriverState *bs, uint64_t offset, uint64_t bytes,
                       uint64_t *pnum, uint64_t *map, BlockDriverState **file,
                       Error **errp);
+/*
+ * The same over the backing chain from bs down to base (not included;
+ * NULL: the whole chain), as QEMU's bdrv_block_status_above(): the status
+ * of the first node that holds the run (DATA or ZERO), filters (blkdebug)
+ * passed through; a run no node holds reads as zeroes. *pnum as above.
+ * Returns the flags, or -1 with errp set.
+ */
+int bdrv_block_status_above(BlockDriverState *bs, BlockDriverState *base,
+                            uint64_t offset, uint64_t bytes, uint64_t *pnum,
+                            Error **errp);
+/*
+ * Writes in turn (convert into a qcow2 image: clusters laid out in the
+ * order of the guest offsets, as qemu-img lays them out, while the
+ * threads read, decrypt and compress in parallel). A thread sets its turn
+ * before it writes: fn(opaque) returns once it is the thread's turn. A
+ * format that takes space in its file for the data of a write (qcow2)
+ * calls bdrv_write_turn() before it first does so, outside its locks, and
+ * after any work it can do in parallel (compression): the turn's function
+ * is called once, then forgotten. bdrv_write_turn() returns whether the
+ * thread writes in its turn: then every writer of the image takes turns,
+ * and no other writes it meanwhile (until bdrv_set_write_turn(NULL,
+ * NULL)). bdrv_write_turn_pending() tells whether the function was not
+ * called.
+ */
+typedef void BdrvTurnFunc(void *opaque);
+void bdrv_set_write_turn(BdrvTurnFunc *fn, void *opaque);
+bool bdrv_write_turn(void);
+bool bdrv_write_turn_pending(void);
+/*
+ * Whether bdrv_pwrite_zeroes() has a way of its own (a file's zero range
+ * or punched hole, zero clusters) rather than writing a buffer of zeroes.
+ */
+bool bdrv_can_write_zeroes(BlockDriverState *bs);
 /* Whether a node, just created, reads as all zeroes (a new raw file). */
 bool bdrv_has_zero_init(BlockDriverState *bs);
 

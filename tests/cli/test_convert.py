@@ -102,6 +102,71 @@ class ConvertRaw(TestCase):
         self.assertFalse(os.path.exists(self.path("dst")))
 
 
+class ConvertSeveral(TestCase):
+    """Several sources are copied one after another (qemu-img's
+    concatenation), each counted in whole sectors."""
+
+    def test_concatenate_raw(self):
+        parts = []
+        for i, size in enumerate((3 << 20, 1000, 1 << 20)):
+            p = self.path(f"p{i}.raw")
+            random_file(p, size, seed=i + 1)
+            parts.append(p)
+        dst = self.path("dst.raw")
+        qil("convert", "-p", "-f", "raw", "-O", "raw", *parts, dst)
+        want = b"".join(file_bytes(p) + bytes(-len(file_bytes(p)) % 512)
+                        for p in parts)
+        self.assertEqual(file_bytes(dst), want)
+        # into LUKS and back, compressed qcow2 and back
+        for fmt, opts in (("luks", ["--object", SECRET, "-o",
+                                    f"key-secret=sec0,iter-time={ITER_TIME}"]),
+                          ("qcow2", ["-c"])):
+            if fmt == "luks":
+                self.need_luks()
+            img = self.path("dst." + fmt)
+            qil("convert", *opts, "-f", "raw", "-O", fmt, *parts, img)
+            back = self.path(fmt + ".raw")
+            src = ["--object", SECRET, "--image-opts", luks_opts(img)] \
+                if fmt == "luks" else ["-f", fmt, img]
+            qil("convert", *src, "-O", "raw", back)
+            self.assertEqual(file_bytes(back), want, fmt)
+
+    def test_concatenate_into_existing(self):
+        a, b = self.path("a.raw"), self.path("b.raw")
+        random_file(a, 1 << 20, seed=1)
+        random_file(b, 1 << 20, seed=2)
+        dst = self.path("dst.raw")
+        random_file(dst, 3 << 20, seed=3)
+        tail = file_bytes(dst)[2 << 20:]
+        qil("convert", "-n", "-f", "raw", "-O", "raw", a, b, dst)
+        self.assertEqual(file_bytes(dst),
+                         file_bytes(a) + file_bytes(b) + tail)
+
+    def test_refused_with_several(self):
+        a = self.path("a.raw")
+        random_file(a, 1 << 20)
+        self.assertFails(["convert", "-O", "qcow2", "-B", a, "-F", "raw", a,
+                          a, self.path("d")], "Having a backing file for "
+                         "the target makes no sense when concatenating "
+                         "multiple input images")
+        self.assertFails(["convert", "--bitmaps", "-O", "qcow2", a, a,
+                          self.path("d")],
+                         "Copying bitmaps only possible with single source")
+        self.assertFails(["convert", "-l", "snap", "-O", "qcow2", a, a,
+                          self.path("d")],
+                         "No support for concatenating multiple snapshot")
+        self.assertFalse(os.path.exists(self.path("d")))
+
+    def test_n_refuses_creation_options(self):
+        a = self.path("a.raw")
+        random_file(a, 1 << 20)
+        dst = self.path("d.raw")
+        random_file(dst, 1 << 20)
+        self.assertFails(["convert", "-n", "-O", "raw", "-o",
+                          "preallocation=full", a, dst],
+                         "-o has no effect when skipping image creation")
+
+
 class ConvertLuks(TestCase):
     def setUp(self):
         super().setUp()
@@ -200,7 +265,11 @@ class ConvertLuks(TestCase):
     def test_interrupted_convert_removes_target(self):
         src = self.path("big.raw")
         with open(src, "wb") as f:
-            f.truncate(2 << 30)     # sparse: costs nothing on disk
+            f.truncate(2 << 30)     # sparse: costs little on disk
+            # -p counts the data only, as qemu-img's: 64 KiB every 16 MiB
+            for mib in range(0, 2 << 10, 16):
+                f.seek(mib << 20)
+                f.write(b"x" * 65536)
         dst = self.path("dst.luks")
         # -r: 20 s for the whole copy, so that a busy machine delaying
         # this test's reads cannot let it end before the signal.
