@@ -91,6 +91,23 @@ struct BlockDriverState {
 /* A request's end, for asynchronous drivers: ret < 0 with err on failure. */
 typedef void BdrvRequestDone(void *opaque, int ret, Error *err);
 
+/*
+ * A compressed write between its halves (bdrv_compress(), then
+ * bdrv_store_compressed()): the request, and what the format made of it.
+ */
+struct BdrvCompressed {
+    uint64_t offset;
+    size_t bytes;
+    int flags;
+    const uint8_t *buf;     /* the caller's data, unchanged until stored */
+    uint64_t unit;          /* the format's unit of compression (cluster) */
+    size_t nb;              /* units from offset rounded down to one */
+    uint8_t *out;           /* unit i compressed at out + i * unit */
+    size_t *clen;           /* its length; 0: not compressed (written as
+                             * it is, or as zeroes) */
+    size_t room;            /* units out and clen have room for */
+};
+
 struct BlockDriver {
     const char *format_name;
     size_t instance_size;
@@ -349,10 +366,15 @@ struct BlockDriver {
     /* Optional: "check" (see bdrv_check()); res is zeroed by the caller. */
     int (*bdrv_check)(BlockDriverState *bs, BdrvCheckResult *res,
                       BdrvCheckMode fix);
-    /* Optional: write compressed where the format can (convert -c). */
-    int (*bdrv_pwrite_compressed)(BlockDriverState *bs, uint64_t offset,
-                                  const void *buf, size_t bytes, int flags,
-                                  Error **errp);
+    /*
+     * Optional: write compressed where the format can (convert -c), in
+     * two halves (see bdrv_compress()): c's units compressed (c->out,
+     * c->clen filled, nothing changed in the image), then stored.
+     */
+    int (*bdrv_compress)(BlockDriverState *bs, BdrvCompressed *c,
+                         Error **errp);
+    int (*bdrv_store_compressed)(BlockDriverState *bs,
+                                 const BdrvCompressed *c, Error **errp);
     /* Optional: persistent dirty bitmaps (see bdrv_bitmap_op()). */
     bool (*bdrv_supports_persistent_bitmaps)(BlockDriverState *bs);
     int (*bdrv_bitmap_list)(BlockDriverState *bs, BlockImageInfoBitmap **out,

@@ -270,22 +270,67 @@ int bdrv_pwrite(BlockDriverState *bs, uint64_t offset, const void *buf,
 
 bool bdrv_supports_compressed_writes(BlockDriverState *bs)
 {
-    return bs->drv->bdrv_pwrite_compressed != NULL;
+    return bs->drv->bdrv_store_compressed != NULL;
+}
+
+BdrvCompressed *bdrv_compress(BlockDriverState *bs, uint64_t offset,
+                              const void *buf, size_t bytes, int flags,
+                              BdrvCompressed *reuse, Error **errp)
+{
+    BdrvCompressed *c;
+
+    if (!bdrv_supports_compressed_writes(bs)) {
+        error_setg(errp, "Compression not supported for this file format");
+        return NULL;
+    }
+    if (bdrv_check_write(bs, offset, bytes, errp) < 0) {
+        return NULL;
+    }
+    c = reuse ? reuse : g_new0(BdrvCompressed, 1);
+    c->offset = offset;
+    c->bytes = bytes;
+    c->flags = flags;
+    c->buf = buf;
+    if (bs->drv->bdrv_compress(bs, c, errp) < 0) {
+        if (!reuse) {
+            bdrv_compressed_free(c);
+        }
+        return NULL;
+    }
+    return c;
+}
+
+int bdrv_store_compressed(BlockDriverState *bs, const BdrvCompressed *c,
+                          Error **errp)
+{
+    return bdrv_write_ended(bs, bs->drv->bdrv_store_compressed(bs, c, errp));
+}
+
+void bdrv_compressed_free(BdrvCompressed *c)
+{
+    if (c) {
+        g_free(c->out);
+        g_free(c->clen);
+        g_free(c);
+    }
 }
 
 int bdrv_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
                            const void *buf, size_t bytes, int flags,
                            Error **errp)
 {
-    if (!bdrv_supports_compressed_writes(bs)) {
-        error_setg(errp, "Compression not supported for this file format");
+    BdrvCompressed *c = bdrv_compress(bs, offset, buf, bytes, flags, NULL,
+                                      errp);
+    int ret;
+
+    if (!c) {
         return -1;
     }
-    if (bdrv_check_write(bs, offset, bytes, errp) < 0) {
-        return -1;
-    }
-    return bdrv_write_ended(bs, bs->drv->bdrv_pwrite_compressed(
-                                    bs, offset, buf, bytes, flags, errp));
+    /* Compressed in parallel with other writers, stored in turn. */
+    bdrv_write_turn();
+    ret = bdrv_store_compressed(bs, c, errp);
+    bdrv_compressed_free(c);
+    return ret;
 }
 
 int bdrv_pwrite_zeroes(BlockDriverState *bs, uint64_t offset, size_t bytes,

@@ -914,19 +914,15 @@ out:
  * as data otherwise. All-zero clusters go the zero way, unless
  * BDRV_REQ_ALLOCATE (convert -c -S 0) has them compressed like the rest,
  * as QEMU. The image's last cluster may be partial: it is compressed
- * padded with zeroes, as QEMU.
+ * padded with zeroes, as QEMU. In two halves (bdrv_compress()): this one
+ * compresses, and changes nothing in the image.
  */
-int qcow2_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
-                            const void *vbuf, size_t bytes, int flags,
+int qcow2_compress_clusters(BlockDriverState *bs, BdrvCompressed *c,
                             Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
-    const uint8_t *buf = vbuf;
     uint64_t cs = s->g.cluster_size;
-    uint64_t first = offset & ~(cs - 1);
-    size_t nb = bytes ? (offset + bytes - first + cs - 1) / cs : 0;
-    g_autofree uint8_t *out = g_malloc(MAX(nb, 1) * cs);
-    g_autofree size_t *clen = g_new0(size_t, MAX(nb, 1));
+    uint64_t first = c->offset & ~(cs - 1);
     g_autofree uint8_t *pad = NULL;
 
     if (s->crypto) {
@@ -940,7 +936,51 @@ int qcow2_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
                          "with an external data file");
         return -1;
     }
-    if (!bytes) {
+    c->nb = c->bytes ? (c->offset + c->bytes - first + cs - 1) / cs : 0;
+    if (c->room < c->nb || c->unit != cs || !c->out) {
+        /* (Reused: grown, never shrunk, for writes of the same size.) */
+        c->room = MAX(c->nb, 1);
+        g_free(c->out);
+        g_free(c->clen);
+        c->out = g_malloc(c->room * cs);
+        c->clen = g_new(size_t, c->room);
+    }
+    c->unit = cs;
+    memset(c->clen, 0, c->nb * sizeof(*c->clen));
+    for (size_t i = 0, pos = 0; i < c->nb; i++) {
+        uint64_t at = c->offset + pos;
+        uint64_t n = MIN(c->bytes - pos, cs - (at & (cs - 1)));
+        bool tail = !(at & (cs - 1)) && n < cs && at + n == s->header.size;
+        const uint8_t *in = c->buf + pos;
+
+        if ((n == cs || tail) &&
+            ((c->flags & BDRV_REQ_ALLOCATE) || !buffer_is_zero(in, n))) {
+            if (tail) {
+                pad = pad ? pad : g_malloc0(cs);
+                memset(pad, 0, cs);
+                memcpy(pad, in, n);
+                in = pad;
+            }
+            c->clen[i] = qcow2_compress(s->header.compression_type, in, cs,
+                                        c->out + i * cs, cs - 1);
+        }
+        pos += n;
+    }
+    return 0;
+}
+
+/*
+ * The second half: the clusters stored, in the order of the offsets,
+ * where the caller's turn puts them. An empty request marks the end of a
+ * compressed convert.
+ */
+int qcow2_store_compressed(BlockDriverState *bs, const BdrvCompressed *c,
+                           Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t cs = s->g.cluster_size;
+
+    if (!c->bytes) {
         /*
          * The end of a compressed convert (QEMU's empty compressed write):
          * the file ends on a whole sector, which reads with sector-sized
@@ -955,32 +995,11 @@ int qcow2_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
                bdrv_truncate(bs->file, ROUND_UP(len, BDRV_SECTOR_SIZE),
                              PREALLOC_MODE_OFF, errp) : 0;
     }
-    /* Compressed first (in parallel with other writers)... */
-    for (size_t i = 0, pos = 0; i < nb; i++) {
-        uint64_t at = offset + pos;
-        uint64_t n = MIN(bytes - pos, cs - (at & (cs - 1)));
-        bool tail = !(at & (cs - 1)) && n < cs && at + n == s->header.size;
-        const uint8_t *in = buf + pos;
-
-        if ((n == cs || tail) &&
-            ((flags & BDRV_REQ_ALLOCATE) || !buffer_is_zero(in, n))) {
-            if (tail) {
-                pad = pad ? pad : g_malloc0(cs);
-                memset(pad, 0, cs);
-                memcpy(pad, in, n);
-                in = pad;
-            }
-            clen[i] = qcow2_compress(s->header.compression_type, in, cs,
-                                     out + i * cs, cs - 1);
-        }
-        pos += n;
-    }
-    /* ... then stored, in the writer's turn. */
-    bdrv_write_turn();
-    for (size_t i = 0, pos = 0; i < nb; i++) {
-        uint64_t at = offset + pos;
-        uint64_t n = MIN(bytes - pos, cs - (at & (cs - 1)));
-        size_t len = clen[i];
+    g_assert(c->unit == cs);
+    for (size_t i = 0, pos = 0; i < c->nb; i++) {
+        uint64_t at = c->offset + pos;
+        uint64_t n = MIN(c->bytes - pos, cs - (at & (cs - 1)));
+        size_t len = c->clen[i];
         uint64_t entry, bitmap;
 
         if (len) {
@@ -995,11 +1014,12 @@ int qcow2_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
             }
         }
         if (len) {
-            if (qcow2_write_compressed(bs, at, out + i * cs, len, errp) < 0) {
+            if (qcow2_write_compressed(bs, at, c->out + i * cs, len,
+                                       errp) < 0) {
                 return -1;
             }
-        } else if (qcow2_pwrite(bs, at, buf + pos, n,
-                                flags & BDRV_REQ_ALLOCATE, errp) < 0) {
+        } else if (qcow2_pwrite(bs, at, c->buf + pos, n,
+                                c->flags & BDRV_REQ_ALLOCATE, errp) < 0) {
             return -1;
         }
         pos += n;

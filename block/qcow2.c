@@ -1287,15 +1287,15 @@ static int qcow2_pwrite_zeroes_tracked(BlockDriverState *bs, uint64_t offset,
     return qcow2_pwrite_zeroes(bs, offset, bytes, flags, errp);
 }
 
-static int qcow2_pwrite_compressed_tracked(BlockDriverState *bs,
-                                           uint64_t offset, const void *buf,
-                                           size_t bytes, int flags,
-                                           Error **errp)
+/* (Compressing writes nothing: the checks come with the store.) */
+static int qcow2_store_compressed_tracked(BlockDriverState *bs,
+                                          const BdrvCompressed *c,
+                                          Error **errp)
 {
-    if (qcow2_before_write(bs, offset, bytes, errp) < 0) {
+    if (qcow2_before_write(bs, c->offset, c->bytes, errp) < 0) {
         return -1;
     }
-    return qcow2_pwrite_compressed(bs, offset, buf, bytes, flags, errp);
+    return qcow2_store_compressed(bs, c, errp);
 }
 
 static int qcow2_make_empty_tracked(BlockDriverState *bs, Error **errp)
@@ -1386,7 +1386,8 @@ const BlockDriver bdrv_qcow2 = {
     .bdrv_has_zero_init = qcow2_has_zero_init,
     .bdrv_create = qcow2_create,
     .bdrv_create_finish = qcow2_create_finish,
-    .bdrv_pwrite_compressed = qcow2_pwrite_compressed_tracked,
+    .bdrv_compress = qcow2_compress_clusters,
+    .bdrv_store_compressed = qcow2_store_compressed_tracked,
     .bdrv_truncate = qcow2_truncate,
     .bdrv_amend = qcow2_amend,
     .bdrv_change_backing_file = qcow2_change_backing_file,

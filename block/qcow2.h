@@ -360,10 +360,14 @@ int qcow2_map_raw_data_file(BlockDriverState *bs, uint64_t start,
  */
 int qcow2_write_compressed(BlockDriverState *bs, uint64_t offset,
                            const uint8_t *data, size_t len, Error **errp);
-/* Write whole clusters compressed where it pays (convert -c). */
-int qcow2_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
-                            const void *buf, size_t bytes, int flags,
+/*
+ * Write whole clusters compressed where it pays (convert -c), in two
+ * halves (bdrv_compress(), bdrv_store_compressed()).
+ */
+int qcow2_compress_clusters(BlockDriverState *bs, BdrvCompressed *c,
                             Error **errp);
+int qcow2_store_compressed(BlockDriverState *bs, const BdrvCompressed *c,
+                           Error **errp);
 /* Zero writes that may unmap whole clusters (see there). */
 /*
  * Guest clusters [start, end) (cluster-aligned) unallocated, their host

@@ -283,13 +283,35 @@ int bdrv_pdiscard(BlockDriverState *bs, uint64_t offset, size_t bytes,
 int bdrv_flush(BlockDriverState *bs, Error **errp);
 /*
  * Write compressed (qcow2 clusters, "convert -c"): whole clusters are
- * compressed in the calling thread. An error for formats without
- * compression, in qemu-img's words.
+ * compressed in the calling thread, then stored in the writer's turn
+ * (bdrv_write_turn()). An error for formats without compression, in
+ * qemu-img's words.
  */
 int bdrv_pwrite_compressed(BlockDriverState *bs, uint64_t offset,
                            const void *buf, size_t bytes, int flags,
                            Error **errp);
 bool bdrv_supports_compressed_writes(BlockDriverState *bs);
+/*
+ * The same in two halves, for a writer that stores in an order of its
+ * own (convert: in the order of the guest offsets) and compresses in any
+ * thread meanwhile: bdrv_compress() compresses what
+ * bdrv_pwrite_compressed() would write (it takes no space and changes
+ * nothing in the image: any number at once), bdrv_store_compressed()
+ * stores it then, as bdrv_pwrite_compressed() would have (not in a turn of
+ * its own: the caller orders the stores). buf must stay unchanged until
+ * the store. reuse: NULL, or what an earlier bdrv_compress() returned,
+ * stored and no longer needed, made over (its memory kept: a writer that
+ * compresses in one thread and stores in another costs no fresh memory,
+ * and no page faults, per write). NULL / -1 with errp set on failure
+ * (reuse is then still the caller's, to free).
+ */
+typedef struct BdrvCompressed BdrvCompressed;
+BdrvCompressed *bdrv_compress(BlockDriverState *bs, uint64_t offset,
+                              const void *buf, size_t bytes, int flags,
+                              BdrvCompressed *reuse, Error **errp);
+int bdrv_store_compressed(BlockDriverState *bs, const BdrvCompressed *c,
+                          Error **errp);
+void bdrv_compressed_free(BdrvCompressed *c);
 /* Resize to size bytes of virtual size. */
 int bdrv_truncate(BlockDriverState *bs, uint64_t size, PreallocMode prealloc,
                   Error **errp);
