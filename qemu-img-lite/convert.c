@@ -61,6 +61,10 @@
                             BDRV_SECTOR_SIZE)
 /* Zeroes written the target's own way (punched, zero clusters): per job. */
 #define CONVERT_ZERO_JOB (1024 * 1024 * 1024)
+/* Buffers per thread when written in order (convert_copy()). */
+#ifndef CONVERT_ORDER_BUFS
+#define CONVERT_ORDER_BUFS 4
+#endif
 /* Runs of one job (data read, zeroes taken as data with -S 0). */
 #define CONVERT_MAX_SEGS 8
 
@@ -147,10 +151,13 @@ typedef struct ConvertState {
 
     GMutex lock;
     GCond cond;
-    GCond turn_cond;
     GPtrArray *free_bufs;       /* buffers not owned by a job */
     uint64_t next_seq;          /* the number of the next job */
     uint64_t write_seq;         /* in_order: the job whose turn it is */
+    /* in_order: jobs read (and compressed) before their turn, by seq + 1 */
+    GHashTable *waiting;
+    /* -c in order: jobs' arrays of BdrvCompressed, to be used again */
+    GPtrArray *spare_cz;
     uint64_t print_seq;         /* salvage: the job whose messages are next */
     GHashTable *done_msgs;      /* salvage: jobs done before their turn */
     Error *err;                 /* the first failure */
@@ -175,6 +182,21 @@ typedef struct ConvertJob {
     /* -B: its blocks that hold what the backing file holds. */
     bool *same;
     uint8_t *buf;
+    /* The read half went well: the write half writes (else it passes). */
+    bool write;
+    /*
+     * -c in order: the compressed writes of the write half, made by a
+     * first pass of it before its turn (cz_making), stored in its turn in
+     * the same order (cz_next the next one, cz_used made; the array's
+     * others are left from an earlier job, for bdrv_compress() to reuse).
+     */
+    GPtrArray *cz;
+    guint cz_used;
+    guint cz_next;
+    bool cz_making;
+    /* What went wrong, and in which file. */
+    Error *err;
+    const char *err_file;
 } ConvertJob;
 
 /* The source that holds offset (which lies before the end). */
@@ -350,8 +372,9 @@ static int convert_read(ConvertState *s, ConvertJob *job, uint64_t offset,
 /* Blocks of -B's comparison: qemu-img's default qcow2 cluster. */
 #define CONVERT_BACKING_BLOCK (64 * 1024)
 
-static int convert_write_1(ConvertState *s, uint64_t offset, uint8_t *buf,
-                           size_t len, Error **errp);
+static int convert_write_1(ConvertState *s, ConvertJob *job,
+                           uint64_t offset, uint8_t *buf, size_t len,
+                           Error **errp);
 
 /*
  * -B, in the job's read half: which of its blocks hold what the backing
@@ -396,7 +419,8 @@ static int convert_write(ConvertState *s, ConvertJob *job, Error **errp)
     size_t pos = 0, start = 0;     /* [start, pos): differing, unwritten */
 
     if (!job->same) {
-        return convert_write_1(s, job->offset, job->buf, job->len, errp);
+        return convert_write_1(s, job, job->offset, job->buf, job->len,
+                               errp);
     }
     while (pos < job->len) {
         uint64_t at = job->offset + pos;
@@ -406,8 +430,8 @@ static int convert_write(ConvertState *s, ConvertJob *job, Error **errp)
         if (job->same[(at - first) / CONVERT_BACKING_BLOCK]) {
             /* Equal: write the run of differing blocks before it. */
             if (pos > start &&
-                convert_write_1(s, job->offset + start, job->buf + start,
-                                pos - start, errp) < 0) {
+                convert_write_1(s, job, job->offset + start,
+                                job->buf + start, pos - start, errp) < 0) {
                 return -1;
             }
             start = pos + n;
@@ -415,7 +439,7 @@ static int convert_write(ConvertState *s, ConvertJob *job, Error **errp)
         pos += n;
     }
     if (pos > start &&
-        convert_write_1(s, job->offset + start, job->buf + start,
+        convert_write_1(s, job, job->offset + start, job->buf + start,
                         pos - start, errp) < 0) {
         return -1;
     }
@@ -509,13 +533,52 @@ static bool convert_sectors_are_data_min(const uint8_t *buf, uint64_t n,
 }
 
 /*
+ * One compressed write of a job. In order, the write half runs twice: a
+ * first pass (job->cz_making), before the job's turn and in parallel with
+ * the other threads, only compresses; the second, in the turn, stores
+ * what the first made, write for write (the same walk over the job).
+ * Otherwise (-W) both at once.
+ */
+static int convert_pwrite_compressed(ConvertState *s, ConvertJob *job,
+                                     uint64_t offset, uint8_t *buf,
+                                     size_t len, int flags, Error **errp)
+{
+    BdrvCompressed *c;
+
+    if (!job->cz) {
+        return bdrv_pwrite_compressed(s->dst, offset, buf, len, flags, errp);
+    }
+    if (job->cz_making) {
+        BdrvCompressed *reuse = job->cz_used < job->cz->len ?
+                                g_ptr_array_index(job->cz, job->cz_used) :
+                                NULL;
+
+        c = bdrv_compress(s->dst, offset, buf, len, flags, reuse, errp);
+        if (!c) {
+            return -1;
+        }
+        if (!reuse) {
+            g_ptr_array_add(job->cz, c);
+        }
+        job->cz_used++;
+        return 0;
+    }
+    /* (The same walk over the same buffer: the same writes.) */
+    g_assert(job->cz_next < job->cz_used);
+    c = g_ptr_array_index(job->cz, job->cz_next++);
+    return bdrv_store_compressed(s->dst, c, errp);
+}
+
+/*
  * -c: each cluster compressed (the driver stores one that does not shrink
  * as it is), but a cluster of zeroes goes the way of zeroes, as in
- * qemu-img: left out (a target that reads as zeroes) or written as zeroes;
- * with -S 0 it is compressed like the others.
+ * qemu-img: left out (a target that reads as zeroes) or written as zeroes
+ * (in the write half's second pass, with the stores); with -S 0 it is
+ * compressed like the others.
  */
-static int convert_write_compressed(ConvertState *s, uint64_t offset,
-                                    uint8_t *buf, size_t len, Error **errp)
+static int convert_write_compressed(ConvertState *s, ConvertJob *job,
+                                    uint64_t offset, uint8_t *buf,
+                                    size_t len, Error **errp)
 {
     size_t pos = 0, start = 0;     /* [start, pos): clusters of data */
 
@@ -524,9 +587,10 @@ static int convert_write_compressed(ConvertState *s, uint64_t offset,
 
         if (s->min_sparse && buffer_is_zero(buf + pos, n)) {
             if ((pos > start &&
-                 bdrv_pwrite_compressed(s->dst, offset + start, buf + start,
-                                        pos - start, 0, errp) < 0) ||
-                (!s->has_zero_init &&
+                 convert_pwrite_compressed(s, job, offset + start,
+                                           buf + start, pos - start, 0,
+                                           errp) < 0) ||
+                (!s->has_zero_init && !job->cz_making &&
                  convert_write_zeroes(s, offset + pos, buf + pos, n,
                                       errp) < 0)) {
                 return -1;
@@ -536,10 +600,10 @@ static int convert_write_compressed(ConvertState *s, uint64_t offset,
         pos += n;
     }
     if (pos > start &&
-        bdrv_pwrite_compressed(s->dst, offset + start, buf + start,
-                               pos - start,
-                               s->min_sparse ? 0 : BDRV_REQ_ALLOCATE,
-                               errp) < 0) {
+        convert_pwrite_compressed(s, job, offset + start, buf + start,
+                                  pos - start,
+                                  s->min_sparse ? 0 : BDRV_REQ_ALLOCATE,
+                                  errp) < 0) {
         return -1;
     }
     return 0;
@@ -550,14 +614,15 @@ static int convert_write_compressed(ConvertState *s, uint64_t offset,
  * it (-S 0), or its data runs, its runs of zeroes left out (a target that
  * reads as zeroes) or written as zeroes (convert_write_zeroes()).
  */
-static int convert_write_1(ConvertState *s, uint64_t offset, uint8_t *buf,
-                           size_t len, Error **errp)
+static int convert_write_1(ConvertState *s, ConvertJob *job,
+                           uint64_t offset, uint8_t *buf, size_t len,
+                           Error **errp)
 {
     uint64_t sector = offset / BDRV_SECTOR_SIZE, n = len / BDRV_SECTOR_SIZE;
     uint64_t min = s->min_sparse / BDRV_SECTOR_SIZE;
 
     if (s->compress) {
-        return convert_write_compressed(s, offset, buf, len, errp);
+        return convert_write_compressed(s, job, offset, buf, len, errp);
     }
     /*
      * What is written here is written as data, zeroes included (the
@@ -759,79 +824,128 @@ static void convert_print_msgs(ConvertState *s, ConvertJob *job)
     }
 }
 
-/* A job's turn to take space in the target (in_order). */
-typedef struct ConvertTurn {
-    ConvertState *s;
-    uint64_t seq;
-} ConvertTurn;
-
-static void convert_turn_wait(void *opaque)
+/*
+ * -c in order: the write half's first pass, compressing what the second
+ * will store (see convert_pwrite_compressed()).
+ */
+static int convert_job_compress(ConvertState *s, ConvertJob *job,
+                                Error **errp)
 {
-    ConvertTurn *t = opaque;
+    int ret;
 
-    g_mutex_lock(&t->s->lock);
-    while (t->s->write_seq != t->seq) {
-        g_cond_wait(&t->s->turn_cond, &t->s->lock);
+    if (job->zero || !job->len) {
+        return 0;
     }
-    g_mutex_unlock(&t->s->lock);
+    g_mutex_lock(&s->lock);
+    job->cz = s->spare_cz->len ?
+              g_ptr_array_steal_index_fast(s->spare_cz,
+                                           s->spare_cz->len - 1) :
+              g_ptr_array_new_with_free_func(
+                  (GDestroyNotify)bdrv_compressed_free);
+    g_mutex_unlock(&s->lock);
+    job->cz_making = true;
+    ret = convert_write(s, job, errp);
+    job->cz_making = false;
+    return ret;
 }
 
+/* In its turn, when the target takes turns. */
+static void convert_turn_now(void *opaque)
+{
+}
+
+/* A job's end (under s->lock): its buffer back, its error kept. */
+static void convert_job_done(ConvertState *s, ConvertJob *job)
+{
+    if (job->msgs) {
+        /* (Kept for later, or printed: then freed here.) */
+        convert_print_msgs(s, job);
+        if (job->msgs) {
+            g_string_free(job->msgs, TRUE);
+        }
+    }
+    if (job->err && !s->err) {
+        s->err = job->err;
+        s->err_file = job->err_file;
+    } else if (job->err) {
+        error_free(job->err);
+    }
+    g_ptr_array_add(s->free_bufs, job->buf);
+    g_cond_signal(&s->cond);
+    if (job->cz) {
+        g_ptr_array_add(s->spare_cz, job->cz);
+    }
+    g_free(job->same);
+    g_free(job);
+}
+
+/*
+ * A job: its read half (and -c's compression) in parallel with the other
+ * threads; its write half at once, or, in order (qcow2), in its turn:
+ * a job read before its turn waits in s->waiting, and the thread whose
+ * turn it is writes it after its own, so that no thread ever waits for
+ * another's turn (it reads the next job meanwhile). Under an uneven load
+ * (clusters that compress slowly next to fast ones, other processes on
+ * the CPUs) a thread that waited for its turn left its CPU idle: -c took
+ * twice the time of the unordered copy.
+ */
 static void convert_worker(gpointer data, gpointer user_data)
 {
     ConvertJob *job = data;
     ConvertState *s = user_data;
-    ConvertTurn turn = { s, job->seq };
-    const char *err_file = NULL;
-    Error *err = NULL;
     bool failed, offloaded = false;
-    int ret = 0;
 
     g_mutex_lock(&s->lock);
     failed = s->err != NULL;
     g_mutex_unlock(&s->lock);
     /* After a failure, queued jobs are dropped: the copy is abandoned. */
     if (!failed && !img_interrupted) {
-        ret = convert_job_read(s, job, &offloaded, &err_file, &err);
+        job->write = convert_job_read(s, job, &offloaded, &job->err_file,
+                                      &job->err) == 0 && !offloaded;
     }
-    /*
-     * qcow2: the format waits for the jobs before this one to have taken
-     * their clusters before it takes this one's (bdrv_write_turn()), once
-     * it has compressed what it compresses.
-     */
-    if (s->in_order) {
-        bdrv_set_write_turn(convert_turn_wait, &turn);
+    if (!s->in_order) {
+        if (job->write && !img_interrupted) {
+            convert_job_write(s, job, &job->err_file, &job->err);
+        }
+        g_mutex_lock(&s->lock);
+        convert_job_done(s, job);
+        g_mutex_unlock(&s->lock);
+        return;
     }
-    if (!ret && !failed && !offloaded && !img_interrupted) {
-        convert_job_write(s, job, &err_file, &err);
-    }
-    if (s->in_order) {
-        /* A job that took no space still passes in its turn. */
-        bdrv_write_turn();
-        bdrv_set_write_turn(NULL, NULL);
+    if (job->write && s->compress && !img_interrupted) {
+        job->err_file = s->dst_name;
+        job->write = convert_job_compress(s, job, &job->err) == 0;
     }
 
     g_mutex_lock(&s->lock);
-    if (s->in_order) {
+    if (job->seq != s->write_seq) {
+        /* Written by the thread whose turn it is, after its own job. */
+        g_hash_table_insert(s->waiting, GSIZE_TO_POINTER(job->seq + 1), job);
+        g_mutex_unlock(&s->lock);
+        return;
+    }
+    while (job) {
+        /* A failure before it: the copy is abandoned, nothing written. */
+        bool write = job->write && !s->err && !img_interrupted;
+
+        g_mutex_unlock(&s->lock);
+        if (write) {
+            /* The format's turn (bdrv_write_turn()): now. */
+            bdrv_set_write_turn(convert_turn_now, NULL);
+            convert_job_write(s, job, &job->err_file, &job->err);
+            bdrv_set_write_turn(NULL, NULL);
+        }
+        g_mutex_lock(&s->lock);
         s->write_seq++;
-        g_cond_broadcast(&s->turn_cond);
+        convert_job_done(s, job);
+        job = g_hash_table_lookup(s->waiting,
+                                  GSIZE_TO_POINTER(s->write_seq + 1));
+        if (job) {
+            g_hash_table_remove(s->waiting,
+                                GSIZE_TO_POINTER(s->write_seq + 1));
+        }
     }
-    if (job->msgs) {
-        convert_print_msgs(s, job);
-    }
-    if (err && !s->err) {
-        s->err = err;
-        s->err_file = err_file;
-    } else if (err) {
-        error_free(err);
-    }
-    g_ptr_array_add(s->free_bufs, job->buf);
-    g_cond_signal(&s->cond);
     g_mutex_unlock(&s->lock);
-    if (job->msgs) {
-        g_string_free(job->msgs, TRUE);
-    }
-    g_free(job->same);
-    g_free(job);
 }
 
 static unsigned convert_threads(int requested, ConvertState *s)
@@ -1056,8 +1170,12 @@ static bool convert_step_jobs(ConvertState *s)
 /* The copy. Returns 0, or -1 with the error printed. */
 static int convert_copy(ConvertState *s, unsigned nthreads, bool progress)
 {
-    /* One spare buffer per thread: a job waits in the queue, ready. */
-    unsigned nbufs = 2 * nthreads;
+    /*
+     * One spare buffer per thread: a job waits in the queue, ready. In
+     * order, a few more per thread: jobs read before their turn keep
+     * theirs until it comes, while their threads go on with the next.
+     */
+    unsigned nbufs = (s->in_order ? CONVERT_ORDER_BUFS : 2) * nthreads;
     g_autoptr(GError) gerr = NULL;
     ConvertSched q = { .s = s };
     ConvertIter it = { 0 };
@@ -1067,7 +1185,9 @@ static int convert_copy(ConvertState *s, unsigned nthreads, bool progress)
 
     g_mutex_init(&s->lock);
     g_cond_init(&s->cond);
-    g_cond_init(&s->turn_cond);
+    s->waiting = g_hash_table_new(NULL, NULL);
+    s->spare_cz = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)g_ptr_array_unref);
     s->walk_msgs = g_string_new(NULL);
     s->done_msgs = g_hash_table_new(NULL, NULL);
     /*
@@ -1156,7 +1276,8 @@ out_prog:
     g_ptr_array_unref(s->free_bufs);
     g_hash_table_unref(s->done_msgs);
     g_string_free(s->walk_msgs, TRUE);
-    g_cond_clear(&s->turn_cond);
+    g_hash_table_unref(s->waiting);
+    g_ptr_array_unref(s->spare_cz);
     g_cond_clear(&s->cond);
     g_mutex_clear(&s->lock);
     return ret;
