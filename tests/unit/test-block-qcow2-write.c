@@ -395,6 +395,105 @@ static void test_compress_roundtrip(void)
     }
 }
 
+/*
+ * Compressed writes in two halves (bdrv_compress(), then
+ * bdrv_store_compressed()), as convert makes them: compressing changes
+ * nothing in the image, a BdrvCompressed reused for another write is
+ * made over, and the stores leave the file bytewise what
+ * bdrv_pwrite_compressed() leaves for the same writes in the same order.
+ */
+static void test_compress_halves(void)
+{
+    const uint64_t cs = 65536, size = 16 * cs;
+    g_autofree uint8_t *data = g_malloc(size);
+    g_autofree uint8_t *back = g_malloc(size);
+    g_autofree uint8_t *fa = NULL, *fb = NULL;
+    g_autoptr(GHashTable) opts_a = NULL, opts_b = NULL;
+    BlockDriverState *a, *b;
+    BdrvCompressed *c1, *c2;
+    TestTmpFile ta, tb;
+    Qcow2Extent ext;
+    int64_t len, lena;
+
+    /* Text, one cluster of random bytes (stored plain), one of zeroes. */
+    for (uint64_t i = 0; i < size; i++) {
+        data[i] = "compressible text, more or less "[(i / 7 + i / cs) % 32];
+    }
+    for (uint64_t i = 3 * cs; i < 4 * cs; i++) {
+        data[i] = g_random_int();
+    }
+    memset(data + 4 * cs, 0, cs);
+
+    test_tmpfile_init(&ta, "test-qcow2-compress-a", "a.qcow2");
+    test_tmpfile_init(&tb, "test-qcow2-compress-b", "b.qcow2");
+    /* (Creation takes its options out of the table: one each.) */
+    opts_a = qemu_opts_parse("size=1M", NULL, &error_abort);
+    opts_b = qemu_opts_parse("size=1M", NULL, &error_abort);
+    a = bdrv_create_open("qcow2", ta.path, opts_a, 0, NULL, &error_abort);
+    b = bdrv_create_open("qcow2", tb.path, opts_b, 0, NULL, &error_abort);
+    g_assert_nonnull(a);
+    g_assert_nonnull(b);
+
+    g_assert_cmpint(bdrv_pwrite_compressed(a, 0, data, 6 * cs, 0,
+                                           &error_abort), ==, 0);
+    g_assert_cmpint(bdrv_pwrite_compressed(a, 6 * cs, data + 6 * cs, 2 * cs,
+                                           0, &error_abort), ==, 0);
+    g_assert_cmpint(bdrv_pwrite_compressed(a, 8 * cs, data + 8 * cs, 8 * cs,
+                                           0, &error_abort), ==, 0);
+
+    len = bdrv_getlength_exact(b->file, &error_abort);
+    c1 = bdrv_compress(b, 0, data, 6 * cs, 0, NULL, &error_abort);
+    c2 = bdrv_compress(b, 6 * cs, data + 6 * cs, 2 * cs, 0, NULL,
+                       &error_abort);
+    g_assert_nonnull(c1);
+    g_assert_nonnull(c2);
+    /* Nothing taken, nothing written yet. */
+    g_assert_cmpint(bdrv_getlength_exact(b->file, &error_abort), ==, len);
+    g_assert_cmpint(qcow2_get_extent(b, 0, size, &ext, &error_abort), ==, 0);
+    g_assert_cmpint(ext.type, ==, QCOW2_SC_UNALLOCATED);
+    g_assert_cmpuint(ext.bytes, ==, size);
+    g_assert_cmpint(bdrv_store_compressed(b, c1, &error_abort), ==, 0);
+    g_assert_cmpint(bdrv_store_compressed(b, c2, &error_abort), ==, 0);
+    /* c1 made over for a longer write. */
+    g_assert_true(bdrv_compress(b, 8 * cs, data + 8 * cs, 8 * cs, 0, c1,
+                                &error_abort) == c1);
+    g_assert_cmpint(bdrv_store_compressed(b, c1, &error_abort), ==, 0);
+    bdrv_compressed_free(c1);
+    bdrv_compressed_free(c2);
+
+    g_assert_cmpint(bdrv_pread(b, 0, back, size, &error_abort), ==, 0);
+    g_assert_cmpmem(back, size, data, size);
+    /* Compressed, plain (random), nothing (zeroes), compressed. */
+    g_assert_cmpint(qcow2_get_extent(b, 0, cs, &ext, &error_abort), ==, 0);
+    g_assert_cmpint(ext.type, ==, QCOW2_SC_COMPRESSED);
+    g_assert_cmpint(qcow2_get_extent(b, 3 * cs, cs, &ext, &error_abort), ==,
+                    0);
+    g_assert_cmpint(ext.type, ==, QCOW2_SC_NORMAL);
+    g_assert_cmpint(qcow2_get_extent(b, 4 * cs, cs, &ext, &error_abort), ==,
+                    0);
+    g_assert_cmpint(ext.type, !=, QCOW2_SC_NORMAL);
+    g_assert_cmpint(ext.type, !=, QCOW2_SC_COMPRESSED);
+    g_assert_cmpint(qcow2_get_extent(b, 15 * cs, cs, &ext, &error_abort), ==,
+                    0);
+    g_assert_cmpint(ext.type, ==, QCOW2_SC_COMPRESSED);
+
+    g_assert_cmpint(bdrv_flush(a, &error_abort), ==, 0);
+    g_assert_cmpint(bdrv_flush(b, &error_abort), ==, 0);
+    lena = bdrv_getlength_exact(a->file, &error_abort);
+    len = bdrv_getlength_exact(b->file, &error_abort);
+    g_assert_cmpint(len, ==, lena);
+    fa = g_malloc(len);
+    fb = g_malloc(len);
+    file_read(a, 0, fa, len);
+    file_read(b, 0, fb, len);
+    g_assert_cmpmem(fa, len, fb, len);
+
+    bdrv_close(a);
+    bdrv_close(b);
+    test_tmpfile_clear(&ta);
+    test_tmpfile_clear(&tb);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -408,5 +507,6 @@ int main(int argc, char **argv)
                     test_refcount_block_set);
     g_test_add_func("/qcow2-write/compress-roundtrip",
                     test_compress_roundtrip);
+    g_test_add_func("/qcow2-write/compress-halves", test_compress_halves);
     return g_test_run();
 }
