@@ -30,6 +30,8 @@ typedef struct AesX86Cipher {
 
 typedef struct AesX86Features {
     bool aesni, vaes256, vaes512;
+    /* The zmm XTS loop for AMD cores (aes-vaes.c) rather than the template's. */
+    bool xts_zen;
 } AesX86Features;
 
 /* XCR0 bits (Intel SDM vol. 1, 13.3): state the OS saves on switches. */
@@ -42,6 +44,31 @@ static uint64_t aes_x86_xgetbv0(void)
 
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     return ((uint64_t)hi << 32) | lo;
+}
+
+/*
+ * Which zmm XTS loop: AMD's cores with AVX-512 (Zen 4 and later) run the
+ * rotation step of aes-vaes.c beside their AES rounds for free, Intel's
+ * run its qword shift on the AES port (docs/aes.md). The environment
+ * variable QCRYPTO_AES_XTS_LOOP=zen|generic overrides the CPU's vendor,
+ * so both loops can be tested and measured on any AVX-512 machine.
+ */
+static bool aes_x86_xts_zen_wanted(void)
+{
+    const char *force = g_getenv("QCRYPTO_AES_XTS_LOOP");
+    unsigned a, b, c, d;
+
+    if (force && g_str_equal(force, "zen")) {
+        return true;
+    }
+    if (force && g_str_equal(force, "generic")) {
+        return false;
+    }
+    if (!__get_cpuid(0, &a, &b, &c, &d)) {
+        return false;
+    }
+    /* "AuthenticAMD" in EBX, EDX, ECX. */
+    return b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;
 }
 
 static gpointer aes_x86_detect(gpointer data)
@@ -65,6 +92,7 @@ static gpointer aes_x86_detect(gpointer data)
             (b7 & bit_AVX512BW) && (b7 & bit_AVX512VL) &&
             (xcr0 & XCR0_AVX512) == XCR0_AVX512;
     }
+    f->xts_zen = f->vaes512 && aes_x86_xts_zen_wanted();
     return f;
 }
 
@@ -256,7 +284,9 @@ static QCryptoCipher *aes_x86_new_vaes512(QCryptoCipherAlgo alg,
                                           const uint8_t *key, size_t nkey,
                                           Error **errp)
 {
-    return aes_x86_cipher_new(&aes_x86_ops_vaes512, alg, mode, key, nkey);
+    return aes_x86_cipher_new(aes_x86_features()->xts_zen ?
+                              &aes_x86_ops_vaes512_zen : &aes_x86_ops_vaes512,
+                              alg, mode, key, nkey);
 }
 
 static QCryptoCipher *aes_x86_new_vaes256(QCryptoCipherAlgo alg,

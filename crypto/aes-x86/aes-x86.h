@@ -152,5 +152,7 @@ extern const AesX86Ops aes_x86_ops_aesni;
 /* aes-vaes.c: the same modes on ymm and zmm vectors. */
 extern const AesX86Ops aes_x86_ops_vaes256;
 extern const AesX86Ops aes_x86_ops_vaes512;
+/* The zmm path with the XTS loop for AMD cores (Zen 4 and later). */
+extern const AesX86Ops aes_x86_ops_vaes512_zen;
 
 #endif
