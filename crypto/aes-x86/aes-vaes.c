@@ -175,6 +175,11 @@ const AesX86Ops aes_x86_ops_vaes256 = {
 #define XZ_LAST(oplast, v)                                              \
     oplast " " #v "*64+%[u], %%zmm" #v ", %%zmm" #v "\n\t"              \
     "vmovdqu64 %%zmm" #v ", " #v "*64(%[out])\n\t"
+/* The last iteration: no step, the last key from zmm29, then the tweak. */
+#define XZ_FINAL(oplast, v, tw)                                         \
+    oplast " %%zmm29, %%zmm" #v ", %%zmm" #v "\n\t"                    \
+    "vpxorq %%zmm" #tw ", %%zmm" #v ", %%zmm" #v "\n\t"                \
+    "vmovdqu64 %%zmm" #v ", " #v "*64(%[out])\n\t"
 #define XZ_WIPE(v) "vmovdqa64 %%zmm29, " #v "*64+%[u]\n\t"
 #define XZ_KEY(r, reg) "vbroadcasti32x4 " #r "*16(%[keys]), %%zmm" #reg "\n\t"
 #define XZ_LOOP(op, oplast)                                             \
@@ -189,6 +194,8 @@ const AesX86Ops aes_x86_ops_vaes256 = {
     ".if %c[nr] >= 14\n\t"                                              \
     XZ_KEY(12, 27) XZ_KEY(13, 28)                                       \
     ".endif\n\t"                                                        \
+    "dec %[iters]\n\t"                                                  \
+    "jz 2f\n\t"                                                         \
     "1:\n\t"                                                            \
     XZ_LOAD(0, 8) XZ_LOAD(1, 9) XZ_LOAD(2, 10) XZ_LOAD(3, 11)           \
     XZ_LOAD(4, 12) XZ_LOAD(5, 13) XZ_LOAD(6, 14) XZ_LOAD(7, 15)         \
@@ -217,12 +224,29 @@ const AesX86Ops aes_x86_ops_vaes256 = {
     /* u holds tweak ^ round key: wiped. */                             \
     "vpxord %%zmm29, %%zmm29, %%zmm29\n\t"                              \
     XZ_WIPE(0) XZ_WIPE(1) XZ_WIPE(2) XZ_WIPE(3)                         \
-    XZ_WIPE(4) XZ_WIPE(5) XZ_WIPE(6) XZ_WIPE(7)
+    XZ_WIPE(4) XZ_WIPE(5) XZ_WIPE(6) XZ_WIPE(7)                         \
+    "2:\n\t"                                                            \
+    XZ_LOAD(0, 8) XZ_LOAD(1, 9) XZ_LOAD(2, 10) XZ_LOAD(3, 11)           \
+    XZ_LOAD(4, 12) XZ_LOAD(5, 13) XZ_LOAD(6, 14) XZ_LOAD(7, 15)         \
+    "vbroadcasti32x4 %c[nr]*16(%[keys]), %%zmm29\n\t"                   \
+    XZ_ROUND(op, 16) XZ_ROUND(op, 17) XZ_ROUND(op, 18)                  \
+    XZ_ROUND(op, 19) XZ_ROUND(op, 20) XZ_ROUND(op, 21)                  \
+    XZ_ROUND(op, 22) XZ_ROUND(op, 23) XZ_ROUND(op, 24)                  \
+    ".if %c[nr] >= 12\n\t"                                              \
+    XZ_ROUND(op, 25) XZ_ROUND(op, 26)                                   \
+    ".endif\n\t"                                                        \
+    ".if %c[nr] >= 14\n\t"                                              \
+    XZ_ROUND(op, 27) XZ_ROUND(op, 28)                                   \
+    ".endif\n\t"                                                        \
+    XZ_FINAL(oplast, 0, 8) XZ_FINAL(oplast, 1, 9)                       \
+    XZ_FINAL(oplast, 2, 10) XZ_FINAL(oplast, 3, 11)                     \
+    XZ_FINAL(oplast, 4, 12) XZ_FINAL(oplast, 5, 13)                     \
+    XZ_FINAL(oplast, 6, 14) XZ_FINAL(oplast, 7, 15)
 #define XZ_OPERANDS                                                     \
     : [in] "+r"(in), [out] "+r"(out), [iters] "+r"(iters), [u] "=m"(u), \
       "+v"(t0), "+v"(t1), "+v"(t2), "+v"(t3), "+v"(t4), "+v"(t5),       \
       "+v"(t6), "+v"(t7)                                                \
-    : [rk0] "m"(rk[0]), [rkl] "m"(rk[nr]), [nr] "i"(nr),                \
+    : [rk0] "m"(*rk0), [rkl] "m"(*rkl), [nr] "i"(nr),                   \
       [keys] "r"(enc ? key->enc : key->dec)                             \
     : "memory", "cc", "rax", "k1",                                      \
       "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",   \
@@ -245,8 +269,9 @@ const AesX86Ops aes_x86_ops_vaes256 = {
  */
 static inline __attribute__((always_inline, target(VAES512_TARGET)))
 void vaes512_xts_loop_zen(const AesX86Key *key, __m512i *t,
-                          const __m512i *rk, const uint8_t *in, uint8_t *out,
-                          size_t iters, const unsigned nr, const bool enc)
+                          const __m512i *rk0, const __m512i *rkl,
+                          const uint8_t *in, uint8_t *out, size_t iters,
+                          const unsigned nr, const bool enc)
 {
     __m512i u[8];
     register __m512i t0 __asm__("zmm8") = t[0];
@@ -273,8 +298,6 @@ void vaes512_xts_loop_zen(const AesX86Key *key, __m512i *t,
     t[7] = t7;
 }
 #define V_XTS_LOOP_ZEN vaes512_xts_loop_zen
-/* Below 4 KiB the template's loop is faster on Zen 4 (docs/aes.md). */
-#define V_XTS_ZEN_MIN 4096
 
 #include "aes-x86-template.c.inc"
 
