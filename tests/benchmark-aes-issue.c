@@ -98,6 +98,13 @@ ISSUE_KERNEL(k_sllq8_tern4, "vpsllq $4, %%zmm8, %%zmm9\n\t"
                             "vpsllq $4, %%zmm8, %%zmm9\n\t"
                             "vpsllq $4, %%zmm8, %%zmm10\n\t"
                             "vpternlogq $0x96, %%zmm30, %%zmm8, %%zmm14\n\t")
+ISSUE_KERNEL(k_add8, X4(X2("vpaddq %%zmm30, %%zmm8, %%zmm9\n\t")))
+ISSUE_KERNEL(k_and8, X4(X2("vpandq %%zmm30, %%zmm8, %%zmm9\n\t")))
+ISSUE_KERNEL(k_muludq4, X4("vpmuludq %%zmm30, %%zmm8, %%zmm9\n\t"))
+ISSUE_KERNEL(k_sllq4, X4("vpsllq $4, %%zmm8, %%zmm9\n\t"))
+ISSUE_KERNEL(k_sllq6, X2("vpsllq $4, %%zmm8, %%zmm9\n\t"
+                          "vpsllq $4, %%zmm8, %%zmm10\n\t"
+                          "vpsllq $4, %%zmm8, %%zmm11\n\t"))
 ISSUE_KERNEL(k_gf2p8affine4, X4("vgf2p8affineqb $0, %%zmm30, %%zmm8, %%zmm9\n\t"))
 ISSUE_KERNEL(k_pmullq4, X4("vpmullq %%zmm30, %%zmm8, %%zmm9\n\t"))
 ISSUE_KERNEL(k_pshldq4, X4("vpshldq $4, %%zmm30, %%zmm8, %%zmm9\n\t"))
@@ -116,7 +123,9 @@ static const IssueMix issue_mixes[] = {
     { "+4 VPSLLDQ zmm (byte shift)", 4, k_bsll4, NULL },
     { "+6 VPSLLDQ zmm", 6, k_bsll6, NULL },
     { "+8 VPSLLDQ zmm", 8, k_bsll8, NULL },
-    { "+8 VPSLLQ zmm (qword shift)", 8, k_sllq8, NULL },
+    { "+4 VPSLLQ zmm (qword shift)", 4, k_sllq4, NULL },
+    { "+6 VPSLLQ zmm", 6, k_sllq6, NULL },
+    { "+8 VPSLLQ zmm", 8, k_sllq8, NULL },
     { "+12 VPSLLQ zmm", 12, k_sllq12, NULL },
     { "+8 VPSHUFD zmm", 8, k_shufd8, NULL },
     { "+4 VPSHUFB zmm", 4, k_shufb4, NULL },
@@ -124,6 +133,9 @@ static const IssueMix issue_mixes[] = {
     { "+8 VPTERNLOGQ zmm", 8, k_tern8, NULL },
     { "+8 VPXORQ zmm", 8, k_xor8, NULL },
     { "+8 VPSLLQ +4 VPTERNLOGQ zmm", 12, k_sllq8_tern4, NULL },
+    { "+8 VPADDQ zmm", 8, k_add8, NULL },
+    { "+8 VPANDQ zmm", 8, k_and8, NULL },
+    { "+4 VPMULUDQ zmm", 4, k_muludq4, NULL },
     { "+4 VGF2P8AFFINEQB zmm", 4, k_gf2p8affine4, "gfni" },
     { "+4 VPMULLQ zmm", 4, k_pmullq4, "avx512dq" },
     { "+4 VPSHLDQ zmm", 4, k_pshldq4, "avx512vbmi2" },
