@@ -329,28 +329,20 @@ void vaes512_xts_loop_zen(const AesX86Key *key, __m512i *t,
 
 #include "aes-x86-template.c.inc"
 
-const AesX86Ops aes_x86_ops_vaes512 = {
-    .name = "vaes-512",
-    .ecb_encrypt = vaes512_ecb_encrypt,
-    .ecb_decrypt = vaes512_ecb_decrypt,
-    .cbc_encrypt = aes_x86_cbc_encrypt,
-    .cbc_decrypt = vaes512_cbc_decrypt,
-    .ctr_crypt = vaes512_ctr_crypt,
-    .xts_encrypt = vaes512_xts_encrypt,
-    .xts_decrypt = vaes512_xts_decrypt,
-    .xts_encrypt_sectors = vaes512_xts_encrypt_sectors,
-    .xts_decrypt_sectors = vaes512_xts_decrypt_sectors,
-};
+/* The two zmm tables differ in their XTS loop only (suffix _zen or none). */
+#define VAES512_OPS(xts)                                                \
+    {                                                                   \
+        .name = "vaes-512",                                             \
+        .ecb_encrypt = vaes512_ecb_encrypt,                             \
+        .ecb_decrypt = vaes512_ecb_decrypt,                             \
+        .cbc_encrypt = aes_x86_cbc_encrypt,                             \
+        .cbc_decrypt = vaes512_cbc_decrypt,                             \
+        .ctr_crypt = vaes512_ctr_crypt,                                 \
+        .xts_encrypt = vaes512_xts_encrypt##xts,                        \
+        .xts_decrypt = vaes512_xts_decrypt##xts,                        \
+        .xts_encrypt_sectors = vaes512_xts_encrypt_sectors##xts,        \
+        .xts_decrypt_sectors = vaes512_xts_decrypt_sectors##xts,        \
+    }
 
-const AesX86Ops aes_x86_ops_vaes512_zen = {
-    .name = "vaes-512",
-    .ecb_encrypt = vaes512_ecb_encrypt,
-    .ecb_decrypt = vaes512_ecb_decrypt,
-    .cbc_encrypt = aes_x86_cbc_encrypt,
-    .cbc_decrypt = vaes512_cbc_decrypt,
-    .ctr_crypt = vaes512_ctr_crypt,
-    .xts_encrypt = vaes512_xts_encrypt_zen,
-    .xts_decrypt = vaes512_xts_decrypt_zen,
-    .xts_encrypt_sectors = vaes512_xts_encrypt_sectors_zen,
-    .xts_decrypt_sectors = vaes512_xts_decrypt_sectors_zen,
-};
+const AesX86Ops aes_x86_ops_vaes512 = VAES512_OPS();
+const AesX86Ops aes_x86_ops_vaes512_zen = VAES512_OPS(_zen);
