@@ -189,6 +189,17 @@ const AesX86Ops aes_x86_ops_vaes256 = {
     "vmovdqu64 %%zmm" #v ", " #v "*64(%[out])\n\t"
 #define XZ_WIPE(v) "vmovdqa64 %%zmm29, " #v "*64+%[u]\n\t"
 #define XZ_KEY(r, reg) "vbroadcasti32x4 " #r "*16(%[keys]), %%zmm" #reg "\n\t"
+#define XZ_LOAD_ALL                                                     \
+    XZ_LOAD(0, 8) XZ_LOAD(1, 9) XZ_LOAD(2, 10) XZ_LOAD(3, 11)           \
+    XZ_LOAD(4, 12) XZ_LOAD(5, 13) XZ_LOAD(6, 14) XZ_LOAD(7, 15)
+/* The rounds AES-192 and AES-256 have beyond AES-128's. */
+#define XZ_ROUNDS_HIGH(op)                                              \
+    ".if %c[nr] >= 12\n\t"                                              \
+    XZ_ROUND(op, 25) XZ_ROUND(op, 26)                                   \
+    ".endif\n\t"                                                        \
+    ".if %c[nr] >= 14\n\t"                                              \
+    XZ_ROUND(op, 27) XZ_ROUND(op, 28)                                   \
+    ".endif\n\t"
 #define XZ_LOOP(op, oplast)                                             \
     "movl $0x1111, %%eax\n\t"                                           \
     "kmovw %%eax, %%k1\n\t"                                             \
@@ -204,8 +215,7 @@ const AesX86Ops aes_x86_ops_vaes256 = {
     "dec %[iters]\n\t"                                                  \
     "jz 2f\n\t"                                                         \
     "1:\n\t"                                                            \
-    XZ_LOAD(0, 8) XZ_LOAD(1, 9) XZ_LOAD(2, 10) XZ_LOAD(3, 11)           \
-    XZ_LOAD(4, 12) XZ_LOAD(5, 13) XZ_LOAD(6, 14) XZ_LOAD(7, 15)         \
+    XZ_LOAD_ALL                                                         \
     XZ_ROUND(op, 16)                                                    \
     XZ_ROUND(op, 17) XZ_STEP(0, 8)                                      \
     XZ_ROUND(op, 18) XZ_STEP(1, 9)                                      \
@@ -215,12 +225,7 @@ const AesX86Ops aes_x86_ops_vaes256 = {
     XZ_ROUND(op, 22) XZ_STEP(5, 13)                                     \
     XZ_ROUND(op, 23) XZ_STEP(6, 14)                                     \
     XZ_ROUND(op, 24) XZ_STEP(7, 15)                                     \
-    ".if %c[nr] >= 12\n\t"                                              \
-    XZ_ROUND(op, 25) XZ_ROUND(op, 26)                                   \
-    ".endif\n\t"                                                        \
-    ".if %c[nr] >= 14\n\t"                                              \
-    XZ_ROUND(op, 27) XZ_ROUND(op, 28)                                   \
-    ".endif\n\t"                                                        \
+    XZ_ROUNDS_HIGH(op)                                                  \
     XZ_LAST(oplast, 0) XZ_LAST(oplast, 1) XZ_LAST(oplast, 2)            \
     XZ_LAST(oplast, 3) XZ_LAST(oplast, 4) XZ_LAST(oplast, 5)            \
     XZ_LAST(oplast, 6) XZ_LAST(oplast, 7)                               \
@@ -233,17 +238,11 @@ const AesX86Ops aes_x86_ops_vaes256 = {
     XZ_WIPE(0) XZ_WIPE(1) XZ_WIPE(2) XZ_WIPE(3)                         \
     XZ_WIPE(4) XZ_WIPE(5) XZ_WIPE(6) XZ_WIPE(7)                         \
     "2:\n\t"                                                            \
-    XZ_LOAD(0, 8) XZ_LOAD(1, 9) XZ_LOAD(2, 10) XZ_LOAD(3, 11)           \
-    XZ_LOAD(4, 12) XZ_LOAD(5, 13) XZ_LOAD(6, 14) XZ_LOAD(7, 15)         \
+    XZ_LOAD_ALL                                                         \
     XZ_ROUND(op, 16) XZ_ROUND(op, 17) XZ_ROUND(op, 18)                  \
     XZ_ROUND(op, 19) XZ_ROUND(op, 20) XZ_ROUND(op, 21)                  \
     XZ_ROUND(op, 22) XZ_ROUND(op, 23) XZ_ROUND(op, 24)                  \
-    ".if %c[nr] >= 12\n\t"                                              \
-    XZ_ROUND(op, 25) XZ_ROUND(op, 26)                                   \
-    ".endif\n\t"                                                        \
-    ".if %c[nr] >= 14\n\t"                                              \
-    XZ_ROUND(op, 27) XZ_ROUND(op, 28)                                   \
-    ".endif\n\t"                                                        \
+    XZ_ROUNDS_HIGH(op)                                                  \
     XZ_FINAL(oplast, 0, 8) XZ_FINAL(oplast, 1, 9)                       \
     XZ_FINAL(oplast, 2, 10) XZ_FINAL(oplast, 3, 11)                     \
     XZ_FINAL(oplast, 4, 12) XZ_FINAL(oplast, 5, 13)                     \
