@@ -140,8 +140,8 @@ const AesX86Ops aes_x86_ops_vaes256 = {
  *   k_last * x^32 ^ k_last (a memory operand of the step's last
  *   VPTERNLOGQ, so the step has no more instructions than before). That
  *   is one XOR per vector and iteration fewer than keeping t (AES-128 on
- *   Zen 4: 4 KiB 89.8% -> 91.1%, 64 KiB 94.4% -> 96.3% of the limit;
- *   with ten rounds to share, the other instructions are what binds).
+ *   Zen 4: 4 KiB 89.8% -> 90.8%, 64 KiB 94.4% -> 96.4% of the limit;
+ *   what is left of AES-128's gap is in docs/aes.md).
  * - Registers: data zmm0-7, s zmm8-15, round keys 1-13 zmm16-28, scratch
  *   zmm29-31; k1 selects dword 0 of each lane. As each vector's s is
  *   stepped in the middle of an iteration, its old value goes to u (one
@@ -264,17 +264,8 @@ const AesX86Ops aes_x86_ops_vaes256 = {
       "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29",    \
       "xmm30", "xmm31"
 
-/* t * x^32 in each lane, as the loop's step computes it. */
-static inline __attribute__((always_inline, target(VAES512_TARGET)))
-__m512i vaes512_xz_step(__m512i t)
-{
-    __m512i c = _mm512_maskz_shuffle_epi32(0x1111, t, (_MM_PERM_ENUM)0x93);
-    __m512i r = _mm512_shuffle_epi32(t, (_MM_PERM_ENUM)0x93);
-
-    r = _mm512_ternarylogic_epi64(r, _mm512_slli_epi64(c, 1),
-                                  _mm512_slli_epi64(c, 2), 0x96);
-    return _mm512_xor_si512(r, _mm512_slli_epi64(c, 7));
-}
+/* Each lane times x^32, the loop's step (the template's, defined below). */
+VFUNC __m512i vaes512_mul_xpow_bytes(__m512i t);
 
 /*
  * iters >= 1 iterations of 8 vectors from in to out, tweaks t (8
@@ -298,7 +289,7 @@ void vaes512_xts_loop_zen(const AesX86Key *key, __m512i *t,
     const __m512i kl = *rkl;
     __m512i rk0x = _mm512_xor_si512(*rk0, kl);
     /* Only a loop of two or more iterations steps (a 512-byte call: none). */
-    __m512i cst = iters > 1 ? _mm512_xor_si512(vaes512_xz_step(kl), kl)
+    __m512i cst = iters > 1 ? _mm512_xor_si512(vaes512_mul_xpow_bytes(kl), kl)
                             : kl;
     __m512i u[8];
     register __m512i t0 __asm__("zmm8") = _mm512_xor_si512(t[0], kl);
