@@ -44,8 +44,11 @@ done
 
 # --limit alone lists the paths this CPU has, with their limits.
 echo "# the limit: instruction, path, rounds/s, MiB/s for AES-128, -192, -256"
-"$BENCH" --limit 2>/dev/null | grep -E '^(AESENC|VAESENC)' | sed 's/^/# /'
-if "$BENCH" --limit 2>/dev/null | grep -qw vaes-512; then
+limits=$("$BENCH" --limit 2>/dev/null | grep -E '^(AESENC|VAESENC)')
+while IFS= read -r line; do
+    echo "# $line"
+done <<<"$limits"
+if echo "$limits" | grep -qw vaes-512; then
     PATH_NAME=vaes-512
     LOOPS="generic zen"
 else
