@@ -306,6 +306,12 @@ void vaes512_xts_loop_zen(const AesX86Key *key, __m512i *t,
     } else {
         __asm__ volatile(XZ_LOOP("vaesdec", "vaesdeclast") XZ_OPERANDS);
     }
+    /*
+     * Read t0..t7 before anything else: a local register variable is
+     * pinned to its register only as an asm operand, and vector code
+     * placed here may take zmm8-15 for itself (a wipe loop once did, and
+     * the loop returned wrong tweaks).
+     */
     t[0] = _mm512_xor_si512(t0, kl);
     t[1] = _mm512_xor_si512(t1, kl);
     t[2] = _mm512_xor_si512(t2, kl);
