@@ -6,7 +6,8 @@
 # runs) side by side in interleaved rounds, one sector per call, AES-128
 # and AES-256, encryption and decryption; each figure is the median of
 # the rounds' medians (CPU-bound: medians, not minimums), in MiB/s and as
-# a percentage of `--limit` measured in the same runs.
+# a percentage of the limit, which `--limit` measures right before and
+# after each run (the percentage is the run's own, then the median).
 #
 #   scripts/bench-aes-xts.sh [BUILD] [ROUNDS] [CHUNKS]
 #
@@ -64,12 +65,14 @@ for r in $(seq "$ROUNDS"); do
         for loop in $LOOPS; do
             env_loop=()
             [ "$loop" = auto ] || env_loop=(env QCRYPTO_AES_XTS_LOOP="$loop")
-            # Lines: path impl algorithm mode chunk sector dir MiB/s ... lim%
+            # Lines: path impl algorithm mode chunk sector dir MiB/s min
+            # max cv% wall cyc/B lim% [noisy]: lim% is field 14, paired
+            # with the line's runs (--limit, docs/benchmarking.md).
             "${env_loop[@]}" "${NICE[@]}" "$BENCH" -a "$key" -m xts \
                 "${args[@]}" -b "$PATH_NAME" -r 5 --limit 2>/dev/null |
                 awk -v loop="$loop" -v key="$key" '
                     $4 == "xts" && $7 ~ /^(enc|dec)$/ {
-                        print key, loop, $5, $7, $8, $NF
+                        print key, loop, $5, $7, $8, $14
                     }' >>"$raw"
         done
     done

@@ -52,6 +52,20 @@ if printf '%s\n' "$out" | awk '/AESENC/ && !($3 > 0) { bad = 1 } END { exit !bad
     say "FAIL: --limit: a width without a positive rate:"; say "$out"; fail=1
 fi
 
+# With --limit, an AES line on a path with a limit gets its lim% from
+# limit samples paired with its runs ("limit_paired":true); without, from
+# the limit measured at the start (false). A path without one: null.
+out=$("$bench" $tiny --limit --json) || { say "FAIL: --limit --json exited $?"; fail=1; }
+if printf '%s\n' "$out" | grep '"kind":"cipher"' |
+       grep '"limit_pct":[0-9]' | grep -qv '"limit_paired":true'; then
+    say "FAIL: --limit: a lim% not paired with its runs:"; say "$out"; fail=1
+fi
+out=$("$bench" $tiny --json) || fail=1
+if printf '%s\n' "$out" | grep '"limit_pct":[0-9]' |
+       grep -qv '"limit_paired":false'; then
+    say "FAIL: a lim% paired without --limit:"; say "$out"; fail=1
+fi
+
 # Each bad option: status 2 and a message.
 bad() {
     msg=$("$bench" "$@" 2>&1 >/dev/null)

@@ -15,6 +15,9 @@
  *   the figure, min / max / cv show how far to trust it.
  * - --seconds S instead runs for S seconds of CPU time per run (the work
  *   then varies from run to run, which suits a quick look, not perf stat).
+ * - An AES line's lim% is its share of what the AES units can do at all
+ *   (--limit); with --limit, every run is paired with that limit
+ *   measured just before and just after it (bench_paired_limit()).
  *
  * Exit status: 0 done, 1 a cipher failed, 2 bad options (including a
  * choice of algorithm, mode and backend that leaves nothing to measure).
@@ -88,6 +91,9 @@ typedef struct {
     double median, min, max, cv;    /* MiB/s of CPU time */
     double wall_median;             /* MiB/s of wall-clock time */
     double cycles_per_byte;         /* < 0: no usable TSC */
+    /* --limit: median of the runs' paired percentages, and their cv. */
+    double paired_pct;              /* < 0: not paired */
+    double paired_cv;
 } BenchResult;
 
 /* The state a timed loop works on. */
@@ -519,27 +525,35 @@ static double median(double *v, guint n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* Sample standard deviation over the mean; 0 for a single value. */
+static double coef_var(const double *v, guint n)
+{
+    double sum = 0, sq = 0, mean;
+
+    for (guint i = 0; i < n; i++) {
+        sum += v[i];
+    }
+    mean = sum / n;
+    for (guint i = 0; i < n; i++) {
+        sq += (v[i] - mean) * (v[i] - mean);
+    }
+    return n > 1 ? sqrt(sq / (n - 1)) / mean : 0;
+}
+
 static void bench_stats(const RunTime *t, guint n, BenchResult *r)
 {
     g_autofree double *cpu = g_new(double, n);
     g_autofree double *wall = g_new(double, n);
-    double sum = 0, sq = 0, mean;
     guint64 bytes = 0;
 
     for (guint i = 0; i < n; i++) {
         cpu[i] = t[i].bytes / MiB / MAX(t[i].cpu, 1e-9);
         wall[i] = t[i].bytes / MiB / MAX(t[i].wall, 1e-9);
-        sum += cpu[i];
         bytes += t[i].bytes;
-    }
-    mean = sum / n;
-    for (guint i = 0; i < n; i++) {
-        sq += (cpu[i] - mean) * (cpu[i] - mean);
     }
     r->runs = n;
     r->bytes = bytes / n;
-    /* Sample standard deviation over the mean; 0 for a single run. */
-    r->cv = n > 1 ? sqrt(sq / (n - 1)) / mean : 0;
+    r->cv = coef_var(cpu, n);
     r->median = median(cpu, n);
     r->min = cpu[0];
     r->max = cpu[n - 1];
@@ -585,6 +599,8 @@ static const struct {
 
 /* Median AES instructions per second of CPU time; 0: not measured. */
 static double limit_rate[LIMIT__MAX];
+/* The kernel's loop count for one run of about LIMIT_RUN_SECONDS. */
+static uint64_t limit_iters[LIMIT__MAX];
 
 #ifdef HAVE_TSC
 /* A sink the compiler cannot prove unused. */
@@ -664,6 +680,7 @@ static double limit_measure(LimitWidth w)
         iters *= 4;
     }
     iters = MAX(1, iters * (LIMIT_RUN_SECONDS / t));
+    limit_iters[w] = iters;
     for (int i = 0; i < opts.runs; i++) {
         t0 = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
         limit_kernels[w](iters, i + 2);
@@ -672,7 +689,30 @@ static double limit_measure(LimitWidth w)
     }
     return median(rate, opts.runs);
 }
+
+/* One more run of width w's kernel: rounds per second of CPU time. */
+static double limit_sample(LimitWidth w, uint32_t seed)
+{
+    double t0 = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+    double t;
+
+    limit_kernels[w](limit_iters[w], seed);
+    t = clock_seconds(CLOCK_THREAD_CPUTIME_ID) - t0;
+    return (double)limit_iters[w] * LIMIT_CHAINS * LIMIT_UNROLL /
+        MAX(t, 1e-9);
+}
 #endif
+
+/* The limit width whose path is impl; -1: none (nettle, say). */
+static int limit_width_of(const char *impl)
+{
+    for (int w = 0; w < LIMIT__MAX; w++) {
+        if (g_str_equal(impl, limit_widths[w].path)) {
+            return w;
+        }
+    }
+    return -1;
+}
 
 /* Measure every width this CPU runs, once. */
 static void limit_init(void)
@@ -717,14 +757,14 @@ static double limit_mib_s(LimitWidth w, QCryptoCipherAlgo alg)
  */
 static double limit_percent(const BenchResult *r)
 {
-    for (int w = 0; w < LIMIT__MAX; w++) {
-        if (g_str_equal(r->impl, limit_widths[w].path)) {
-            double lim = limit_mib_s(w, r->cfg.alg);
+    int w = limit_width_of(r->impl);
+    double lim;
 
-            return lim > 0 ? 100 * r->median / lim : -1;
-        }
+    if (r->paired_pct >= 0) {
+        return r->paired_pct;
     }
-    return -1;
+    lim = w >= 0 ? limit_mib_s(w, r->cfg.alg) : 0;
+    return lim > 0 ? 100 * r->median / lim : -1;
 }
 
 static void print_limit(void)
@@ -841,6 +881,59 @@ out:
     return ret;
 }
 
+/*
+ * --limit pairs every timed run of an AES configuration with the limit
+ * of its path's width measured right before and right after it (one
+ * kernel run each, about LIMIT_RUN_SECONDS): the line's lim% is then the
+ * median of the runs' own percentages. On a shared host whose load
+ * changes from second to second, the limit measured once at the start
+ * can be off for a line measured minutes later (percentages above 100
+ * were seen); a run and the samples beside it see the same host.
+ */
+static bool bench_paired_limit(const char *impl, QCryptoCipherAlgo alg)
+{
+#ifdef HAVE_TSC
+    int w = limit_width_of(impl);
+
+    return opts.limit && aes_rounds(alg) && w >= 0 && limit_iters[w];
+#else
+    return false;
+#endif
+}
+
+/* MiB/s of AES-alg that one limit sample of impl's width allows. */
+static double bench_limit_sample(const char *impl, QCryptoCipherAlgo alg,
+                                 uint32_t seed)
+{
+#ifdef HAVE_TSC
+    int w = limit_width_of(impl);
+
+    return limit_sample(w, seed) * limit_widths[w].blocks * 16 /
+        aes_rounds(alg) / MiB;
+#else
+    return 0;
+#endif
+}
+
+/* The paired percentages (lim: MiB/s per run, or NULL: none). */
+static void bench_paired_stats(const RunTime *t, const double *lim, guint n,
+                               BenchResult *r)
+{
+    g_autofree double *pct = g_new(double, n);
+
+    r->paired_pct = -1;
+    r->paired_cv = 0;
+    if (!lim) {
+        return;
+    }
+    for (guint i = 0; i < n; i++) {
+        pct[i] = 100 * t[i].bytes / MiB / MAX(t[i].cpu, 1e-9) /
+            MAX(lim[i], 1e-9);
+    }
+    r->paired_cv = coef_var(pct, n);
+    r->paired_pct = median(pct, n);
+}
+
 static int bench_one(const BenchConfig *cfg, BenchResult *r, Error **errp)
 {
     g_autoptr(QCryptoSectorCipher) sc = NULL;
@@ -851,7 +944,10 @@ static int bench_one(const BenchConfig *cfg, BenchResult *r, Error **errp)
         .sector_size = cfg->sector_size,
         .encrypt = cfg->encrypt,
     };
+    g_autofree double *lim = g_new0(double, opts.runs);
     guint64 ncalls = 0, batch = 0;
+    double before = 0;
+    bool paired;
     RunTime t;
 
     sc = bench_cipher_new(cfg, cfg->sector_size, errp);
@@ -878,8 +974,15 @@ static int bench_one(const BenchConfig *cfg, BenchResult *r, Error **errp)
         return -1;
     }
 
+    r->impl = qcrypto_sector_cipher_get_impl_name(sc);
+    paired = bench_paired_limit(r->impl, cfg->alg);
     for (int i = 0; i < opts.warmup + opts.runs; i++) {
-        int ret = batch ?
+        int ret;
+
+        if (paired && i == opts.warmup) {
+            before = bench_limit_sample(r->impl, cfg->alg, i);
+        }
+        ret = batch ?
             bench_timed_seconds(&loop, batch, opts.seconds, &t, errp) :
             bench_timed_calls(&loop, ncalls, &t, errp);
         if (ret < 0) {
@@ -888,11 +991,17 @@ static int bench_one(const BenchConfig *cfg, BenchResult *r, Error **errp)
         if (i >= opts.warmup) {
             times[i - opts.warmup] = t;
         }
+        if (paired && i >= opts.warmup) {
+            double after = bench_limit_sample(r->impl, cfg->alg, i + 1);
+
+            lim[i - opts.warmup] = (before + after) / 2;
+            before = after;
+        }
     }
 
     r->cfg = *cfg;
-    r->impl = qcrypto_sector_cipher_get_impl_name(sc);
     bench_stats(times, opts.runs, r);
+    bench_paired_stats(times, paired ? lim : NULL, opts.runs, r);
     /* Leave the default in place for whoever comes next. */
     qcrypto_cipher_set_backend("auto", NULL);
     return 0;
@@ -933,7 +1042,8 @@ static void print_header(guint nconfigs)
 static void print_result(const BenchResult *r)
 {
     const BenchConfig *c = &r->cfg;
-    bool noisy = r->cv > NOISY_CV;
+    /* A paired lim% that moves from run to run is as little to trust. */
+    bool noisy = r->cv > NOISY_CV || r->paired_cv > NOISY_CV;
     double lim = limit_percent(r);
 
     if (opts.json) {
@@ -952,7 +1062,8 @@ static void print_result(const BenchResult *r)
             printf("\"cycles_per_byte\":null,");
         }
         if (lim >= 0) {
-            printf("\"limit_pct\":%.1f,", lim);
+            printf("\"limit_pct\":%.1f,\"limit_paired\":%s,", lim,
+                   r->paired_pct >= 0 ? "true" : "false");
         } else {
             printf("\"limit_pct\":null,");
         }
