@@ -540,6 +540,12 @@ static double coef_var(const double *v, guint n)
     return n > 1 ? sqrt(sq / (n - 1)) / mean : 0;
 }
 
+/* A run's MiB/s of CPU time. */
+static double run_mib_s(const RunTime *t)
+{
+    return t->bytes / MiB / MAX(t->cpu, 1e-9);
+}
+
 static void bench_stats(const RunTime *t, guint n, BenchResult *r)
 {
     g_autofree double *cpu = g_new(double, n);
@@ -547,7 +553,7 @@ static void bench_stats(const RunTime *t, guint n, BenchResult *r)
     guint64 bytes = 0;
 
     for (guint i = 0; i < n; i++) {
-        cpu[i] = t[i].bytes / MiB / MAX(t[i].cpu, 1e-9);
+        cpu[i] = run_mib_s(&t[i]);
         wall[i] = t[i].bytes / MiB / MAX(t[i].wall, 1e-9);
         bytes += t[i].bytes;
     }
@@ -662,6 +668,18 @@ static bool limit_path_usable(const char *path)
     return false;
 }
 
+/* One run of width w's kernel: rounds per second of CPU time. */
+static double limit_sample(LimitWidth w, uint32_t seed)
+{
+    double t0 = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+    double t;
+
+    limit_kernels[w](limit_iters[w], seed);
+    t = clock_seconds(CLOCK_THREAD_CPUTIME_ID) - t0;
+    return (double)limit_iters[w] * LIMIT_CHAINS * LIMIT_UNROLL /
+        MAX(t, 1e-9);
+}
+
 /* Median of --runs timings of about LIMIT_RUN_SECONDS each. */
 static double limit_measure(LimitWidth w)
 {
@@ -679,27 +697,11 @@ static double limit_measure(LimitWidth w)
         }
         iters *= 4;
     }
-    iters = MAX(1, iters * (LIMIT_RUN_SECONDS / t));
-    limit_iters[w] = iters;
+    limit_iters[w] = MAX(1, iters * (LIMIT_RUN_SECONDS / t));
     for (int i = 0; i < opts.runs; i++) {
-        t0 = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
-        limit_kernels[w](iters, i + 2);
-        t = clock_seconds(CLOCK_THREAD_CPUTIME_ID) - t0;
-        rate[i] = (double)iters * LIMIT_CHAINS * LIMIT_UNROLL / t;
+        rate[i] = limit_sample(w, i + 2);
     }
     return median(rate, opts.runs);
-}
-
-/* One more run of width w's kernel: rounds per second of CPU time. */
-static double limit_sample(LimitWidth w, uint32_t seed)
-{
-    double t0 = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
-    double t;
-
-    limit_kernels[w](limit_iters[w], seed);
-    t = clock_seconds(CLOCK_THREAD_CPUTIME_ID) - t0;
-    return (double)limit_iters[w] * LIMIT_CHAINS * LIMIT_UNROLL /
-        MAX(t, 1e-9);
 }
 #endif
 
@@ -740,15 +742,18 @@ static unsigned aes_rounds(QCryptoCipherAlgo alg)
     }
 }
 
-/* MiB/s of AES-alg at the limit of width w; 0: no such figure. */
-static double limit_mib_s(LimitWidth w, QCryptoCipherAlgo alg)
+/* MiB/s of AES-alg that rate rounds/s on width w allow; 0: not AES. */
+static double rounds_mib_s(double rate, LimitWidth w, QCryptoCipherAlgo alg)
 {
     unsigned nr = aes_rounds(alg);
 
-    if (!nr || !limit_rate[w]) {
-        return 0;
-    }
-    return limit_rate[w] * limit_widths[w].blocks * 16 / nr / MiB;
+    return nr ? rate * limit_widths[w].blocks * 16 / nr / MiB : 0;
+}
+
+/* MiB/s of AES-alg at the limit of width w; 0: no such figure. */
+static double limit_mib_s(LimitWidth w, QCryptoCipherAlgo alg)
+{
+    return rounds_mib_s(limit_rate[w], w, alg);
 }
 
 /*
@@ -890,26 +895,21 @@ out:
  * can be off for a line measured minutes later (percentages above 100
  * were seen); a run and the samples beside it see the same host.
  */
-static bool bench_paired_limit(const char *impl, QCryptoCipherAlgo alg)
+static bool bench_paired_limit(int w, QCryptoCipherAlgo alg)
 {
 #ifdef HAVE_TSC
-    int w = limit_width_of(impl);
-
     return opts.limit && aes_rounds(alg) && w >= 0 && limit_iters[w];
 #else
     return false;
 #endif
 }
 
-/* MiB/s of AES-alg that one limit sample of impl's width allows. */
-static double bench_limit_sample(const char *impl, QCryptoCipherAlgo alg,
+/* MiB/s of AES-alg that one limit sample of width w allows. */
+static double bench_limit_sample(int w, QCryptoCipherAlgo alg,
                                  uint32_t seed)
 {
 #ifdef HAVE_TSC
-    int w = limit_width_of(impl);
-
-    return limit_sample(w, seed) * limit_widths[w].blocks * 16 /
-        aes_rounds(alg) / MiB;
+    return rounds_mib_s(limit_sample(w, seed), w, alg);
 #else
     return 0;
 #endif
@@ -927,8 +927,7 @@ static void bench_paired_stats(const RunTime *t, const double *lim, guint n,
         return;
     }
     for (guint i = 0; i < n; i++) {
-        pct[i] = 100 * t[i].bytes / MiB / MAX(t[i].cpu, 1e-9) /
-            MAX(lim[i], 1e-9);
+        pct[i] = 100 * run_mib_s(&t[i]) / MAX(lim[i], 1e-9);
     }
     r->paired_cv = coef_var(pct, n);
     r->paired_pct = median(pct, n);
@@ -948,6 +947,7 @@ static int bench_one(const BenchConfig *cfg, BenchResult *r, Error **errp)
     guint64 ncalls = 0, batch = 0;
     double before = 0;
     bool paired;
+    int w;
     RunTime t;
 
     sc = bench_cipher_new(cfg, cfg->sector_size, errp);
@@ -975,12 +975,13 @@ static int bench_one(const BenchConfig *cfg, BenchResult *r, Error **errp)
     }
 
     r->impl = qcrypto_sector_cipher_get_impl_name(sc);
-    paired = bench_paired_limit(r->impl, cfg->alg);
+    w = limit_width_of(r->impl);
+    paired = bench_paired_limit(w, cfg->alg);
     for (int i = 0; i < opts.warmup + opts.runs; i++) {
         int ret;
 
         if (paired && i == opts.warmup) {
-            before = bench_limit_sample(r->impl, cfg->alg, i);
+            before = bench_limit_sample(w, cfg->alg, i);
         }
         ret = batch ?
             bench_timed_seconds(&loop, batch, opts.seconds, &t, errp) :
@@ -992,7 +993,7 @@ static int bench_one(const BenchConfig *cfg, BenchResult *r, Error **errp)
             times[i - opts.warmup] = t;
         }
         if (paired && i >= opts.warmup) {
-            double after = bench_limit_sample(r->impl, cfg->alg, i + 1);
+            double after = bench_limit_sample(w, cfg->alg, i + 1);
 
             lim[i - opts.warmup] = (before + after) / 2;
             before = after;
