@@ -854,8 +854,28 @@ static int rekey_start(ReencRun *run, JsonObject *ks,
     k->r = r;
     k->newblock = qcrypto_block_new(QCRYPTO_BLOCK_FORMAT_LUKS, NULL);
     if (rekey_parse(k, ks, errp) < 0 ||
-        rekey_position(k, &rr->pos, &rr->zone, errp) < 0 ||
-        rekey_unlock(k, r->prev, k->digest_old, secret, r->block, &old_key,
+        rekey_position(k, &rr->pos, &rr->zone, errp) < 0) {
+        return -1;
+    }
+    if (rr->pos == r->size) {
+        /*
+         * All data is under the new key: only the final metadata is left.
+         * cryptsetup's finish destroys the old key's slots one by one
+         * (each a metadata write, the area wiped first) before the write
+         * that drops the requirement, so a kill there leaves an image
+         * whose old key no slot opens, which cryptsetup 2.6 cannot finish.
+         * Neither needs the old key: the new one is checked against its
+         * own digest. The re-encryption digest, which covers both keys,
+         * cannot be checked, so the metadata is unauthenticated here; that
+         * is safe because nothing but the final metadata is written (no
+         * data is read, decrypted or moved, the areas wiped are key-slot
+         * areas the parser bounds): no more than anyone who can write the
+         * header could write as a plain LUKS2 header.
+         */
+        return rekey_unlock(k, r->final, r->digest_new, secret, k->newblock,
+                            &new_key, errp);
+    }
+    if (rekey_unlock(k, r->prev, k->digest_old, secret, r->block, &old_key,
                      errp) < 0 ||
         rekey_unlock(k, r->final, r->digest_new, secret, k->newblock,
                      &new_key, errp) < 0 ||

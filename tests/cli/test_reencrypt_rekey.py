@@ -240,6 +240,61 @@ class ReencryptRekey(ReencTestCase):
         self.resume_ours(img)
         self.check_data(img, orig, old)
 
+    def test_finish_killed_after_old_key_slots(self):
+        """cryptsetup killed in its finish, the old key's slots gone.
+
+        cryptsetup 2.6 destroys the old key's key slots one by one (the
+        area wiped, then the metadata written) before the write that drops
+        the requirement: a kill in between leaves all data under the new
+        key and no slot that opens the old one, which cryptsetup cannot
+        finish. We finish it without the old key; a wrong passphrase is
+        still refused, the image untouched.
+        """
+        def old_slots(md):
+            prev = [k for k, s in md["segments"].items()
+                    if "backup-previous" in s.get("flags", [])][0]
+            return [d for d in md["digests"].values()
+                    if prev in d["segments"]][0]["keyslots"]
+
+        def drop_old_slots(md):
+            gone = old_slots(md)
+            for o in (*md["digests"].values(), *md["tokens"].values()):
+                o["keyslots"] = [k for k in o["keyslots"] if k not in gone]
+            for k in gone:
+                del md["keyslots"][k]
+
+        for wiped_only in (False, True):
+            img, orig = self.luks2(f"f{int(wiped_only)}.img")
+            old = self.volume_key(img)
+            env = dict(os.environ, QIL_TEST_REENCRYPT_STOP_BEFORE_FINISH="1")
+            proc = subprocess.run([TOOL, "reencrypt", "--object", SECRET,
+                                   "-o", KDF, "--image-opts",
+                                   image_opts(img)],
+                                  env=env, capture_output=True, text=True)
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertTrue(self.all_done(img))
+            md = self.dump(img)
+            slots = old_slots(md)
+            self.assertTrue(slots)
+            # the areas wiped first, as crypt_keyslot_destroy() does
+            with open(img, "r+b") as f:
+                for k in slots:
+                    area = md["keyslots"][k]["area"]
+                    f.seek(int(area["offset"]))
+                    f.write(bytes(int(area["size"])))
+            if not wiped_only:
+                rewrite_json(img, drop_old_slots)
+            before = file_bytes(img)
+            proc = qil("reencrypt", "--object", SECRET2, "--resume-only",
+                       "--image-opts",
+                       image_opts(img).replace("sec0", "sec1"), check=False)
+            self.assertNotEqual(proc.returncode, 0)
+            self.assertIn("Invalid password", proc.stderr)
+            self.assertEqual(file_bytes(img), before)
+            self.resume_ours(img)
+            self.check_data(img, orig, old)
+            os.unlink(img)
+
     def test_sigint_stops_between_zones(self):
         img, orig = self.luks2("e.img", size=8 * MiB)
         old = self.volume_key(img)
