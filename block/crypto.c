@@ -100,6 +100,26 @@ static BlockDriverState *block_crypto_open_unlocked(const char *path)
     return bdrv_open(NULL, NULL, opts, BDRV_O_FORCE_SHARE, NULL);
 }
 
+/*
+ * Whether the data file still starts with the LUKS2 header whose first
+ * binary header (magic, version, UUID) the header file holds: the header
+ * file is then an export cut short, not a decryption under way (whose
+ * data file starts with moved ciphertext or plain text).
+ */
+static bool block_crypto_decrypt_export_cut_short(BlockDriverState *hdr,
+                                                  const char *filename)
+{
+    /* LUKS2 on-disk format, section 2.1: the UUID field is at 0xa8 */
+    enum { UUID_OFFSET = 0xa8, UUID_LEN = 40 };
+    g_autoptr(BlockDriverState) data = block_crypto_open_unlocked(filename);
+    uint8_t a[UUID_OFFSET + UUID_LEN], b[UUID_OFFSET + UUID_LEN];
+
+    return data && bdrv_pread(hdr, 0, a, sizeof(a), NULL) == 0 &&
+        bdrv_pread(data, 0, b, sizeof(b), NULL) == 0 &&
+        !memcmp(a, b, 8) && a[UUID_OFFSET] &&
+        !memcmp(a + UUID_OFFSET, b + UUID_OFFSET, UUID_LEN);
+}
+
 bool block_crypto_decrypt_in_progress(const char *filename)
 {
     /* LUKS2 on-disk format, section 2.1: magic, then version 2 (BE). */
@@ -123,9 +143,14 @@ bool block_crypto_decrypt_in_progress(const char *filename)
         return false;
     }
     io.opaque = hdr;
-    /* A LUKS2 header we cannot read may hide one: refuse rather than guess. */
-    if (qcrypto_reencrypt_decrypt_state(&io, &state, &size, NULL) < 0) {
-        return true;
+    /*
+     * A LUKS2 header we cannot read may hide one: refuse rather than
+     * guess, unless it is an export cut short (cryptsetup writes it in
+     * place): the image still starts with the header it copies.
+     */
+    if (qcrypto_reencrypt_decrypt_state(&io, &state, &size, NULL) < 0 ||
+        state == QCRYPTO_REENCRYPT_DECRYPT_NONE) {
+        return !block_crypto_decrypt_export_cut_short(hdr, filename);
     }
     /*
      * Exported, init not done (PLAIN): the image is still itself while

@@ -1078,7 +1078,14 @@ int qcrypto_reencrypt_decrypt_state(const QCryptoReencryptIO *io,
             return -1;
         }
     } else if (s0 && g_str_equal(seg_type(s0), "crypt")) {
+        uint64_t ks_size;
+
         *state = QCRYPTO_REENCRYPT_DECRYPT_PLAIN;
+        /* A whole export holds the key-slot areas: where they end. */
+        if (reenc_get_u64(config, "config", "keyslots_size", &ks_size,
+                          NULL) == 0 && ks_size <= REENC_MAX_BYTES) {
+            *size = 2 * r.hdr->bin.hdr_size + ks_size;
+        }
     }
     reenc_clear(&r);
     return 0;

@@ -30,6 +30,7 @@ typedef struct ReencCtx {
     BlockDriverState *hdr;      /* --decrypt: the header's own file */
     const char *hdr_path;
     bool is_device;             /* the image is a block device */
+    bool hdr_needed;            /* --decrypt: the header file is in use */
 } ReencCtx;
 
 /*
@@ -391,6 +392,35 @@ static int decrypt_cleanup(ReencCtx *ctx, uint64_t size, Error **errp)
 }
 
 /*
+ * An existing header file that is no usable export (not LUKS2, or shorter
+ * than its key-slot areas). Ours is named only when whole; cryptsetup
+ * writes its export in place, so a kill in the middle leaves such a file,
+ * before anything touched the image. Whether the image still holds its
+ * own header tells which.
+ */
+static void decrypt_bad_header_file(ReencCtx *ctx, const char *what,
+                                    Error **errp)
+{
+    /* LUKS1 and LUKS2 on-disk formats: the magic both versions share */
+    static const uint8_t luks_magic[6] = { 'L', 'U', 'K', 'S', 0xba, 0xbe };
+    uint8_t magic[sizeof(luks_magic)];
+    bool own = bdrv_pread(ctx->file, 0, magic, sizeof(magic), NULL) == 0 &&
+        !memcmp(magic, luks_magic, sizeof(magic));
+
+    if (own) {
+        error_setg(errp, "'%s' %s: likely an export cut short (as a kill "
+                   "during cryptsetup reencrypt --decrypt leaves one); the "
+                   "image still holds its own header, so nothing was "
+                   "decrypted: remove '%s' and run again",
+                   ctx->hdr_path, what, ctx->hdr_path);
+    } else {
+        error_setg(errp, "'%s' %s, and the image holds no LUKS header of "
+                   "its own: nothing to decrypt with (restore the header "
+                   "from a backup)", ctx->hdr_path, what);
+    }
+}
+
+/*
  * --decrypt, or --resume-only of a decryption: start or finish, whatever
  * the header file (ours or cryptsetup's) says. 0 done, 1 stopped, -1 error.
  */
@@ -436,17 +466,33 @@ static int reencrypt_decrypt(ReencCtx *ctx, QCryptoReencryptIO *io,
     }
     switch (st) {
     case QCRYPTO_REENCRYPT_DECRYPT_NONE:
-        error_setg(errp, "'%s' exists but holds no LUKS2 header: move it "
-                   "away (or name another file with --header)",
-                   ctx->hdr_path);
+        decrypt_bad_header_file(ctx, "exists but holds no LUKS2 header",
+                                errp);
         return -1;
     case QCRYPTO_REENCRYPT_DECRYPT_PLAIN:
+        if (exists) {
+            int64_t len = bdrv_getlength(ctx->hdr, errp);
+
+            if (len < 0) {
+                return -1;
+            }
+            if ((uint64_t)len < size) {
+                g_autofree char *what = g_strdup_printf(
+                    "holds %" PRId64 " of the %" PRIu64 " bytes of its "
+                    "header", len, size);
+
+                decrypt_bad_header_file(ctx, what, errp);
+                return -1;
+            }
+        }
         /* new, or an init cut short: the data past S is intact */
+        ctx->hdr_needed = true;
         if (qcrypto_reencrypt_decrypt_init(secret, io, errp) < 0) {
             return -1;
         }
         break;
     case QCRYPTO_REENCRYPT_DECRYPT_RUNNING:
+        ctx->hdr_needed = true;
         break;
     case QCRYPTO_REENCRYPT_DECRYPT_DONE:
         return decrypt_cleanup(ctx, size, errp);
@@ -550,7 +596,8 @@ static int img_reencrypt_decrypt(ReencCtx *ctx, QCryptoReencryptIO *io,
     bdrv_close(ctx->file);
     if (r < 0) {
         img_error_free(filename, err);
-        if (!resume_only && access(ctx->hdr_path, F_OK) == 0) {
+        if (!resume_only && ctx->hdr_needed &&
+            access(ctx->hdr_path, F_OK) == 0) {
             img_error(filename, "The image is left being decrypted: finish "
                       "with 'qemu-img-lite reencrypt --resume-only' (keep "
                       "'%s')", ctx->hdr_path);

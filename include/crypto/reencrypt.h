@@ -182,7 +182,9 @@ typedef enum QCryptoReencryptDecryptState {
 
 /*
  * Classify the header file (io->hdr_*); for _DONE, *size is the data
- * size to truncate the data file to. -1 and errp if it cannot be read.
+ * size to truncate the data file to; for _PLAIN, the length a whole
+ * export has (the end of its key-slot areas; 0 if unknown): a shorter
+ * file is an export cut short. -1 and errp if it cannot be read.
  */
 int qcrypto_reencrypt_decrypt_state(const QCryptoReencryptIO *io,
                                     QCryptoReencryptDecryptState *state,

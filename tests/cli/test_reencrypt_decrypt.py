@@ -12,6 +12,7 @@ then go on with our command or cryptsetup's, alternately, and check every
 byte. The seed is printed with each failure.
 """
 import os
+import struct
 import subprocess
 
 from reenctest import (ReencTestCase, header_json, image_opts, reenc_slot,
@@ -94,6 +95,12 @@ class Decrypt(ReencTestCase):
                          "finished by cryptsetup")
         os.unlink(hdr)
         os.truncate(img, size)
+
+    def export_size(self, img):
+        """The length of a whole export of img's header: its key slots' end."""
+        with open(img, "rb") as f:
+            hdr_size = struct.unpack(">Q", f.read(16)[8:16])[0]
+        return 2 * hdr_size + int(header_json(img)["config"]["keyslots_size"])
 
     def assert_raw(self, img, orig):
         self.assertFalse(os.path.exists(img + ".luks2-header"),
@@ -352,6 +359,46 @@ class Decrypt(ReencTestCase):
         untouched(moved, "inconsistent")
         untouched(segment, "segments do not describe")
 
+    def test_export_cut_short(self):
+        """A header file that cryptsetup's export left incomplete.
+
+        cryptsetup writes the exported header in place (not under another
+        name), so a kill during it leaves a short file beside an image
+        still whole: refused with what happened and what to do, nothing
+        touched, no claim that a decryption is under way; once it is
+        removed the decryption runs."""
+        self.need_all()
+        img, orig = self.luks2("x.img", 3 * MiB)
+        hdr = img + ".luks2-header"
+        full = self.path("full.hdr")
+        run([CRYPTSETUP, "luksHeaderBackup", "--header-backup-file", full,
+             img])
+        whole = file_bytes(full)
+        before = file_bytes(img)
+        for n in (0, 4096, 16384, len(whole) - 4096):
+            with open(hdr, "wb") as f:
+                f.write(whole[:n])
+            proc = self.assertFails(["reencrypt", "--object", SECRET,
+                                     "--decrypt", "--image-opts",
+                                     image_opts(img)], "export cut short")
+            self.assertIn(f"remove '{hdr}'", proc.stderr)
+            self.assertNotIn("left being decrypted", proc.stderr)
+            self.assertEqual(file_bytes(img), before)
+            self.assertEqual(file_bytes(hdr), whole[:n])
+            # nor does any other open take it for a decryption under way
+            self.assertIn("file format: luks", qil("info", img).stdout)
+        # the image's own header gone too: nothing to decrypt with
+        with open(img, "r+b") as f:
+            f.write(bytes(4096))
+        proc = self.assertFails(["reencrypt", "--object", SECRET,
+                                 "--decrypt", "--image-opts",
+                                 image_opts(img)], "no LUKS header of its own")
+        with open(img, "wb") as f:
+            f.write(before)
+        os.unlink(hdr)
+        self.decrypt(img)
+        self.assert_raw(img, orig)
+
     def test_wrong_hot_zone_checksum(self):
         """A hot-zone checksum that matches nothing: refused, untouched."""
         self.need_all()
@@ -429,10 +476,19 @@ class Decrypt(ReencTestCase):
         for i in range(KILL_ROUNDS // 2):
             img, orig = self.luks2(f"c{i}.img", size, seed=100 + i)
             hdr = img + ".luks2-header"
+            whole = self.export_size(img)
             rc = self.kill_at_random(self.cryptsetup_args(img, "--decrypt"),
                                      0.6)
             if rc == 0:
                 self.finish_after_cryptsetup(img, size)
+            elif os.path.exists(hdr) and \
+                    os.path.getsize(hdr) < whole:
+                # cut in its export (written in place): the image is whole
+                self.assertFails(["reencrypt", "--object", SECRET,
+                                  "--decrypt", "--image-opts",
+                                  image_opts(img)], "export cut short")
+                os.unlink(hdr)
+                self.decrypt(img)
             elif os.path.exists(hdr) and \
                     "requirements" in header_json(hdr)["config"]:
                 self.resume_ours(img)

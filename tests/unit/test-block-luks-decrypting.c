@@ -259,6 +259,32 @@ static void test_damaged_header(Fixture *f, gconstpointer data)
     bdrv_close(bs);
 }
 
+/*
+ * The first 4 KiB of the image's own header and nothing more (cryptsetup's
+ * export, written in place, cut short): the image is itself and opens;
+ * with another UUID it is refused as before.
+ */
+static void test_export_cut_short(Fixture *f, gconstpointer data)
+{
+    g_autofree char *img = NULL;
+    BlockDriverState *bs;
+    Error *err = NULL;
+    gsize len;
+
+    g_assert_true(g_file_get_contents(f->img, &img, &len, NULL));
+    g_assert_cmpuint(len, >=, 4096);
+    g_assert_true(g_file_set_contents(f->hdr, img, 4096, NULL));
+    g_assert_false(block_crypto_decrypt_in_progress(f->img));
+    bs = bdrv_open(f->img, NULL, NULL, BDRV_O_NO_IO, &error_abort);
+    bdrv_close(bs);
+
+    img[0xa8] ^= 1;             /* the UUID's first byte */
+    g_assert_true(g_file_set_contents(f->hdr, img, 4096, NULL));
+    g_assert_true(block_crypto_decrypt_in_progress(f->img));
+    g_assert_null(bdrv_open(f->img, NULL, NULL, BDRV_O_NO_IO, &err));
+    test_error_expect(&err, REFUSED);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -272,5 +298,6 @@ int main(int argc, char **argv)
     ADD("/block/luks/decrypting/not-running", test_not_running);
     ADD("/block/luks/decrypting/init-failed", test_init_failed);
     ADD("/block/luks/decrypting/damaged-header", test_damaged_header);
+    ADD("/block/luks/decrypting/export-cut-short", test_export_cut_short);
     return g_test_run();
 }
