@@ -165,8 +165,9 @@ typedef struct RekeyArea {
 static void rekey_note_area(JsonObject *keyslots, const char *id,
                             GArray *areas)
 {
-    JsonObject *ks = json_object_get_object_member(keyslots, id);
-    JsonObject *a = ks ? json_object_get_object_member(ks, "area") : NULL;
+    JsonObject *ks = luks2_json_get_object(keyslots, "keyslots", id, NULL);
+    JsonObject *a = ks ? luks2_json_get_object(ks, "keyslot", "area", NULL)
+                       : NULL;
     RekeyArea ra;
 
     if (a && reenc_get_u64(a, "area", "offset", &ra.offset, NULL) == 0 &&
@@ -206,8 +207,11 @@ static JsonNode *rekey_final_root(Rekey *k, GArray *areas)
         rekey_note_area(keyslots, l->data, areas);
         json_object_remove_member(keyslots, l->data);
         for (GList *t = token_ids; t; t = t->next) {
-            rekey_array_drop(json_object_get_object_member(tokens, t->data),
-                             "keyslots", id);
+            JsonNode *n = json_object_get_member(tokens, t->data);
+
+            if (JSON_NODE_HOLDS_OBJECT(n)) {
+                rekey_array_drop(json_node_get_object(n), "keyslots", id);
+            }
         }
     }
     json_object_remove_member(digests, dr);
@@ -244,11 +248,13 @@ static JsonNode *rekey_view_root(Rekey *k, JsonObject *seg, int digest)
                                   segs);
     members = json_object_get_members(digests);
     for (GList *l = members; l; l = l->next) {
-        JsonObject *d = json_object_get_object_member(digests, l->data);
+        JsonNode *n = json_object_get_member(digests, l->data);
 
-        if (d) {
+        /* not validated yet: the parser of the view refuses the rest */
+        if (JSON_NODE_HOLDS_OBJECT(n)) {
             json_object_set_array_member(
-                d, "segments", reenc_id_array(&zero, atoi(l->data) == digest));
+                json_node_get_object(n), "segments",
+                reenc_id_array(&zero, atoi(l->data) == digest));
         }
     }
     return root;
@@ -542,14 +548,17 @@ static int rekey_check_area(Rekey *k, Error **errp)
         goto bad;
     }
     for (GList *l = members; l; l = l->next) {
-        JsonObject *ks = json_object_get_object_member(keyslots, l->data);
-        JsonObject *a = ks ? json_object_get_object_member(ks, "area") : NULL;
+        JsonObject *ks, *a;
         uint64_t off, size;
 
-        if (atoi(l->data) == r->ks_id || !a) {
+        if (atoi(l->data) == r->ks_id) {
             continue;
         }
-        if (reenc_get_u64(a, "keyslot area", "offset", &off, errp) < 0 ||
+        /* not yet validated (the LUKS2 parser runs at unlock): checked */
+        ks = luks2_json_get_object(keyslots, "keyslots", l->data, errp);
+        a = ks ? luks2_json_get_object(ks, "keyslot", "area", errp) : NULL;
+        if (!a ||
+            reenc_get_u64(a, "keyslot area", "offset", &off, errp) < 0 ||
             reenc_get_u64(a, "keyslot area", "size", &size, errp) < 0) {
             return -1;
         }

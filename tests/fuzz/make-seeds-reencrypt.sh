@@ -4,7 +4,8 @@
 # the real tools: small raw images put into LUKS2 re-encryption state
 # (in-place encryption, datashift) by cryptsetup 2.6 and by qemu-img-lite,
 # with --init-only, and killed (SIGKILL, injected by strace at the Nth
-# fsync/fdatasync or write) in the middle of a resume. The passphrase is
+# fsync/fdatasync or write) in the middle of a resume; and a new volume key
+# stopped before its final header (see the end). The passphrase is
 # "fuzz", the KDF PBKDF2 at its cheapest (cryptsetup: 1000 iterations;
 # ours: iter-time=1), the data 64 to 384 KiB, the data shift 168 KiB
 # (cryptsetup: --reduce-device-size 336k) or 288 KiB (ours:
@@ -132,6 +133,45 @@ QIL_TEST_REENCRYPT_STOP_BEFORE_FINISH=1 "$tool" reencrypt \
     --image-opts "driver=luks,key-secret=s,file.filename=$tmp/qil-last-state" \
     >/dev/null 2>&1 || true
 keep "$tmp/qil-last-state" qil-last-state
+
+# A new volume key (mode "reencrypt"), ours, stopped before its final
+# header: cryptsetup's image (the key-slot area made room for a second
+# slot and the resilience data), all data under the new key. Then the same
+# with the old key's slot gone and its area zeroed, as cryptsetup leaves
+# it when killed in its finish (resumed with the new key alone).
+truncate -s $((576 * 1024 + 65536)) "$tmp/rekey-last-state"
+# shellcheck disable=SC2086
+cryptsetup luksFormat --batch-mode --type luks2 $CS_PBKDF \
+    --luks2-metadata-size 16k --luks2-keyslots-size 512k --offset 1152 \
+    --key-size 256 --key-file "$tmp/key" "$tmp/rekey-last-state" \
+    >/dev/null 2>&1
+QIL_TEST_REENCRYPT_STOP_BEFORE_FINISH=1 "$tool" reencrypt \
+    --object secret,id=s,data=fuzz -o iter-time=1,kdf=pbkdf2 \
+    --hotzone-size 16k --image-opts \
+    "driver=luks,key-secret=s,file.filename=$tmp/rekey-last-state" \
+    >/dev/null 2>&1 || true
+cp "$tmp/rekey-last-state" "$tmp/rekey-old-slots-gone"
+keep "$tmp/rekey-last-state" rekey-last-state
+python3 - "$tmp/rekey-old-slots-gone" <<'PY'
+import json, struct, sys
+with open(sys.argv[1], "r+b") as f:
+    hdr = struct.unpack(">Q", f.read(16)[8:16])[0]
+    f.seek(4096)
+    md = json.loads(f.read(hdr - 4096).split(b"\0")[0])
+    prev = [k for k, s in md["segments"].items()
+            if "backup-previous" in s.get("flags", [])][0]
+    old = [d for d in md["digests"].values() if prev in d["segments"]][0]
+    for k in old["keyslots"]:
+        area = md["keyslots"].pop(k)["area"]
+        f.seek(int(area["offset"]))
+        f.write(bytes(int(area["size"])))
+    old["keyslots"] = []
+    text = json.dumps(md, separators=(",", ":")).encode()
+    for off in (0, hdr):
+        f.seek(off + 4096)
+        f.write(text + bytes(hdr - 4096 - len(text)))
+PY
+keep "$tmp/rekey-old-slots-gone" rekey-old-slots-gone
 
 ls "$out" | wc -l
 du -sh "$out"
