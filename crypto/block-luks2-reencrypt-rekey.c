@@ -701,14 +701,15 @@ static int rekey_position(Rekey *k, uint64_t *pos, uint64_t *zone,
     *pos = *zone = 0;
     for (int id = 0; id < QCRYPTO_LUKS2_SEGMENTS_MAX; id++) {
         g_autofree char *key = g_strdup_printf("%d", id);
+        JsonNode *n = json_object_get_member(segs, key);
         JsonObject *s;
         bool in_old, in_new, dynamic;
         uint64_t off, tweak, size;
 
-        if (!json_object_has_member(segs, key)) {
+        if (!n) {
             break;
         }
-        s = json_object_get_object_member(segs, key);
+        s = JSON_NODE_HOLDS_OBJECT(n) ? json_node_get_object(n) : NULL;
         if (!s || reenc_seg_has_flag(s, "backup-previous") ||
             reenc_seg_has_flag(s, "backup-final")) {
             break;
@@ -718,10 +719,13 @@ static int rekey_position(Rekey *k, uint64_t *pos, uint64_t *zone,
         dynamic = g_str_equal(json_object_get_string_member_with_default(
                                   s, "size", ""), "dynamic");
         if (!g_str_equal(json_object_get_string_member_with_default(
-                             s, "type", ""), "crypt") ||
-            reenc_get_u64(s, "segment", "offset", &off, errp) < 0 ||
-            reenc_get_u64(s, "segment", "iv_tweak", &tweak, errp) < 0) {
+                             s, "type", ""), "crypt")) {
             goto bad;
+        }
+        /* these set errp themselves: not "bad" (one error only) */
+        if (reenc_get_u64(s, "segment", "offset", &off, errp) < 0 ||
+            reenc_get_u64(s, "segment", "iv_tweak", &tweak, errp) < 0) {
+            return -1;
         }
         if (dynamic) {
             size = r->size - x;
